@@ -1,0 +1,54 @@
+#!/usr/bin/env node
+// The whole test suite: type-check, then every *.test.ts under packages/*/test and test/ with node's
+// test runner. Services that tests need (a Kafka broker) are started here when nothing is listening
+// yet, and stopped by their own pid at the end.
+//
+//   pnpm test                      everything
+//   pnpm test packages/core        only test files under these paths
+import { spawnSync, spawn } from "node:child_process";
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = resolve(fileURLToPath(import.meta.url), "../..");
+process.chdir(root);
+
+function findTests(dir) {
+  if (!existsSync(dir)) return [];
+  if (statSync(dir).isFile()) return dir.endsWith(".test.ts") ? [dir] : [];
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    if (entry.name === "node_modules" || entry.name.startsWith(".")) return [];
+    return findTests(join(dir, entry.name));
+  });
+}
+
+const roots = process.argv.slice(2);
+const searchRoots = roots.length > 0 ? roots : ["packages", "test", "examples"];
+const files = searchRoots.flatMap((r) => findTests(r)).map((f) => relative(root, f)).sort();
+if (files.length === 0) {
+  console.error(`no *.test.ts files under ${searchRoots.join(", ")}`);
+  process.exit(1);
+}
+
+console.log("== type-check (tsc --noEmit)");
+const tsc = spawnSync("pnpm", ["exec", "tsc", "-p", "tsconfig.json"], { stdio: "inherit" });
+if (tsc.status !== 0) process.exit(tsc.status ?? 1);
+
+const services = [];
+const needsKafka = files.some((f) => f.startsWith("test/kafka") || f.includes("/kafka/"));
+if (needsKafka && existsSync(join(root, "scripts/kafka.mjs"))) {
+  const { ensureKafka } = await import("./kafka.mjs");
+  const kafka = await ensureKafka();
+  process.env.KAFKA_BROKERS = kafka.brokers;
+  services.push(kafka);
+}
+
+console.log(`== node --test (${files.length} files)`);
+const child = spawn(
+  process.execPath,
+  ["--import", "tsx", "--test", "--test-timeout=600000", ...files],
+  { stdio: "inherit", env: process.env },
+);
+const code = await new Promise((done) => child.on("exit", (c, signal) => done(c ?? (signal ? 1 : 0))));
+for (const service of services.reverse()) await service.stop();
+process.exit(code);
