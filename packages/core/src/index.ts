@@ -1,1 +1,41 @@
-export {};
+export { cancelledError, asSluiceError } from "./abort.ts";
+export { ClassScheduler, DEFAULT_CLASS, type ClassView } from "./class-scheduler.ts";
+export { systemClock, type Clock } from "./clock.ts";
+export { LocalThrottler, type LocalThrottlerOptions } from "./local-throttler.ts";
+export { ManualClock } from "./manual-clock.ts";
+export { MinHeap } from "./min-heap.ts";
+export {
+  PrefetchingThrottler,
+  type PrefetchConfig,
+  type PrefetchStats,
+  type QuotaRemote,
+} from "./prefetching-throttler.ts";
+export {
+  MAX_REQUEST_AMOUNT,
+  QuotaBucket,
+  type Admission,
+  type QuotaBucketCounters,
+  type QuotaBucketSnapshot,
+  type QuotaClassSnapshot,
+  type QuotaRequest,
+  type Settlement,
+} from "./quota-bucket.ts";
+export {
+  QUOTA_BUCKET_DEFAULTS,
+  effectiveLimitOf,
+  quotaBucketConfig,
+  type QuotaBucketConfig,
+} from "./quota-bucket-config.ts";
+export { QuotaBucketDriver, type AcquireRequest, type Grant } from "./quota-bucket-driver.ts";
+export { RateWindow } from "./rate-window.ts";
+export {
+  ERROR_CODES,
+  SLUICE_ERROR_CODES,
+  SluiceError,
+  isSluiceError,
+  isSluiceErrorCode,
+  type SluiceErrorCode,
+} from "./sluice-error.ts";
+export { RESOLVED, type ThrottleOptions, type Throttler } from "./throttler.ts";
+export { TokenBucket, type TokenBucketConfig } from "./token-bucket.ts";
+export { WAIT_BUCKETS_MS, WaitHistogram, type WaitHistogramView } from "./wait-histogram.ts";

@@ -1,0 +1,314 @@
+import { asSluiceError, cancelledError } from "./abort.ts";
+import type { Clock } from "./clock.ts";
+import { SluiceError } from "./sluice-error.ts";
+import { RESOLVED, type ThrottleOptions, type Throttler } from "./throttler.ts";
+
+/** Where a prefetching client gets its quota from: the controller, over some transport. */
+export interface QuotaRemote {
+  /** Resolves once `amount` was granted in full; rejects with a SluiceError. */
+  acquire(amount: number, signal: AbortSignal): Promise<void>;
+  /** Gives unused quota back when the client closes. */
+  release?(amount: number): void | Promise<void>;
+}
+
+/** How the local pool is sized (the reference's TPrefetchingThrottlerConfig, ytflow.md §2.1). */
+export interface PrefetchConfig {
+  /** Refill RPCs per second to steer toward: 1 / request_period. */
+  readonly targetRps: number;
+  readonly minPrefetchAmount: number;
+  /** `ceil(limit × request_period)`: the most quota a client holds ahead of use. */
+  readonly maxPrefetchAmount: number;
+  /** Refills older than this no longer count when sizing the next one. */
+  readonly windowMs: number;
+  /** Pause before asking again after a refill failed with a retriable error. */
+  readonly retryDelayMs?: number;
+}
+
+interface LocalRequest {
+  readonly amount: number;
+  settled: boolean;
+  resolve(): void;
+  reject(error: SluiceError): void;
+}
+
+export interface PrefetchStats {
+  readonly available: number;
+  readonly inFlight: number;
+  readonly queuedRequests: number;
+  readonly queuedAmount: number;
+  readonly prefetchAmount: number;
+  readonly refills: number;
+  readonly refillFailures: number;
+}
+
+/**
+ * A client-side pool of quota (DESIGN §4.7). A `throttle(n)` that fits the pool and has nobody ahead
+ * of it returns at once without a remote call; otherwise it waits in a local FIFO and the client
+ * asks the remote for `max(prefetch, deficit)`. The prefetch size adapts so that refills run at about
+ * `targetRps`, within [min, max].
+ *
+ * Better than the reference: an aborted caller leaves the queue at once (its share of an arriving
+ * refill stays in the pool for the next caller), and a refill that fails with a retriable error fails
+ * nobody — it is asked again; only a final error fails the callers that no remaining refill covers.
+ */
+export class PrefetchingThrottler implements Throttler {
+  private available = 0;
+  private inFlight = 0;
+  private queuedAmount = 0;
+  private readonly queue: LocalRequest[] = [];
+  private queueHead = 0;
+  private liveQueued = 0;
+  private prefetchAmount: number;
+  private readonly window: { at: number; amount: number }[] = [];
+  private windowAmount = 0;
+  private refills = 0;
+  private refillFailures = 0;
+  private retryPending = false;
+  private retiring = false;
+  private closedWith: SluiceError | null = null;
+  private readonly lifetime = new AbortController();
+
+  constructor(
+    private readonly config: PrefetchConfig,
+    private readonly remote: QuotaRemote,
+    private readonly clock: Clock,
+    private readonly name = "throttler",
+  ) {
+    this.prefetchAmount = config.minPrefetchAmount;
+  }
+
+  throttle(amount: number, options?: ThrottleOptions): Promise<void> {
+    if (this.liveQueued === 0 && amount >= 0 && amount <= this.available) {
+      this.available -= amount;
+      return RESOLVED;
+    }
+    return this.enqueue(amount, options?.signal);
+  }
+
+  tryAcquire(amount: number): boolean {
+    if (this.liveQueued === 0 && amount >= 0 && amount <= this.available) {
+      this.available -= amount;
+      return true;
+    }
+    // Stock up so that a later try can succeed without waiting (the reference's StockUp).
+    if (this.closedWith === null && validAmount(amount)) {
+      const forecast = this.available + this.inFlight - this.queuedAmount;
+      if (forecast < amount) this.refill(Math.max(this.prefetchAmount, amount - forecast));
+    }
+    return false;
+  }
+
+  release(amount: number): void {
+    if (!validAmount(amount)) throw invalidAmount(this.name, amount);
+    this.available += amount;
+    this.satisfy();
+  }
+
+  stats(): PrefetchStats {
+    return {
+      available: this.available,
+      inFlight: this.inFlight,
+      queuedRequests: this.liveQueued,
+      queuedAmount: this.queuedAmount,
+      prefetchAmount: this.prefetchAmount,
+      refills: this.refills,
+      refillFailures: this.refillFailures,
+    };
+  }
+
+  /**
+   * Stops taking new work after a reconfiguration replaced this client: callers already waiting are
+   * still served, then the unused pool goes back to the remote and the client closes.
+   */
+  retire(): void {
+    this.retiring = true;
+    this.maybeFinishRetiring();
+  }
+
+  /** Fails waiting callers with CANCELLED, stops refills and returns the pool. Idempotent. */
+  close(reason = "the throttler client was closed"): void {
+    if (this.closedWith) return;
+    this.closedWith = new SluiceError("CANCELLED", `${this.name}: ${reason}`, { throttlerId: this.name });
+    this.lifetime.abort(this.closedWith);
+    for (let i = this.queueHead; i < this.queue.length; i++) {
+      const request = this.queue[i];
+      if (request && !request.settled) {
+        request.settled = true;
+        request.reject(this.closedWith);
+      }
+    }
+    this.queue.length = 0;
+    this.queueHead = 0;
+    this.liveQueued = 0;
+    this.queuedAmount = 0;
+    this.giveBack();
+  }
+
+  private enqueue(amount: number, signal: AbortSignal | undefined): Promise<void> {
+    if (!validAmount(amount)) return Promise.reject(invalidAmount(this.name, amount));
+    if (this.closedWith) return Promise.reject(this.closedWith);
+    if (signal?.aborted) return Promise.reject(cancelledError(signal, `throttle(${amount}) on "${this.name}"`));
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        if (request.settled || !signal) return;
+        request.settled = true;
+        this.liveQueued -= 1;
+        this.queuedAmount -= amount;
+        reject(cancelledError(signal, `throttle(${amount}) on "${this.name}"`));
+        // The request ahead may have been what blocked smaller ones behind it.
+        this.satisfy();
+      };
+      const request: LocalRequest = {
+        amount,
+        settled: false,
+        resolve: () => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
+        },
+        reject: (error) => {
+          signal?.removeEventListener("abort", onAbort);
+          reject(error);
+        },
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.queue.push(request);
+      this.liveQueued += 1;
+      this.queuedAmount += amount;
+      this.requestIfNeeded();
+    });
+  }
+
+  /** Hands the pool to waiting callers in FIFO order; a large head request waits for its whole amount. */
+  private satisfy(): void {
+    while (this.queueHead < this.queue.length) {
+      const head = this.queue[this.queueHead];
+      if (!head) break;
+      if (head.settled) {
+        this.queueHead += 1;
+        continue;
+      }
+      if (head.amount > this.available) break;
+      this.available -= head.amount;
+      this.queuedAmount -= head.amount;
+      this.liveQueued -= 1;
+      head.settled = true;
+      this.queueHead += 1;
+      head.resolve();
+    }
+    if (this.queueHead > 1024 && this.queueHead * 2 > this.queue.length) {
+      this.queue.splice(0, this.queueHead);
+      this.queueHead = 0;
+    }
+    this.maybeFinishRetiring();
+  }
+
+  private requestIfNeeded(): void {
+    if (this.closedWith) return;
+    const forecast = this.available + this.inFlight - this.queuedAmount;
+    if (forecast >= 0) return;
+    this.updatePrefetch(this.clock.now());
+    this.refill(Math.max(this.prefetchAmount, -forecast));
+  }
+
+  private refill(amount: number): void {
+    const now = this.clock.now();
+    this.inFlight += amount;
+    this.refills += 1;
+    this.window.push({ at: now, amount });
+    this.windowAmount += amount;
+    this.remote.acquire(amount, this.lifetime.signal).then(
+      () => this.onRefilled(amount),
+      (error: unknown) => this.onRefillFailed(amount, error),
+    );
+  }
+
+  private onRefilled(amount: number): void {
+    this.inFlight -= amount;
+    if (this.closedWith) {
+      void this.remote.release?.(amount);
+      return;
+    }
+    this.available += amount;
+    this.satisfy();
+    this.requestIfNeeded();
+  }
+
+  private onRefillFailed(amount: number, thrown: unknown): void {
+    this.inFlight -= amount;
+    if (this.closedWith) return;
+    this.refillFailures += 1;
+    const error = asSluiceError(thrown, (message) => new SluiceError("CONTROLLER_UNAVAILABLE", `${this.name}: ${message}`));
+    if (error.retriable) {
+      this.retryLater();
+      return;
+    }
+    // Final error: fail, from the back, the callers that the refills still in flight cannot cover.
+    for (let i = this.queue.length - 1; i >= this.queueHead; i--) {
+      if (this.available + this.inFlight - this.queuedAmount >= 0) break;
+      const request = this.queue[i];
+      if (!request || request.settled) continue;
+      request.settled = true;
+      this.liveQueued -= 1;
+      this.queuedAmount -= request.amount;
+      request.reject(error);
+    }
+    this.maybeFinishRetiring();
+  }
+
+  private retryLater(): void {
+    if (this.retryPending) return;
+    this.retryPending = true;
+    this.clock.sleep(this.config.retryDelayMs ?? 1000, this.lifetime.signal).then(
+      () => {
+        this.retryPending = false;
+        this.requestIfNeeded();
+      },
+      () => {
+        this.retryPending = false;
+      },
+    );
+  }
+
+  /**
+   * Sizes the next refill from the refills in the window: the average amount scaled by how far the
+   * observed refill rate is from the target, clamped to [min, max] (the reference's UpdatePrefetch).
+   */
+  private updatePrefetch(now: number): void {
+    const { windowMs, targetRps, minPrefetchAmount, maxPrefetchAmount } = this.config;
+    while (this.window.length > 0 && (this.window[0]?.at ?? now) <= now - windowMs) {
+      this.windowAmount -= this.window.shift()?.amount ?? 0;
+    }
+    const count = this.window.length;
+    const oldest = this.window[0];
+    if (count === 0 || oldest === undefined || this.windowAmount <= 0) return;
+    // Improvement on the reference, which always divides by the whole window: a client younger than
+    // its window measures its rate over the time it has existed (at least one request period), so a
+    // busy new client reaches its steady refill size in a few refills instead of dozens.
+    const spanMs = Math.min(windowMs, Math.max(now - oldest.at, 1000 / targetRps));
+    const observedRps = count / (spanMs / 1000);
+    const next = ((this.windowAmount / count) * observedRps) / targetRps;
+    this.prefetchAmount = Math.min(maxPrefetchAmount, Math.max(minPrefetchAmount, next));
+  }
+
+  private maybeFinishRetiring(): void {
+    if (this.retiring && this.liveQueued === 0 && this.inFlight === 0 && !this.closedWith) {
+      this.close("retired after reconfiguration");
+    }
+  }
+
+  private giveBack(): void {
+    if (this.available > 0) void this.remote.release?.(this.available);
+    this.available = 0;
+  }
+}
+
+function validAmount(amount: number): boolean {
+  return typeof amount === "number" && Number.isFinite(amount) && amount >= 0;
+}
+
+function invalidAmount(name: string, amount: number): SluiceError {
+  return new SluiceError("INVALID_AMOUNT", `amount must be a finite number >= 0, got ${String(amount)} (throttler "${name}")`, {
+    throttlerId: name,
+    amount,
+  });
+}

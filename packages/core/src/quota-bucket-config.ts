@@ -1,0 +1,45 @@
+import { DEFAULT_CLASS } from "./class-scheduler.ts";
+
+/** One named throttler as the controller runs it (DESIGN §3.1, in core's units). */
+export interface QuotaBucketConfig {
+  /** Units per second; null = unlimited. Ignored when `useClassWeightsAsLimit`. */
+  readonly limit: number | null;
+  /** Bucket window: capacity and largest burst are `limit × periodMs / 1000`. */
+  readonly periodMs: number;
+  /** Declared classes and their weights; `default` (weight 1) always exists besides them. */
+  readonly classWeights: Readonly<Record<string, number>>;
+  /** Rate = Σ declared weights (units/s): each backlogged class is served at its weight. */
+  readonly useClassWeightsAsLimit: boolean;
+  /** Largest chunk granted at once; the scheduler reconsiders classes between chunks. */
+  readonly maxGrantAmount: number | null;
+  /** Requests waiting at once; one more is refused with QUEUE_FULL. */
+  readonly maxQueueSize: number;
+  /**
+   * How long a request whose deadline passed (or whose caller went away) keeps its place, so that a
+   * retry with the same request id resumes there; also how long a granted request id is remembered
+   * so that a retry is answered without granting twice.
+   */
+  readonly detachedGraceMs: number;
+}
+
+export const QUOTA_BUCKET_DEFAULTS: QuotaBucketConfig = {
+  limit: null,
+  periodMs: 10_000,
+  classWeights: {},
+  useClassWeightsAsLimit: false,
+  maxGrantAmount: null,
+  maxQueueSize: 10_000,
+  detachedGraceMs: 60_000,
+};
+
+export function quotaBucketConfig(overrides: Partial<QuotaBucketConfig> = {}): QuotaBucketConfig {
+  return { ...QUOTA_BUCKET_DEFAULTS, ...overrides };
+}
+
+/** The rate the token bucket runs at: the limit, or the sum of declared weights. */
+export function effectiveLimitOf(config: QuotaBucketConfig): number | null {
+  if (!config.useClassWeightsAsLimit) return config.limit;
+  return Object.entries(config.classWeights)
+    .filter(([id]) => id !== DEFAULT_CLASS)
+    .reduce((sum, [, weight]) => sum + weight, 0);
+}

@@ -1,0 +1,17 @@
+/** What user code and the job loop hold: one named throttler, wherever its quota comes from. */
+export interface ThrottleOptions {
+  /** Aborting removes the waiting request and returns any quota it held. */
+  readonly signal?: AbortSignal;
+}
+
+export interface Throttler {
+  /** Resolves once `amount` units are granted; rejects with a SluiceError. */
+  throttle(amount: number, options?: ThrottleOptions): Promise<void>;
+  /** Takes `amount` at once if it is available without waiting; never queues. */
+  tryAcquire(amount: number): boolean;
+  /** Gives back quota taken but not used. */
+  release(amount: number): void;
+}
+
+/** Shared settled promise for the fast path: awaiting it costs one microtask and no allocation. */
+export const RESOLVED: Promise<void> = Promise.resolve();

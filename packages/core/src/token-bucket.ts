@@ -1,0 +1,121 @@
+/**
+ * The token bucket of one throttler (DESIGN §4.1), a pure value: every method takes `now` in ms.
+ *
+ * - Rate `limit` units/s, capacity `limit × period`, starts full. `limit: null` is unlimited.
+ * - Pay-after: a grant is allowed while the balance is non-negative, whatever its size; the balance
+ *   may then go negative and the debt delays later grants. (The reference grants a fresh request at
+ *   balance > 0 and a queued one at ≥ 0; with real-valued tokens a balance of exactly 0 only occurs
+ *   with limit 0, which grants nothing, so one rule serves both.)
+ * - Limit 0 grants nothing.
+ */
+export interface TokenBucketConfig {
+  /** Units per second; null = unlimited. */
+  readonly limit: number | null;
+  readonly periodMs: number;
+}
+
+/** Float slack so a wake-up computed for "balance reaches 0" is not missed by rounding. */
+const EPSILON = 1e-9;
+
+export class TokenBucket {
+  private config: TokenBucketConfig;
+  private balance: number;
+  private updatedAt: number;
+
+  constructor(config: TokenBucketConfig, now: number) {
+    this.config = config;
+    this.balance = capacityOf(config);
+    this.updatedAt = now;
+  }
+
+  get limit(): number | null {
+    return this.config.limit;
+  }
+
+  get periodMs(): number {
+    return this.config.periodMs;
+  }
+
+  /** Largest balance (and burst): `limit × period`; Infinity when unlimited. */
+  get capacity(): number {
+    return capacityOf(this.config);
+  }
+
+  balanceAt(now: number): number {
+    this.refill(now);
+    return this.balance;
+  }
+
+  /** Whether a grant of any size may be made now (pay-after). */
+  canGrant(now: number): boolean {
+    const { limit } = this.config;
+    if (limit === null) return true;
+    if (limit === 0) return false;
+    this.refill(now);
+    return this.balance >= -EPSILON * Math.max(1, limit);
+  }
+
+  /** Whether a caller that does not queue may take quota now: only while the balance is positive. */
+  canGrantWithoutQueue(now: number): boolean {
+    const { limit } = this.config;
+    if (limit === null) return true;
+    if (limit === 0) return false;
+    this.refill(now);
+    return this.balance > 0;
+  }
+
+  /** Takes `amount` tokens; the balance may go negative (pay-after). */
+  take(amount: number, now: number): void {
+    if (this.config.limit === null) return;
+    this.refill(now);
+    this.balance -= amount;
+  }
+
+  /** Returns tokens. Unlike the reference, the balance never rises above capacity. */
+  release(amount: number, now: number): void {
+    if (this.config.limit === null) return;
+    this.refill(now);
+    this.balance = Math.min(this.capacity, this.balance + amount);
+  }
+
+  /** Milliseconds until `canGrant` holds: 0 if now, null if never (limit 0). */
+  msUntilGrantable(now: number): number | null {
+    const { limit } = this.config;
+    if (limit === null) return 0;
+    if (limit === 0) return null;
+    if (this.canGrant(now)) return 0;
+    return (-this.balance * 1000) / limit;
+  }
+
+  /**
+   * Applies a new limit and period. Tokens accrued so far at the old rate are kept (clamped to the
+   * new capacity); leaving "unlimited" starts full, as a new bucket does; limit 0 keeps any debt.
+   */
+  reconfigure(config: TokenBucketConfig, now: number): void {
+    this.refill(now);
+    const wasUnlimited = this.config.limit === null;
+    this.config = config;
+    if (config.limit === null) {
+      this.balance = 0;
+    } else if (wasUnlimited) {
+      this.balance = this.capacity;
+    } else {
+      this.balance = Math.min(this.balance, this.capacity);
+    }
+    this.updatedAt = now;
+  }
+
+  private refill(now: number): void {
+    const { limit } = this.config;
+    if (now <= this.updatedAt) return;
+    if (limit !== null && limit > 0 && this.balance < this.capacity) {
+      this.balance = Math.min(this.capacity, this.balance + ((now - this.updatedAt) * limit) / 1000);
+    }
+    this.updatedAt = now;
+  }
+}
+
+function capacityOf(config: TokenBucketConfig): number {
+  if (config.limit === null) return Number.POSITIVE_INFINITY;
+  return (config.limit * config.periodMs) / 1000;
+}

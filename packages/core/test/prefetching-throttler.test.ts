@@ -1,0 +1,185 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import {
+  ManualClock,
+  PrefetchingThrottler,
+  QuotaBucketDriver,
+  SluiceError,
+  isSluiceError,
+  quotaBucketConfig,
+  type PrefetchConfig,
+  type QuotaRemote,
+} from "../src/index.ts";
+
+/** A remote backed by a real QuotaBucket in virtual time, with a fixed round-trip latency. */
+function bucketRemote(clock: ManualClock, limit: number | null, latencyMs = 5) {
+  const driver = new QuotaBucketDriver("api", quotaBucketConfig({ limit, periodMs: 1000 }), clock);
+  const calls: number[] = [];
+  const released: number[] = [];
+  const remote: QuotaRemote = {
+    async acquire(amount, signal) {
+      calls.push(amount);
+      await clock.sleep(latencyMs, signal);
+      await driver.acquire({ amount, signal });
+    },
+    release(amount) {
+      released.push(amount);
+      driver.release(amount);
+    },
+  };
+  return { remote, calls, released, driver };
+}
+
+const config = (overrides: Partial<PrefetchConfig> = {}): PrefetchConfig => ({
+  targetRps: 1, // request_period 1 s
+  minPrefetchAmount: 1,
+  maxPrefetchAmount: 1000, // limit 1000/s × 1 s
+  windowMs: 10_000,
+  ...overrides,
+});
+
+describe("PrefetchingThrottler", () => {
+  it("serves 1,000 throttle(1) calls with a small, bounded number of refills", async () => {
+    const clock = new ManualClock();
+    const { remote, calls } = bucketRemote(clock, 1000);
+    const throttler = new PrefetchingThrottler(config(), remote, clock, "api");
+    let done = 0;
+    const loop = (async () => {
+      for (let i = 0; i < 1000; i++) {
+        await throttler.throttle(1);
+        done += 1;
+      }
+    })();
+    assert.ok(await clock.advanceUntil(() => done === 1000, 5, 60_000), `only ${done} of 1000 done`);
+    await loop;
+    assert.ok(calls.length <= 20, `${calls.length} refills for 1,000 calls`);
+    assert.ok(calls.length >= 2);
+    // the prefetch grew: later refills are much larger than the first
+    assert.ok((calls.at(-1) ?? 0) > 20, `last refill ${calls.at(-1)}`);
+  });
+
+  it("settles refills at about 1/request_period in steady state, never above max prefetch", async () => {
+    const clock = new ManualClock();
+    const { remote, calls } = bucketRemote(clock, 100);
+    // limit 100/s, request_period 500 ms: max prefetch ceil(100 × 0.5) = 50
+    const throttler = new PrefetchingThrottler(config({ targetRps: 2, maxPrefetchAmount: 50, windowMs: 5000 }), remote, clock, "api");
+    let stop = false;
+    const loop = (async () => {
+      while (!stop) await throttler.throttle(1);
+    })();
+    await clock.advance(20_000);
+    const before = calls.length;
+    await clock.advance(20_000);
+    stop = true;
+    await clock.advance(2000);
+    await loop;
+    const perSecond = (calls.length - before) / 20;
+    assert.ok(perSecond >= 1.5 && perSecond <= 3, `${perSecond} refills/s, target 2`);
+    assert.ok(Math.max(...calls) <= 50, `largest refill ${Math.max(...calls)}`);
+  });
+
+  it("answers from the pool without a remote call when the amount fits", async () => {
+    const clock = new ManualClock();
+    const { remote, calls } = bucketRemote(clock, null);
+    const throttler = new PrefetchingThrottler(config({ minPrefetchAmount: 100 }), remote, clock, "api");
+    const first = throttler.throttle(1);
+    await clock.advance(10);
+    await first;
+    assert.equal(calls.length, 1);
+    for (let i = 0; i < 99; i++) await throttler.throttle(1);
+    assert.equal(calls.length, 1);
+    assert.ok(throttler.tryAcquire(0));
+    assert.equal(throttler.tryAcquire(1), false, "the pool is empty");
+    assert.equal(calls.length, 2, "tryAcquire stocked up for later");
+    await clock.advance(10);
+    assert.ok(throttler.tryAcquire(1));
+  });
+
+  it("removes an aborted caller and keeps its share of the refill in the pool", async () => {
+    const clock = new ManualClock();
+    const { remote, calls } = bucketRemote(clock, null, 100);
+    const throttler = new PrefetchingThrottler(config(), remote, clock, "api");
+    const controller = new AbortController();
+    const aborted = throttler.throttle(10, { signal: controller.signal });
+    controller.abort(new Error("batch dropped"));
+    await assert.rejects(aborted, (e: unknown) => isSluiceError(e, "CANCELLED") && /batch dropped/.test(e.message));
+    assert.equal(throttler.stats().queuedRequests, 0);
+    await clock.advance(200);
+    assert.equal(throttler.stats().available, 10, "the refill it caused landed in the pool");
+    await throttler.throttle(10); // served from the pool
+    assert.equal(calls.length, 1);
+  });
+
+  it("a retriable refill failure fails nobody: the refill is asked again", async () => {
+    const clock = new ManualClock();
+    let failures = 1;
+    const remote: QuotaRemote = {
+      async acquire() {
+        if (failures-- > 0) throw new SluiceError("CONTROLLER_UNAVAILABLE", "connection refused");
+      },
+    };
+    const throttler = new PrefetchingThrottler(config({ retryDelayMs: 100 }), remote, clock, "api");
+    let resolved = false;
+    const waiting = throttler.throttle(3).then(() => (resolved = true));
+    await clock.advance(50);
+    assert.equal(resolved, false);
+    await clock.advance(100);
+    await waiting;
+    assert.equal(throttler.stats().refillFailures, 1);
+  });
+
+  it("a final refill failure fails only the callers no remaining refill covers", async () => {
+    const clock = new ManualClock();
+    const outcomes: ((error?: SluiceError) => void)[] = [];
+    const remote: QuotaRemote = {
+      acquire: () => new Promise<void>((resolve, reject) => outcomes.push((error) => (error ? reject(error) : resolve()))),
+    };
+    const throttler = new PrefetchingThrottler(config({ minPrefetchAmount: 5 }), remote, clock, "api");
+    const a = throttler.throttle(5); // refill #1: 5
+    const b = throttler.throttle(5); // refill #2: 5
+    const results: string[] = [];
+    void a.then(() => results.push("a ok"), () => results.push("a failed"));
+    void b.then(() => results.push("b ok"), (e: unknown) => results.push(isSluiceError(e, "RETRIES_EXHAUSTED") ? "b failed" : "b ?"));
+    outcomes[1]?.(new SluiceError("RETRIES_EXHAUSTED", "controller unreachable for 10m"));
+    await clock.advance(0);
+    assert.deepEqual(results, ["b failed"]);
+    outcomes[0]?.();
+    await clock.advance(0);
+    assert.deepEqual(results, ["b failed", "a ok"]);
+  });
+
+  it("close fails waiters with CANCELLED and gives the pool back", async () => {
+    const clock = new ManualClock();
+    const { remote, released } = bucketRemote(clock, null, 1);
+    const throttler = new PrefetchingThrottler(config({ minPrefetchAmount: 50 }), remote, clock, "api");
+    const first = throttler.throttle(1);
+    await clock.advance(5);
+    await first;
+    const blocked = throttler.throttle(1000);
+    throttler.close();
+    await assert.rejects(blocked, (e: unknown) => isSluiceError(e, "CANCELLED"));
+    await clock.advance(5);
+    assert.ok(released.includes(49), `released ${released.join(", ")}`);
+    await assert.rejects(throttler.throttle(1), (e: unknown) => isSluiceError(e, "CANCELLED"));
+  });
+
+  it("retire serves those already waiting, then returns the rest and closes", async () => {
+    const clock = new ManualClock();
+    const { remote, released } = bucketRemote(clock, null, 10);
+    const throttler = new PrefetchingThrottler(config({ minPrefetchAmount: 8 }), remote, clock, "api");
+    const waiting = throttler.throttle(3);
+    throttler.retire();
+    await clock.advance(20);
+    await waiting;
+    assert.deepEqual(released, [5]);
+  });
+
+  it("rejects invalid amounts with INVALID_AMOUNT", async () => {
+    const clock = new ManualClock();
+    const throttler = new PrefetchingThrottler(config(), bucketRemote(clock, null).remote, clock, "api");
+    for (const amount of [-1, Number.NaN, Number.POSITIVE_INFINITY]) {
+      await assert.rejects(throttler.throttle(amount), (e: unknown) => isSluiceError(e, "INVALID_AMOUNT"));
+    }
+    assert.throws(() => throttler.release(-5), (e: unknown) => isSluiceError(e, "INVALID_AMOUNT"));
+  });
+});
