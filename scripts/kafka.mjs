@@ -1,0 +1,561 @@
+#!/usr/bin/env node
+// A real single-node Apache Kafka (KRaft) broker on 127.0.0.1 for the tests, without Docker:
+// the broker jars are fetched once with Maven (tools/kafka/pom.xml) into .tools/kafka/lib and the
+// broker runs as `java -cp 'lib/*' kafka.Kafka server.properties`. See tools/kafka/README.md.
+//
+//   import { ensureKafka } from "./kafka.mjs";
+//   const kafka = await ensureKafka();   // { brokers: "127.0.0.1:19092", stop() }
+//
+//   node scripts/kafka.mjs start     start (or reuse) a broker, leave it running, print the brokers string
+//   node scripts/kafka.mjs stop      stop the broker recorded in .tools/kafka/kafka.pid (that pid only)
+//   node scripts/kafka.mjs status    say whether it is running; exit 0 when the port answers
+//
+// Environment: KAFKA_BROKERS (use that cluster, start nothing), KAFKA_PORT (19092),
+// KAFKA_CONTROLLER_PORT (KAFKA_PORT + 1), KAFKA_JAVA_OPTS (JVM options for the broker),
+// KAFKA_START_TIMEOUT_MS (120000), JAVA_HOME (java to use), MVN (maven command, default `mvn`).
+//
+// Only node built-ins; plain ESM so that it runs before anything is compiled.
+import { spawn, spawnSync } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { connect } from "node:net";
+import { dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const toolDir = join(root, "tools", "kafka");
+const pomFile = join(toolDir, "pom.xml");
+const log4jFile = join(toolDir, "log4j2.properties");
+const home = join(root, ".tools", "kafka");
+const libDir = join(home, "lib");
+const stampFile = join(libDir, ".pom.sha256");
+const dataDir = join(home, "data");
+const propsFile = join(home, "server.properties");
+const logFile = join(home, "kafka.log");
+const pidFile = join(home, "kafka.pid");
+const lockDir = join(home, ".lock");
+
+const HOST = "127.0.0.1";
+const READY_MARKER = "Kafka Server started";
+const DEFAULT_JAVA_OPTS = [
+  "-Xms128m",
+  "-Xmx512m",
+  "-XX:+UseSerialGC",
+  "-XX:+ExitOnOutOfMemoryError",
+  "-Djava.awt.headless=true",
+];
+
+const port = () => intEnv("KAFKA_PORT", 19092);
+const controllerPort = () => intEnv("KAFKA_CONTROLLER_PORT", port() + 1);
+const brokersString = () => `${HOST}:${port()}`;
+const noop = async () => {};
+const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
+const say = (line) => process.stderr.write(`kafka: ${line}\n`);
+const rel = (p) => relative(process.cwd(), p) || ".";
+
+class KafkaError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "KafkaError";
+  }
+}
+
+function intEnv(name, fallback) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n <= 0) throw new KafkaError(`${name}=${raw} is not a positive integer`);
+  return n;
+}
+
+function kafkaVersion() {
+  const m = /<kafka\.version>\s*([^<\s]+)\s*<\/kafka\.version>/.exec(readFileSync(pomFile, "utf8"));
+  return m?.[1] ?? "?";
+}
+
+function javaCommand() {
+  return process.env.JAVA_HOME ? join(process.env.JAVA_HOME, "bin", "java") : "java";
+}
+
+function tail(text, lines = 40) {
+  const all = text.replace(/\x1b\[[0-9;]*m/g, "").trimEnd().split("\n");
+  return all.slice(-lines).join("\n");
+}
+
+function tailOfFile(file, lines = 40) {
+  try {
+    return tail(readFileSync(file, "utf8"), lines);
+  } catch {
+    return "(no log)";
+  }
+}
+
+/** True when a TCP connection to host:port succeeds within timeoutMs. */
+function canConnect(p, timeoutMs = 1000) {
+  return new Promise((done) => {
+    const socket = connect({ host: HOST, port: p });
+    const finish = (ok) => {
+      socket.removeAllListeners();
+      socket.destroy();
+      done(ok);
+    };
+    socket.setTimeout(timeoutMs, () => finish(false));
+    socket.once("connect", () => finish(true));
+    socket.once("error", () => finish(false));
+  });
+}
+
+/** Alive and not a zombie (a zombie answers kill(pid, 0) but is already dead). */
+function isAlive(pid) {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    return err.code === "EPERM";
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+    return state !== "Z" && state !== "X";
+  } catch {
+    return true; // no /proc: trust kill(pid, 0)
+  }
+}
+
+/** The pid in .tools/kafka/kafka.pid if that process is alive and is a Kafka broker, else undefined. */
+function recordedBrokerPid() {
+  let pid;
+  try {
+    pid = Number(readFileSync(pidFile, "utf8").trim());
+  } catch {
+    return undefined;
+  }
+  if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid)) return undefined;
+  try {
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+    if (!cmdline.includes("kafka.Kafka")) return undefined; // pid reused by something else
+  } catch {
+    // no /proc: trust the pid file
+  }
+  return pid;
+}
+
+function removePidFile(pid) {
+  try {
+    if (Number(readFileSync(pidFile, "utf8").trim()) === pid) rmSync(pidFile);
+  } catch {
+    // already gone
+  }
+}
+
+/** SIGTERM this pid only, wait up to graceMs, then SIGKILL this pid only. */
+async function stopPid(pid, graceMs = 30_000) {
+  if (!isAlive(pid)) return "not running";
+  try {
+    process.kill(pid, "SIGTERM");
+  } catch {
+    return "not running";
+  }
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline) {
+    if (!isAlive(pid)) return "stopped";
+    await sleep(100);
+  }
+  say(`pid ${pid} still running ${graceMs / 1000} s after SIGTERM; sending SIGKILL`);
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    return "stopped";
+  }
+  for (let i = 0; i < 100 && isAlive(pid); i++) await sleep(100);
+  if (isAlive(pid)) throw new KafkaError(`pid ${pid} survived SIGKILL`);
+  return "killed";
+}
+
+/** A cross-process lock (mkdir is atomic) so that two callers never format/start at once. */
+async function withLock(fn) {
+  mkdirSync(home, { recursive: true });
+  const deadline = Date.now() + 10 * 60_000;
+  for (;;) {
+    try {
+      mkdirSync(lockDir);
+      writeFileSync(join(lockDir, "owner"), String(process.pid));
+      break;
+    } catch (err) {
+      if (err.code !== "EEXIST") throw err;
+      let owner = NaN;
+      try {
+        owner = Number(readFileSync(join(lockDir, "owner"), "utf8"));
+      } catch {
+        // owner file not written yet, or lock just released
+      }
+      const stale = Number.isInteger(owner) && owner > 0 && !isAlive(owner);
+      const orphan = !Number.isInteger(owner) && Date.now() - safeMtime(lockDir) > 5_000;
+      if (stale || orphan) {
+        rmSync(lockDir, { recursive: true, force: true });
+        continue;
+      }
+      if (Date.now() > deadline) throw new KafkaError(`timed out waiting for lock ${rel(lockDir)} held by pid ${owner}`);
+      await sleep(200);
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    rmSync(lockDir, { recursive: true, force: true });
+  }
+}
+
+function safeMtime(p) {
+  try {
+    return statSync(p).mtimeMs;
+  } catch {
+    return Date.now();
+  }
+}
+
+/** Run a command to completion; on failure throw with the command line and the last 40 lines. */
+function run(cmd, args, what) {
+  const res = spawnSync(cmd, args, { cwd: root, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
+  const line = [cmd, ...args].map((a) => (/\s/.test(a) ? JSON.stringify(a) : a)).join(" ");
+  if (res.error) {
+    const hint = res.error.code === "ENOENT" ? ` (is \`${cmd}\` installed and on PATH?)` : "";
+    throw new KafkaError(`${what} failed: cannot run ${cmd}: ${res.error.message}${hint}\n  command: ${line}`);
+  }
+  if (res.status !== 0) {
+    const out = tail(`${res.stdout ?? ""}\n${res.stderr ?? ""}`);
+    throw new KafkaError(
+      `${what} failed (exit ${res.status ?? res.signal})\n  command: ${line}\n  last lines of its output:\n${indent(out)}`,
+    );
+  }
+  return res.stdout;
+}
+
+function indent(text) {
+  return text
+    .split("\n")
+    .map((l) => `    ${l}`)
+    .join("\n");
+}
+
+/** Fetch the broker jars into .tools/kafka/lib unless the ones for this pom.xml are already there. */
+function fetchJars() {
+  const pomHash = createHash("sha256").update(readFileSync(pomFile)).digest("hex");
+  if (existsSync(stampFile) && readFileSync(stampFile, "utf8").trim() === pomHash) return;
+  say(`fetching Kafka ${kafkaVersion()} broker jars with Maven into ${rel(libDir)} (first use only)`);
+  const tmp = `${libDir}.tmp-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  try {
+    fetchInto(tmp, pomHash);
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+function fetchInto(tmp, pomHash) {
+  run(
+    process.env.MVN || "mvn",
+    [
+      "-B",
+      "-q",
+      "-f",
+      pomFile,
+      "org.apache.maven.plugins:maven-dependency-plugin:3.11.0:copy-dependencies",
+      "-DincludeScope=runtime",
+      `-DoutputDirectory=${tmp}`,
+    ],
+    "fetching the Kafka jars with Maven",
+  );
+  const jars = existsSync(tmp) ? readdirSync(tmp).filter((f) => f.endsWith(".jar")) : [];
+  if (!jars.some((f) => f.startsWith("kafka_2.13-"))) {
+    throw new KafkaError(`Maven finished but ${rel(tmp)} has no kafka_2.13 jar (found: ${jars.join(", ") || "nothing"})`);
+  }
+  writeFileSync(join(tmp, ".pom.sha256"), `${pomHash}\n`);
+  rmSync(libDir, { recursive: true, force: true });
+  renameSync(tmp, libDir);
+}
+
+function propsValue(v) {
+  return String(v).replace(/\\/g, "\\\\");
+}
+
+function writeServerProperties() {
+  const p = port();
+  const c = controllerPort();
+  const props = {
+    "process.roles": "broker,controller",
+    "node.id": 1,
+    "controller.quorum.voters": `1@${HOST}:${c}`,
+    listeners: `PLAINTEXT://${HOST}:${p},CONTROLLER://${HOST}:${c}`,
+    "advertised.listeners": `PLAINTEXT://${HOST}:${p}`,
+    "controller.listener.names": "CONTROLLER",
+    "inter.broker.listener.name": "PLAINTEXT",
+    "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+    "log.dirs": dataDir,
+    // light for a 2-core machine and quick for tests
+    "num.network.threads": 2,
+    "num.io.threads": 2,
+    "background.threads": 2,
+    "num.partitions": 1,
+    "num.recovery.threads.per.data.dir": 1,
+    "log.cleaner.threads": 1,
+    "log.cleaner.dedupe.buffer.size": 16 * 1024 * 1024,
+    "offsets.topic.replication.factor": 1,
+    "offsets.topic.num.partitions": 1,
+    "transaction.state.log.replication.factor": 1,
+    "transaction.state.log.min.isr": 1,
+    "transaction.state.log.num.partitions": 1,
+    "share.coordinator.state.topic.replication.factor": 1,
+    "share.coordinator.state.topic.min.isr": 1,
+    "share.coordinator.state.topic.num.partitions": 1,
+    "group.initial.rebalance.delay.ms": 0,
+    "auto.create.topics.enable": false,
+  };
+  const text =
+    "# Written by scripts/kafka.mjs on every start; edit that file, not this one.\n" +
+    Object.entries(props)
+      .map(([k, v]) => `${k}=${propsValue(v)}`)
+      .join("\n") +
+    "\n";
+  writeFileSync(propsFile, text);
+}
+
+function formatStorage() {
+  rmSync(dataDir, { recursive: true, force: true });
+  mkdirSync(dataDir, { recursive: true });
+  // Kafka cluster ids are 16 random bytes, base64url without padding (22 chars).
+  const clusterId = randomBytes(16).toString("base64url");
+  run(
+    javaCommand(),
+    [
+      "-Xmx256m",
+      "-XX:+UseSerialGC",
+      "-XX:TieredStopAtLevel=1",
+      `-Dlog4j2.configurationFile=${log4jFile}`,
+      "-cp",
+      join(libDir, "*"),
+      "kafka.tools.StorageTool",
+      "format",
+      "-t",
+      clusterId,
+      "-c",
+      propsFile,
+    ],
+    "formatting Kafka storage (kafka.tools.StorageTool format)",
+  );
+}
+
+function javaOpts() {
+  const raw = process.env.KAFKA_JAVA_OPTS;
+  return raw && raw.trim() ? raw.trim().split(/\s+/) : DEFAULT_JAVA_OPTS;
+}
+
+function launchBroker() {
+  const out = openSync(logFile, "w");
+  let child;
+  try {
+    child = spawn(
+      javaCommand(),
+      [...javaOpts(), `-Dlog4j2.configurationFile=${log4jFile}`, "-cp", join(libDir, "*"), "kafka.Kafka", propsFile],
+      { cwd: home, detached: true, stdio: ["ignore", out, out] },
+    );
+  } finally {
+    closeSync(out);
+  }
+  const state = { exited: false, code: null, signal: null, spawnError: null };
+  child.on("exit", (code, signal) => Object.assign(state, { exited: true, code, signal }));
+  child.on("error", (err) => Object.assign(state, { exited: true, spawnError: err }));
+  child.unref();
+  return { child, state };
+}
+
+/** The innermost "Caused by:" of the broker log, as a one-line summary (or ""). */
+function rootCause() {
+  try {
+    const causes = readFileSync(logFile, "utf8").match(/^Caused by: .*$/gm);
+    return causes ? `\n  cause: ${causes[causes.length - 1].slice("Caused by: ".length)}` : "";
+  } catch {
+    return "";
+  }
+}
+
+async function waitUntilReady(pid, state, timeoutMs) {
+  const started = Date.now();
+  let marker = false;
+  while (Date.now() - started < timeoutMs) {
+    if (state.exited || !isAlive(pid)) {
+      const how = state.spawnError
+        ? `could not start ${javaCommand()}: ${state.spawnError.message}`
+        : `exited (${state.signal ?? `code ${state.code ?? "?"}`}) before it was ready`;
+      throw new KafkaError(`Kafka broker ${how}${rootCause()}\n  log ${rel(logFile)}, last 40 lines:\n${indent(tailOfFile(logFile))}`);
+    }
+    if (!marker) {
+      try {
+        marker = readFileSync(logFile, "utf8").includes(READY_MARKER);
+      } catch {
+        // not written yet
+      }
+    }
+    if (marker && (await canConnect(port()))) return Date.now() - started;
+    await sleep(200);
+  }
+  throw new KafkaError(
+    `Kafka broker pid ${pid} not ready after ${timeoutMs / 1000} s ` +
+      `(ready marker "${READY_MARKER}" ${marker ? "seen" : "not seen"}, port ${port()} ${(await canConnect(port())) ? "open" : "closed"})\n` +
+      `  log ${rel(logFile)}, last 40 lines:\n${indent(tailOfFile(logFile))}`,
+  );
+}
+
+async function startBroker() {
+  const t0 = Date.now();
+  if (await canConnect(controllerPort())) {
+    throw new KafkaError(
+      `cannot start Kafka: controller port ${HOST}:${controllerPort()} is already in use by another process ` +
+        `(set KAFKA_CONTROLLER_PORT, or KAFKA_PORT to move both)`,
+    );
+  }
+  fetchJars();
+  const tFetched = Date.now();
+  mkdirSync(home, { recursive: true });
+  writeServerProperties();
+  formatStorage();
+  const tFormatted = Date.now();
+  const { child, state } = launchBroker();
+  const pid = child.pid;
+  if (pid === undefined) {
+    await sleep(50);
+    throw new KafkaError(`could not start ${javaCommand()}: ${state.spawnError?.message ?? "no pid"}`);
+  }
+  writeFileSync(pidFile, `${pid}\n`);
+  try {
+    await waitUntilReady(pid, state, intEnv("KAFKA_START_TIMEOUT_MS", 120_000));
+  } catch (err) {
+    await stopPid(pid, 5_000).catch(() => {});
+    removePidFile(pid);
+    throw err;
+  }
+  const secs = (ms) => (ms / 1000).toFixed(1);
+  say(
+    `Kafka ${kafkaVersion()} broker pid ${pid} ready on ${brokersString()} in ${secs(Date.now() - t0)} s ` +
+      `(fetch ${secs(tFetched - t0)} s, format ${secs(tFormatted - tFetched)} s, start ${secs(Date.now() - tFormatted)} s); log ${rel(logFile)}`,
+  );
+  return pid;
+}
+
+/**
+ * A Kafka broker for the tests: KAFKA_BROKERS if set; else whatever listens on 127.0.0.1:KAFKA_PORT
+ * (19092); else a fresh broker started here. `stop()` stops only a broker this call started.
+ * A broker started here is also stopped if this process is interrupted (SIGINT, SIGTERM, SIGHUP)
+ * or exits without calling stop(); `node scripts/kafka.mjs start` is what leaves one running.
+ */
+export async function ensureKafka() {
+  return startOrReuse({ tiedToThisProcess: true });
+}
+
+async function startOrReuse({ tiedToThisProcess }) {
+  const fromEnv = process.env.KAFKA_BROKERS;
+  if (fromEnv && fromEnv.trim()) return { brokers: fromEnv.trim(), stop: noop };
+  return withLock(async () => {
+    const brokers = brokersString();
+    if (await canConnect(port())) return { brokers, stop: noop };
+    // A recorded broker that is alive but does not answer is stopping (or starting outside the
+    // lock): give it a while to do either before deciding.
+    const starting = recordedBrokerPid();
+    if (starting !== undefined) {
+      for (let i = 0; i < 175 && isAlive(starting); i++) {
+        if (await canConnect(port())) return { brokers, stop: noop };
+        await sleep(200);
+      }
+    }
+    if (starting !== undefined && isAlive(starting)) {
+      throw new KafkaError(
+        `a Kafka broker (pid ${starting}, from ${rel(pidFile)}) is running but ${brokers} does not answer; ` +
+          `stop it with \`node scripts/kafka.mjs stop\` (log: ${rel(logFile)})`,
+      );
+    }
+    const pid = await startBroker();
+    let stopped;
+    const untie = tiedToThisProcess ? tieToThisProcess(pid, () => stop()) : () => {};
+    const stop = () => {
+      untie();
+      stopped ??= stopPid(pid).finally(() => removePidFile(pid));
+      return stopped.then(() => {});
+    };
+    return { brokers, stop };
+  });
+}
+
+/** Stop the broker when this process is interrupted or exits without calling stop(). */
+function tieToThisProcess(pid, stop) {
+  const signals = ["SIGINT", "SIGTERM", "SIGHUP"];
+  const onSignal = (signal) => {
+    say(`${signal}: stopping broker pid ${pid}`);
+    stop().finally(() => process.kill(process.pid, signal)); // then the signal's usual effect
+  };
+  const onExit = () => {
+    try {
+      process.kill(pid, "SIGTERM"); // no waiting possible in 'exit'
+    } catch {
+      // already gone
+    }
+  };
+  for (const s of signals) process.once(s, onSignal);
+  process.once("exit", onExit);
+  return () => {
+    for (const s of signals) process.removeListener(s, onSignal);
+    process.removeListener("exit", onExit);
+  };
+}
+
+async function cli(command) {
+  switch (command) {
+    case "start": {
+      const kafka = await startOrReuse({ tiedToThisProcess: false });
+      process.stdout.write(`${kafka.brokers}\n`);
+      return 0;
+    }
+    case "stop": {
+      const pid = recordedBrokerPid();
+      if (pid === undefined) {
+        rmSync(pidFile, { force: true });
+        say(`no broker recorded in ${rel(pidFile)} is running`);
+        return 0;
+      }
+      const t0 = Date.now();
+      const how = await stopPid(pid);
+      removePidFile(pid);
+      say(`broker pid ${pid} ${how} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      return 0;
+    }
+    case "status": {
+      const pid = recordedBrokerPid();
+      const open = await canConnect(port());
+      const who = pid === undefined ? "no broker recorded in .tools/kafka/kafka.pid" : `broker pid ${pid}`;
+      say(`${who}; ${brokersString()} ${open ? "answers" : "does not answer"}`);
+      return open ? 0 : 1;
+    }
+    default:
+      process.stderr.write("usage: node scripts/kafka.mjs start|stop|status\n");
+      return 2;
+  }
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  cli(process.argv[2]).then(
+    (code) => process.exit(code),
+    (err) => {
+      process.stderr.write(`kafka: ${err instanceof KafkaError ? err.message : (err?.stack ?? String(err))}\n`);
+      process.exit(1);
+    },
+  );
+}
