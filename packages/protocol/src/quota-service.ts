@@ -1,0 +1,80 @@
+/**
+ * The QuotaService contract in TypeScript terms, independent of the transport. The controller
+ * implements `QuotaServiceHandler`; jobs call through a `QuotaServiceClient` — over gRPC
+ * (grpc-server.ts / grpc-client.ts) or in memory (in-memory-transport.ts) with the same semantics,
+ * so one contract test suite runs against both.
+ *
+ * Errors are SluiceErrors on both sides; on the wire they travel as the gRPC status of their code
+ * with the code in metadata `sluice-error-code` (error-mapping.ts).
+ */
+
+export interface RequestQuotaCall {
+  readonly throttlerId: string;
+  readonly clientId: string;
+  readonly amount: number;
+  /** Lag priority: smaller is served first; 0 = no information yet. */
+  readonly timestampMs: number;
+  /** "" or unknown → default. */
+  readonly quotaClassId: string;
+  /** Idempotency key: the same id is granted once and resumes its place. */
+  readonly requestId: string;
+}
+
+export interface RequestQuotaResult {
+  readonly granted: number;
+  readonly waitedMs: number;
+}
+
+export interface ReleaseQuotaCall {
+  readonly throttlerId: string;
+  readonly clientId: string;
+  readonly amount: number;
+  readonly quotaClassId: string;
+}
+
+export interface DynamicSpecUpdate {
+  readonly version: number;
+  readonly dynamicSpecJson: string;
+}
+
+/** W3C trace context and other per-call metadata that crosses the transport. */
+export type CallMetadata = Readonly<Record<string, string>>;
+
+export interface CallOptions {
+  /** Absolute deadline, epoch ms; the server sees the same deadline. */
+  readonly deadlineAt?: number;
+  readonly signal?: AbortSignal;
+  readonly metadata?: CallMetadata;
+}
+
+export interface QuotaServiceClient {
+  requestQuota(call: RequestQuotaCall, options?: CallOptions): Promise<RequestQuotaResult>;
+  releaseQuota(call: ReleaseQuotaCall, options?: CallOptions): Promise<void>;
+  /**
+   * Calls `onUpdate` with the current dynamic_spec and then every change until `signal` aborts.
+   * The promise settles when the stream ends: resolves on abort, rejects when the connection fails
+   * (the caller reconnects).
+   */
+  watchDynamicSpec(clientId: string, onUpdate: (update: DynamicSpecUpdate) => void, signal: AbortSignal): Promise<void>;
+  updateDynamicSpec(dynamicSpecJson: string, options?: CallOptions): Promise<{ version: number }>;
+  describeThrottlers(options?: CallOptions): Promise<{ snapshotJson: string }>;
+  close(): void;
+}
+
+/** What a server hands the handler with each call. */
+export interface CallContext {
+  /** Absolute deadline, epoch ms, or null when the caller set none. */
+  readonly deadlineAt: number | null;
+  /** Aborts when the caller cancels, its deadline passes or the connection drops. */
+  readonly signal: AbortSignal;
+  readonly metadata: CallMetadata;
+}
+
+export interface QuotaServiceHandler {
+  requestQuota(call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult>;
+  releaseQuota(call: ReleaseQuotaCall, context: CallContext): Promise<void>;
+  /** Emits the current dynamic_spec, then every change, until `context.signal` aborts. */
+  watchDynamicSpec(clientId: string, emit: (update: DynamicSpecUpdate) => void, context: CallContext): void;
+  updateDynamicSpec(dynamicSpecJson: string, context: CallContext): Promise<{ version: number }>;
+  describeThrottlers(context: CallContext): Promise<{ snapshotJson: string }>;
+}

@@ -1,0 +1,97 @@
+import { randomUUID } from "node:crypto";
+import { asSluiceError, cancelledError, SluiceError, type Clock, type QuotaRemote } from "@sluice/core";
+import type { QuotaServiceClient } from "@sluice/protocol";
+import type { ThrottlerSpec } from "@sluice/spec";
+import { retryBackoffMs } from "./retry-backoff.ts";
+
+/** One RequestQuota attempt as the metrics see it. */
+export interface QuotaRpcOutcome {
+  readonly throttlerId: string;
+  readonly ok: boolean;
+  readonly error?: SluiceError;
+  readonly latencyMs: number;
+}
+
+export interface RetryingQuotaRemoteOptions {
+  /** Called per attempt: a restarted controller may come back on a new connection. */
+  readonly client: () => QuotaServiceClient;
+  readonly throttlerId: string;
+  readonly clientId: string;
+  readonly spec: Pick<ThrottlerSpec, "rpc_timeout" | "retrying_channel">;
+  /** Lag timestamp of the job, read when each RPC is sent (DESIGN §6). */
+  readonly priority: () => number;
+  /** Quota class for this throttler, read when each RPC is sent (DESIGN §4.9). */
+  readonly classId: () => string;
+  readonly clock: Clock;
+  readonly random?: () => number;
+  readonly onRpc?: (outcome: QuotaRpcOutcome) => void;
+}
+
+/**
+ * The "retrying channel" of a throttler client (DESIGN §4.8): one logical RequestQuota per refill,
+ * retried with backoff and jitter under one request id — so the controller grants it once and a
+ * retry after a deadline resumes its place in the queue — until `retry_attempts` or `retry_timeout`
+ * is spent; then RETRIES_EXHAUSTED, and the job fails. There is no fallback to a local limit.
+ */
+export class RetryingQuotaRemote implements QuotaRemote {
+  constructor(private readonly options: RetryingQuotaRemoteOptions) {}
+
+  async acquire(amount: number, signal: AbortSignal): Promise<void> {
+    const { clock, spec, throttlerId } = this.options;
+    const channel = spec.retrying_channel;
+    const requestId = randomUUID();
+    const startedAt = clock.now();
+    const giveUpAt = startedAt + channel.retry_timeout;
+    let lastError: SluiceError | undefined;
+    for (let attempt = 1; ; attempt++) {
+      const sentAt = clock.now();
+      try {
+        await this.options.client().requestQuota(
+          {
+            throttlerId,
+            clientId: this.options.clientId,
+            amount,
+            timestampMs: Math.max(0, Math.floor(this.options.priority())),
+            quotaClassId: this.options.classId(),
+            requestId,
+          },
+          { deadlineAt: Math.min(sentAt + spec.rpc_timeout, giveUpAt), signal },
+        );
+        this.options.onRpc?.({ throttlerId, ok: true, latencyMs: clock.now() - sentAt });
+        return;
+      } catch (thrown) {
+        const error = asSluiceError(thrown, (message) => new SluiceError("CONTROLLER_UNAVAILABLE", message));
+        this.options.onRpc?.({ throttlerId, ok: false, error, latencyMs: clock.now() - sentAt });
+        if (signal.aborted) throw cancelledError(signal, `quota request "${requestId}" on throttler "${throttlerId}"`);
+        if (!error.retriable) throw error;
+        lastError = error;
+      }
+      // A request that timed out while queued is still queued under its id: ask again at once.
+      const pause = lastError.code === "QUOTA_TIMEOUT" ? 0 : retryBackoffMs(channel, attempt, this.options.random);
+      const elapsed = clock.now() - startedAt;
+      if (attempt >= channel.retry_attempts || clock.now() + pause >= giveUpAt) {
+        throw new SluiceError(
+          "RETRIES_EXHAUSTED",
+          `throttler "${throttlerId}": RequestQuota for ${amount} units failed ${attempt} times over ${Math.round(elapsed)} ms ` +
+            `(retry_attempts ${channel.retry_attempts}, retry_timeout ${channel.retry_timeout} ms); last error: ${lastError.message}`,
+          { throttlerId, amount, attempts: attempt, elapsedMs: elapsed, lastCode: lastError.code },
+          { cause: lastError },
+        );
+      }
+      if (pause > 0) await clock.sleep(pause, signal);
+    }
+  }
+
+  /** Best effort: quota that cannot be returned simply expires with the bucket's refill. */
+  async release(amount: number): Promise<void> {
+    if (amount <= 0) return;
+    try {
+      await this.options.client().releaseQuota(
+        { throttlerId: this.options.throttlerId, clientId: this.options.clientId, amount, quotaClassId: this.options.classId() },
+        { deadlineAt: this.options.clock.now() + this.options.spec.rpc_timeout },
+      );
+    } catch {
+      /* the controller is away: nothing to return it to */
+    }
+  }
+}

@@ -1,0 +1,91 @@
+import { RESOLVED, SluiceError, WaitHistogram, type Clock, type ThrottleOptions, type Throttler, type WaitHistogramView } from "@sluice/core";
+
+export interface ThrottlerHandleMetrics {
+  readonly throttlerId: string;
+  /** Units handed to callers (the reference's worker sensor `consumed`). */
+  readonly consumed: number;
+  readonly released: number;
+  /** Time callers waited in throttle() when the local pool could not answer at once. */
+  readonly waitTime: WaitHistogramView;
+  readonly rpcCount: number;
+  readonly rpcFailures: number;
+}
+
+/**
+ * What `ctx.getThrottlerOrThrow(id)` returns: a handle that stays valid across reconfiguration. The
+ * client behind it may be swapped (its config changed) or detached (the throttler was removed from
+ * dynamic_spec; calls then fail with THROTTLER_NOT_DECLARED until it is declared again).
+ */
+export class ThrottlerHandle implements Throttler {
+  private current: Throttler | null = null;
+  private consumed = 0;
+  private released = 0;
+  private readonly waits = new WaitHistogram();
+  rpcCount = 0;
+  rpcFailures = 0;
+
+  constructor(
+    readonly throttlerId: string,
+    private readonly computation: string,
+    private readonly clock: Clock,
+  ) {}
+
+  get attached(): boolean {
+    return this.current !== null;
+  }
+
+  attach(client: Throttler | null): void {
+    this.current = client;
+  }
+
+  throttle(amount: number, options?: ThrottleOptions): Promise<void> {
+    const client = this.current;
+    if (client === null) return Promise.reject(this.notDeclared());
+    const pending = client.throttle(amount, options);
+    if (pending === RESOLVED) {
+      // Fast path: the pool answered; no timer, no allocation.
+      this.consumed += amount;
+      return RESOLVED;
+    }
+    const startedAt = this.clock.now();
+    return pending.then(() => {
+      this.consumed += amount;
+      this.waits.record(this.clock.now() - startedAt);
+    });
+  }
+
+  tryAcquire(amount: number): boolean {
+    const client = this.current;
+    if (client === null) throw this.notDeclared();
+    const taken = client.tryAcquire(amount);
+    if (taken) this.consumed += amount;
+    return taken;
+  }
+
+  release(amount: number): void {
+    const client = this.current;
+    if (client === null) throw this.notDeclared();
+    client.release(amount);
+    this.released += amount;
+  }
+
+  metrics(): ThrottlerHandleMetrics {
+    return {
+      throttlerId: this.throttlerId,
+      consumed: this.consumed,
+      released: this.released,
+      waitTime: this.waits.view(),
+      rpcCount: this.rpcCount,
+      rpcFailures: this.rpcFailures,
+    };
+  }
+
+  private notDeclared(): SluiceError {
+    return new SluiceError(
+      "THROTTLER_NOT_DECLARED",
+      `throttler "${this.throttlerId}" is no longer declared in dynamic_spec.throttlers (computation "${this.computation}"); ` +
+        "add it back with `sluice reconfigure` and this handle works again",
+      { throttlerId: this.throttlerId, computation: this.computation },
+    );
+  }
+}

@@ -1,0 +1,166 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { ManualClock, SluiceError, isSluiceError } from "@sluice/core";
+import { validateDynamicSpec, type DynamicSpec } from "@sluice/spec";
+import { DistributedThrottlerFactory } from "../src/index.ts";
+import { FakeQuotaClient } from "./fake-quota-client.ts";
+
+function dynamicSpec(input: unknown): DynamicSpec {
+  const result = validateDynamicSpec(input);
+  if (!result.ok) throw new Error(JSON.stringify(result.issues));
+  return result.value;
+}
+
+const base = {
+  throttlers: {
+    rows: { limit: 100, request_period: "1s", classes: { vip: { weight: 5 } } },
+    api: { limit: 10, request_period: "1s" },
+  },
+  computations: { Enricher: { input_rows_throttler_id: "rows", input_rows_throttler_class_id: "vip" } },
+};
+
+function setup(spec: unknown = base) {
+  const clock = new ManualClock(1_000_000);
+  const client = new FakeQuotaClient();
+  const factory = new DistributedThrottlerFactory({
+    computation: "Enricher",
+    clientId: "w1/Enricher/0",
+    client: () => client,
+    clock,
+    random: () => 0.5,
+  });
+  factory.reconfigure(dynamicSpec(spec));
+  return { clock, client, factory };
+}
+
+describe("DistributedThrottlerFactory", () => {
+  it("sends the class of the computation and the lag timestamp read at RPC time", async () => {
+    const { client, factory } = setup();
+    const rows = factory.getThrottlerOrThrow("rows");
+    factory.setPriority(1234);
+    await rows.throttle(1);
+    factory.setPriority(99);
+    await factory.getThrottlerOrThrow("api").throttle(1);
+    assert.deepEqual(
+      client.calls.map((c) => [c.throttlerId, c.quotaClassId, c.timestampMs, c.clientId]),
+      [
+        ["rows", "vip", 1234, "w1/Enricher/0"],
+        ["api", "", 99, "w1/Enricher/0"],
+      ],
+    );
+  });
+
+  it("throws THROTTLER_NOT_DECLARED for an undeclared id, naming the declared ones", () => {
+    const { factory } = setup();
+    assert.equal(factory.tryGetThrottler("nope"), null);
+    assert.throws(
+      () => factory.getThrottlerOrThrow("nope"),
+      (e: unknown) => isSluiceError(e, "THROTTLER_NOT_DECLARED") && /"nope".*declared: "rows", "api"/.test(e.message),
+    );
+  });
+
+  it("keeps the client (and its pool) when only controller-side fields change", async () => {
+    const { client, factory } = setup();
+    const rows = factory.getThrottlerOrThrow("rows");
+    await rows.throttle(1);
+    const poolBefore = client.calls.length;
+    factory.reconfigure(
+      dynamicSpec({ ...base, throttlers: { ...base.throttlers, rows: { ...base.throttlers.rows, period: "2s", max_grant_amount: 5, classes: { vip: { weight: 1 } } } } }),
+    );
+    assert.equal(factory.getThrottlerOrThrow("rows"), rows, "the same handle");
+    await rows.throttle(0);
+    assert.equal(client.calls.length, poolBefore, "no new client, no new RPC");
+  });
+
+  it("rebuilds the client when its own config changes; the handle taken before keeps working", async () => {
+    const { client, factory } = setup();
+    const rows = factory.getThrottlerOrThrow("rows");
+    await rows.throttle(1);
+    factory.reconfigure(dynamicSpec({ ...base, throttlers: { ...base.throttlers, rows: { ...base.throttlers.rows, limit: 500 } } }));
+    const calls = client.calls.length;
+    await rows.throttle(1);
+    assert.equal(client.calls.length, calls + 1, "a fresh client refilled");
+    assert.equal(client.calls.at(-1)?.quotaClassId, "vip");
+  });
+
+  it("detaches a removed throttler and reattaches the same handle when it is declared again", async () => {
+    const { factory } = setup();
+    const api = factory.getThrottlerOrThrow("api");
+    factory.reconfigure(dynamicSpec({ throttlers: { rows: base.throttlers.rows }, computations: {} }));
+    assert.equal(factory.tryGetThrottler("api"), null);
+    await assert.rejects(api.throttle(1), (e: unknown) => isSluiceError(e, "THROTTLER_NOT_DECLARED"));
+    factory.reconfigure(dynamicSpec(base));
+    assert.equal(factory.tryGetThrottler("api"), api);
+    await api.throttle(1);
+  });
+
+  it("retries a refill under one request id while the controller is away, then succeeds", async () => {
+    const { client, clock, factory } = setup({ throttlers: { api: { limit: 10, retrying_channel: { min_backoff: "100ms", max_backoff: "1s" } } } });
+    let failuresLeft = 3;
+    client.answer = () => {
+      if (failuresLeft-- > 0) throw new SluiceError("CONTROLLER_UNAVAILABLE", "connection refused");
+    };
+    let done = false;
+    const waiting = factory.getThrottlerOrThrow("api").throttle(1).then(() => (done = true));
+    await clock.advance(100 + 150 + 225 - 1);
+    assert.equal(done, false, "still blocked while retrying");
+    await clock.advance(10);
+    await waiting;
+    assert.equal(client.calls.length, 4);
+    assert.equal(new Set(client.calls.map((c) => c.requestId)).size, 1, "one request id across retries");
+    const metrics = factory.getThrottlerOrThrow("api").metrics();
+    assert.equal(metrics.rpcCount, 4);
+    assert.equal(metrics.rpcFailures, 3);
+  });
+
+  it("fails with RETRIES_EXHAUSTED once retry_attempts are spent", async () => {
+    const { client, clock, factory } = setup({
+      throttlers: { api: { limit: 10, retrying_channel: { retry_attempts: 3, min_backoff: "10ms", max_backoff: "10ms" } } },
+    });
+    client.answer = () => {
+      throw new SluiceError("CONTROLLER_UNAVAILABLE", "connection refused");
+    };
+    const failed = assert.rejects(
+      factory.getThrottlerOrThrow("api").throttle(1),
+      (e: unknown) => isSluiceError(e, "RETRIES_EXHAUSTED") && /failed 3 times.*retry_attempts 3.*connection refused/.test(e.message),
+    );
+    await clock.advance(1000);
+    await failed;
+  });
+
+  it("fails with RETRIES_EXHAUSTED once retry_timeout is spent", async () => {
+    const { client, clock, factory } = setup({
+      throttlers: { api: { limit: 10, retrying_channel: { retry_timeout: "2s", min_backoff: "500ms", max_backoff: "500ms", backoff_jitter: 0 } } },
+    });
+    client.answer = () => {
+      throw new SluiceError("CONTROLLER_UNAVAILABLE", "connection refused");
+    };
+    const failed = assert.rejects(factory.getThrottlerOrThrow("api").throttle(1), (e: unknown) => isSluiceError(e, "RETRIES_EXHAUSTED"));
+    await clock.advance(5000);
+    await failed;
+    assert.equal(client.calls.length, 4, "at 0, 500, 1000 and 1500 ms; the next would pass 2 s");
+  });
+
+  it("does not retry what can never pass", async () => {
+    const { client, clock, factory } = setup();
+    client.answer = () => {
+      throw new SluiceError("INVALID_AMOUNT", "amount 1e300 exceeds the largest single request");
+    };
+    const failed = assert.rejects(factory.getThrottlerOrThrow("api").throttle(1), (e: unknown) => isSluiceError(e, "INVALID_AMOUNT"));
+    await clock.advance(0);
+    await failed;
+    assert.equal(client.calls.length, 1);
+  });
+
+  it("close fails waiters and returns pooled quota", async () => {
+    const { client, clock, factory } = setup();
+    const api = factory.getThrottlerOrThrow("api");
+    await api.throttle(1); // the first refill holds 1 unit; nothing left over
+    client.answer = () => new Promise(() => {}); // the next refill never comes back
+    const blocked = api.throttle(5);
+    factory.close();
+    await assert.rejects(blocked, (e: unknown) => isSluiceError(e, "CANCELLED"));
+    await clock.advance(0);
+    await assert.rejects(api.throttle(1), (e: unknown) => isSluiceError(e, "THROTTLER_NOT_DECLARED"));
+  });
+});
