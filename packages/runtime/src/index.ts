@@ -1,5 +1,34 @@
+export {
+  COMPUTATION_BRAND,
+  defineComputation,
+  isComputation,
+  type Batch,
+  type Computation,
+  type ComputationDefinition,
+  type Logger,
+  type Message,
+  type OutputMessage,
+  type RuntimeContext,
+} from "./computation.ts";
+export { consoleLogger } from "./console-logger.ts";
+export { runGenerators, type GenerateMessage } from "./generator.ts";
+export { recordByteSize } from "./io/record-byte-size.ts";
+export { decodeValue, encodeValue } from "./io/stream-codec.ts";
+export { ComputationStats, type ComputationStatsView } from "./job/computation-stats.ts";
+export { Job, type JobOptions } from "./job/job.ts";
+export { lagTimestamp } from "./job/lag-timestamp.ts";
+export type { ThrottlerMetricsView } from "./job/throttler-metrics-view.ts";
+export { importSpecModule, loadComputation } from "./load-module.ts";
+export { MemoryIoFactory } from "./memory/memory-io-factory.ts";
+export { MemoryLog } from "./memory/memory-log.ts";
+export { MemorySink } from "./memory/memory-sink.ts";
+export { MemorySource } from "./memory/memory-source.ts";
+export type { IoFactory } from "./ports/io-factory.ts";
+export type { Sink, SinkRecord } from "./ports/sink.ts";
+export type { BatchContext, BatchHandler, PartitionRef, Source, SourceBatch, SourceListener, SourceRecord } from "./ports/source.ts";
 export { DistributedThrottlerFactory, type DistributedThrottlerFactoryOptions } from "./throttling/distributed-throttler-factory.ts";
 export { DynamicSpecWatcher, type DynamicSpecWatcherOptions } from "./throttling/dynamic-spec-watcher.ts";
 export { retryBackoffMs } from "./throttling/retry-backoff.ts";
 export { RetryingQuotaRemote, type QuotaRpcOutcome, type RetryingQuotaRemoteOptions } from "./throttling/retrying-quota-remote.ts";
 export { ThrottlerHandle, type ThrottlerHandleMetrics } from "./throttling/throttler-handle.ts";
+export { Worker, type WorkerOptions } from "./worker.ts";

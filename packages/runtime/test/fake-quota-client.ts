@@ -1,5 +1,5 @@
 import { SluiceError } from "@sluice/core";
-import type { QuotaServiceClient, RequestQuotaCall, ReleaseQuotaCall } from "@sluice/protocol";
+import type { DynamicSpecUpdate, QuotaServiceClient, RequestQuotaCall, ReleaseQuotaCall } from "@sluice/protocol";
 
 /**
  * A scripted QuotaServiceClient for unit tests of the client logic (pure: no sockets, no timers).
@@ -9,6 +9,8 @@ export class FakeQuotaClient implements QuotaServiceClient {
   readonly calls: RequestQuotaCall[] = [];
   readonly releases: ReleaseQuotaCall[] = [];
   answer: (call: RequestQuotaCall) => Promise<void> | void = () => {};
+  /** Sent to WatchDynamicSpec subscribers as version 1; without it the watch fails. */
+  dynamicSpecJson: string | null = null;
 
   async requestQuota(call: RequestQuotaCall) {
     this.calls.push(call);
@@ -20,8 +22,10 @@ export class FakeQuotaClient implements QuotaServiceClient {
     this.releases.push(call);
   }
 
-  async watchDynamicSpec(): Promise<void> {
-    throw new SluiceError("CONTROLLER_UNAVAILABLE", "not scripted");
+  async watchDynamicSpec(_clientId: string, onUpdate: (update: DynamicSpecUpdate) => void, signal: AbortSignal): Promise<void> {
+    if (this.dynamicSpecJson === null) throw new SluiceError("CONTROLLER_UNAVAILABLE", "not scripted");
+    onUpdate({ version: 1, dynamicSpecJson: this.dynamicSpecJson });
+    await new Promise<void>((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
   }
 
   async updateDynamicSpec(): Promise<{ version: number }> {

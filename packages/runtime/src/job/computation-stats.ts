@@ -1,0 +1,72 @@
+import { RateWindow } from "@sluice/core";
+
+export interface ComputationStatsView {
+  readonly computation: string;
+  readonly rows: number;
+  readonly bytes: number;
+  readonly iterations: number;
+  readonly failures: number;
+  readonly rowsPerSecond: number;
+  readonly bytesPerSecond: number;
+  /** Total time iterations waited in Input.Throttle. */
+  readonly throttleWaitMs: number;
+  /** Throttle wait per second of wall time over the last window: 1.0 = always waiting. */
+  readonly throttleWaitRatio: number;
+  /** Now minus the event time of the last processed message, ms; null before the first. */
+  readonly lagMs: number | null;
+  readonly activeJobs: number;
+  readonly lastError: string | null;
+}
+
+/** Counters of one computation on one worker, shared by its jobs; read by the status line and /metrics. */
+export class ComputationStats {
+  rows = 0;
+  bytes = 0;
+  iterations = 0;
+  failures = 0;
+  throttleWaitMs = 0;
+  activeJobs = 0;
+  lastEventTimestampMs: number | null = null;
+  lastError: string | null = null;
+  private readonly rowRate = new RateWindow();
+  private readonly byteRate = new RateWindow();
+  private readonly waitRate = new RateWindow();
+
+  constructor(readonly computation: string) {}
+
+  recordIteration(rows: number, bytes: number, lastEventTimestampMs: number, now: number): void {
+    this.rows += rows;
+    this.bytes += bytes;
+    this.iterations += 1;
+    this.lastEventTimestampMs = lastEventTimestampMs;
+    this.rowRate.add(rows, now);
+    this.byteRate.add(bytes, now);
+  }
+
+  recordThrottleWait(waitMs: number, now: number): void {
+    this.throttleWaitMs += waitMs;
+    this.waitRate.add(waitMs, now);
+  }
+
+  recordFailure(error: unknown): void {
+    this.failures += 1;
+    this.lastError = error instanceof Error ? error.message : String(error);
+  }
+
+  view(now: number): ComputationStatsView {
+    return {
+      computation: this.computation,
+      rows: this.rows,
+      bytes: this.bytes,
+      iterations: this.iterations,
+      failures: this.failures,
+      rowsPerSecond: this.rowRate.rate(now),
+      bytesPerSecond: this.byteRate.rate(now),
+      throttleWaitMs: this.throttleWaitMs,
+      throttleWaitRatio: this.waitRate.rate(now) / 1000,
+      lagMs: this.lastEventTimestampMs === null ? null : Math.max(0, now - this.lastEventTimestampMs),
+      activeJobs: this.activeJobs,
+      lastError: this.lastError,
+    };
+  }
+}

@@ -1,0 +1,278 @@
+import { SpanStatusCode, type Attributes, type Span, type Tracer } from "@opentelemetry/api";
+import { SluiceError, type Clock } from "@sluice/core";
+import type { DynamicSpec, PipelineSpec } from "@sluice/spec";
+import type { Batch, Computation, Logger, Message, OutputMessage, RuntimeContext } from "../computation.ts";
+import { recordByteSize } from "../io/record-byte-size.ts";
+import { decodeHeaders, decodeText, decodeValue, encodeHeaders, encodeText, encodeValue } from "../io/stream-codec.ts";
+import type { Sink, SinkRecord } from "../ports/sink.ts";
+import type { BatchContext, SourceBatch, SourceRecord } from "../ports/source.ts";
+import type { DistributedThrottlerFactory } from "../throttling/distributed-throttler-factory.ts";
+import type { ComputationStats } from "./computation-stats.ts";
+import type { ThrottlerMetricsView } from "./throttler-metrics-view.ts";
+import { lagTimestamp } from "./lag-timestamp.ts";
+
+export interface JobOptions {
+  readonly pipeline: PipelineSpec;
+  readonly computationName: string;
+  readonly computation: Computation;
+  readonly stream: string;
+  readonly partition: number;
+  readonly workerId: string;
+  readonly sink: Sink;
+  readonly throttlers: DistributedThrottlerFactory;
+  /** The dynamic_spec in force now (it changes while the job runs). */
+  readonly dynamicSpec: () => DynamicSpec;
+  readonly stats: ComputationStats;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly tracer: Tracer;
+  /** Restart backoff after a failed iteration: doubles from min to max. */
+  readonly restartBackoffMs?: { readonly min: number; readonly max: number };
+}
+
+/**
+ * One computation bound to one input partition: splits delivered records into Process iterations of
+ * at most `max_rows_per_batch`, and runs each as (DESIGN §2.1): lag timestamp → Input.Throttle
+ * (rows and bytes quota at once) → Process → Output (acknowledged) → Commit. Offsets are committed
+ * only after outputs were acknowledged, so nothing is lost; a failure rewinds to the last commit.
+ */
+export class Job {
+  readonly id: string;
+  private readonly stop = new AbortController();
+  private readonly context: RuntimeContext;
+  private readonly outputs = new Map<string, OutputMessage[]>();
+  private initialized: Promise<void> | null = null;
+  private consecutiveFailures = 0;
+  private closed = false;
+
+  constructor(private readonly options: JobOptions) {
+    this.id = `${options.workerId}/${options.computationName}/${options.partition}`;
+    const declaredOutputs = options.pipeline.computations[options.computationName]?.outputs ?? [];
+    this.context = {
+      pipeline: options.pipeline.pipeline,
+      computation: options.computationName,
+      partition: options.partition,
+      workerId: options.workerId,
+      jobId: this.id,
+      log: options.log,
+      signal: this.stop.signal,
+      getThrottlerOrThrow: (id) => options.throttlers.getThrottlerOrThrow(id),
+      tryGetThrottler: (id) => options.throttlers.tryGetThrottler(id),
+      emit: (stream, message) => {
+        if (!declaredOutputs.includes(stream)) {
+          throw new SluiceError(
+            "SPEC_INVALID",
+            `computation "${options.computationName}" emitted to stream "${stream}", which is not among its outputs ` +
+              `(${declaredOutputs.length > 0 ? declaredOutputs.map((s) => `"${s}"`).join(", ") : "none"}); add it to computations.${options.computationName}.outputs`,
+          );
+        }
+        let buffer = this.outputs.get(stream);
+        if (!buffer) {
+          buffer = [];
+          this.outputs.set(stream, buffer);
+        }
+        buffer.push(message);
+      },
+    };
+  }
+
+  /** The source's handler for this job's partition. Never throws: failures rewind and back off. */
+  async handle(batch: SourceBatch, context: BatchContext): Promise<void> {
+    const signal = AbortSignal.any([context.signal, this.stop.signal]);
+    const maxRows = this.options.pipeline.computations[this.options.computationName]?.max_rows_per_batch ?? 100;
+    try {
+      await this.ensureInitialized();
+      for (let start = 0; start < batch.records.length; start += maxRows) {
+        if (signal.aborted) return;
+        await this.iterate(batch.records.slice(start, start + maxRows), context, signal);
+        this.consecutiveFailures = 0;
+      }
+    } catch (error) {
+      this.outputs.clear();
+      if (signal.aborted) return; // stopped mid-iteration: not a failure; the next owner resumes from the commit
+      await this.fail(error, context, signal);
+    }
+  }
+
+  /** Applies a new dynamic_spec to this job's throttler clients (DESIGN §4.9). */
+  reconfigure(spec: DynamicSpec): void {
+    this.options.throttlers.reconfigure(spec);
+  }
+
+  throttlerMetrics(): ThrottlerMetricsView[] {
+    return this.options.throttlers.metrics().map((m) => ({
+      computation: this.options.computationName,
+      throttlerId: m.throttlerId,
+      consumed: m.consumed,
+      released: m.released,
+      waitCount: m.waitTime.count,
+      waitSumMs: m.waitTime.sumMs,
+      waitMaxMs: m.waitTime.maxMs,
+      rpcCount: m.rpcCount,
+      rpcFailures: m.rpcFailures,
+    }));
+  }
+
+  /** Stops the job: aborts waits, calls the computation's close(), returns prefetched quota. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.stop.abort(new Error(`job ${this.id} stopped`));
+    try {
+      if (this.initialized) await this.options.computation.close?.(this.context);
+    } catch (error) {
+      this.options.log.warn(`job ${this.id}: close() failed: ${error instanceof Error ? error.message : String(error)}`);
+    } finally {
+      this.options.throttlers.close();
+    }
+  }
+
+  private ensureInitialized(): Promise<void> {
+    this.initialized ??= Promise.resolve(this.options.computation.init?.(this.context));
+    return this.initialized.catch((error: unknown) => {
+      this.initialized = null; // init runs again on the restart
+      throw error;
+    });
+  }
+
+  private async iterate(records: readonly SourceRecord[], context: BatchContext, signal: AbortSignal): Promise<void> {
+    const { tracer, clock, stats, computationName, stream, partition } = this.options;
+    const messages = records.map((record) => this.decode(record));
+    const bytes = messages.reduce((sum, m) => sum + m.byteSize, 0);
+    const first = messages[0];
+    const last = messages[messages.length - 1];
+    if (!first || !last) return;
+    const attributes: Attributes = {
+      "sluice.pipeline": this.options.pipeline.pipeline,
+      "sluice.computation": computationName,
+      "sluice.job": this.id,
+      "messaging.destination.name": stream,
+      "messaging.destination.partition.id": String(partition),
+      "messaging.batch.message_count": messages.length,
+      "sluice.batch.bytes": bytes,
+      "sluice.batch.first_offset": first.offset,
+      "sluice.batch.last_offset": last.offset,
+    };
+    await tracer.startActiveSpan(`${computationName} iteration`, { attributes }, async (span) => {
+      try {
+        const streamDelayMs = this.options.pipeline.streams[stream]?.stream_delay ?? 0;
+        this.options.throttlers.setPriority(lagTimestamp(first.timestampMs, streamDelayMs));
+        await this.throttleInput(messages.length, bytes, signal);
+        const batch: Batch = { stream, partition, messages };
+        await this.child("Process", () => Promise.resolve(this.options.computation.process(batch, this.context)));
+        if (signal.aborted) throw signal.reason;
+        await this.child("Output", () => this.flushOutputs());
+        await this.child("Commit", () => context.commit((BigInt(last.offset) + 1n).toString()));
+        stats.recordIteration(messages.length, bytes, last.timestampMs, clock.now());
+      } catch (error) {
+        failSpan(span, error);
+        throw error;
+      } finally {
+        span.end();
+      }
+    });
+  }
+
+  /** Waits for rows and bytes quota together (DESIGN §6); traced as Input.Throttle. */
+  private async throttleInput(rows: number, bytes: number, signal: AbortSignal): Promise<void> {
+    const entry = this.options.dynamicSpec().computations[this.options.computationName];
+    const rowsId = entry?.input_rows_throttler_id;
+    const bytesId = entry?.input_bytes_throttler_id;
+    if ((!rowsId && !bytesId) || rows === 0) return;
+    const { throttlers, clock, stats } = this.options;
+    const attributes: Attributes = {};
+    const waits: Promise<void>[] = [];
+    if (rowsId) {
+      attributes["sluice.throttle.rows.throttler_id"] = rowsId;
+      attributes["sluice.throttle.rows.class_id"] = throttlers.classIdFor(rowsId) || "default";
+      attributes["sluice.throttle.rows.amount"] = rows;
+      waits.push(throttlers.getThrottlerOrThrow(rowsId).throttle(rows, { signal }));
+    }
+    if (bytesId) {
+      attributes["sluice.throttle.bytes.throttler_id"] = bytesId;
+      attributes["sluice.throttle.bytes.class_id"] = throttlers.classIdFor(bytesId) || "default";
+      attributes["sluice.throttle.bytes.amount"] = bytes;
+      waits.push(throttlers.getThrottlerOrThrow(bytesId).throttle(bytes, { signal }));
+    }
+    attributes["sluice.throttle.priority_ms"] = throttlers.priority;
+    await this.options.tracer.startActiveSpan("Input.Throttle", { attributes }, async (span) => {
+      const startedAt = clock.now();
+      try {
+        await Promise.all(waits);
+      } catch (error) {
+        failSpan(span, error);
+        throw error;
+      } finally {
+        const waitedMs = clock.now() - startedAt;
+        span.setAttribute("sluice.throttle.wait_ms", waitedMs);
+        stats.recordThrottleWait(waitedMs, clock.now());
+        span.end();
+      }
+    });
+  }
+
+  private async flushOutputs(): Promise<void> {
+    const sends: Promise<void>[] = [];
+    for (const [stream, messages] of this.outputs) {
+      const format = this.options.pipeline.streams[stream]?.format ?? "json";
+      const where = `computation "${this.options.computationName}" output to stream "${stream}"`;
+      const records = messages.map(
+        (m): SinkRecord => ({
+          key: encodeText(m.key),
+          value: encodeValue(format, m.value, where),
+          ...(m.headers ? { headers: encodeHeaders(m.headers) ?? {} } : {}),
+          ...(m.partition !== undefined ? { partition: m.partition } : {}),
+          ...(m.timestampMs !== undefined ? { timestampMs: m.timestampMs } : {}),
+        }),
+      );
+      sends.push(this.options.sink.send(stream, records));
+    }
+    this.outputs.clear();
+    await Promise.all(sends);
+  }
+
+  private decode(record: SourceRecord): Message {
+    const { stream, partition } = this.options;
+    const format = this.options.pipeline.streams[stream]?.format ?? "json";
+    return {
+      stream,
+      key: decodeText(record.key),
+      value: decodeValue(format, record.value, `stream "${stream}" partition ${partition} offset ${record.offset}`),
+      headers: decodeHeaders(record.headers),
+      partition,
+      offset: record.offset,
+      timestampMs: record.timestampMs,
+      byteSize: recordByteSize(record),
+    };
+  }
+
+  private async child(name: string, work: () => Promise<void>): Promise<void> {
+    await this.options.tracer.startActiveSpan(name, async (span: Span) => {
+      try {
+        await work();
+      } catch (error) {
+        failSpan(span, error);
+        throw error;
+      } finally {
+        span.end();
+      }
+    });
+  }
+
+  /** A failed iteration fails the job: log, rewind to the last commit, back off, then go again. */
+  private async fail(error: unknown, context: BatchContext, signal: AbortSignal): Promise<void> {
+    const { min, max } = this.options.restartBackoffMs ?? { min: 100, max: 10_000 };
+    const backoffMs = Math.min(max, min * 2 ** this.consecutiveFailures);
+    this.consecutiveFailures += 1;
+    this.options.stats.recordFailure(error);
+    const reason = error instanceof Error ? error.message : String(error);
+    this.options.log.error(`job ${this.id} failed (${this.consecutiveFailures} in a row): ${reason}; restarting from the last committed offset in ${backoffMs} ms`);
+    context.rewind();
+    await this.options.clock.sleep(backoffMs, signal).catch(() => undefined);
+  }
+}
+
+function failSpan(span: Span, error: unknown): void {
+  span.recordException(error instanceof Error ? error : new Error(String(error)));
+  span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+}

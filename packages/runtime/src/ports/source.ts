@@ -1,0 +1,62 @@
+/**
+ * The input port of the runtime. A Source delivers batches of raw records per (stream, partition)
+ * of one computation; the runtime decodes, throttles, processes, outputs and commits them.
+ * Implementations: the in-memory partitioned log (embedded mode, tests) and Kafka (@sluice/kafka).
+ */
+
+export interface SourceRecord {
+  readonly key: Uint8Array | null;
+  readonly value: Uint8Array | null;
+  readonly headers: Readonly<Record<string, Uint8Array>>;
+  /** Position in the partition, as a decimal string (Kafka offsets are 64-bit). */
+  readonly offset: string;
+  /** Event timestamp (Kafka's message timestamp), epoch ms. */
+  readonly timestampMs: number;
+}
+
+export interface SourceBatch {
+  /** Stream name from the spec (not the topic). */
+  readonly stream: string;
+  readonly partition: number;
+  /** In offset order; may hold more than max_rows_per_batch: the job splits it into iterations. */
+  readonly records: readonly SourceRecord[];
+}
+
+export interface BatchContext {
+  /**
+   * Aborts when this partition is taken away (rebalance) or the source stops: the handler stops
+   * waiting and returns without committing; another owner continues from the last commit.
+   */
+  readonly signal: AbortSignal;
+  /** Records the position after the last processed record; resolves once durable. */
+  commit(nextOffset: string): Promise<void>;
+  /**
+   * Processing failed: the partition is delivered again from its last committed offset (after the
+   * handler returns). Records past the last commit were not acknowledged, so nothing is lost.
+   */
+  rewind(): void;
+}
+
+export type BatchHandler = (batch: SourceBatch, context: BatchContext) => Promise<void>;
+
+export interface PartitionRef {
+  readonly stream: string;
+  readonly partition: number;
+}
+
+export interface SourceListener {
+  /** The partitions this source now owns (after each assignment). */
+  onAssigned?(partitions: readonly PartitionRef[]): void;
+  /** Partitions taken away; the runtime stops their jobs. */
+  onRevoked?(partitions: readonly PartitionRef[]): void;
+}
+
+export interface Source {
+  /**
+   * Starts delivering: for each partition, at most one `handler` call at a time, in offset order.
+   * Resolves once delivery has started (for Kafka: the consumer joined its group).
+   */
+  start(handler: BatchHandler, listener?: SourceListener): Promise<void>;
+  /** Stops delivering, waits for handlers in flight, leaves the group. Idempotent. */
+  close(): Promise<void>;
+}
