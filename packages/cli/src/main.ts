@@ -1,4 +1,42 @@
-export async function main(argv: readonly string[]): Promise<number> {
-  console.log("sluice", argv.join(" "));
-  return 0;
+import { Command, CommanderError } from "commander";
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type Cli, type CommandRegistration } from "./cli.ts";
+import { registerSchema } from "./commands/schema.ts";
+import { registerValidate } from "./commands/validate.ts";
+
+// The `sluice` program. A command is a file in commands/ exporting a CommandRegistration; adding
+// one is a line in this list.
+const COMMANDS: readonly CommandRegistration[] = [registerValidate, registerSchema];
+
+export interface MainOutput {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+}
+
+const processOutput: MainOutput = {
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+};
+
+/** Runs `sluice <argv…>` and resolves with the exit code. */
+export async function main(argv: readonly string[], output: MainOutput = processOutput): Promise<number> {
+  let exitCode = EXIT_OK;
+  const cli: Cli = { ...output, setExitCode: (code) => (exitCode = code) };
+
+  // Settings before commands: subcommands copy them when they are created.
+  const program = new Command("sluice")
+    .description("Stream processing for TypeScript with Flow-like computations and a distributed throttler")
+    .exitOverride()
+    .configureOutput({ writeOut: output.stdout, writeErr: output.stderr })
+    .showHelpAfterError("(run `sluice --help` for usage)");
+  for (const register of COMMANDS) register(program, cli);
+
+  try {
+    await program.parseAsync([...argv], { from: "user" });
+  } catch (error) {
+    // Help and version end the parse with exit code 0; every other commander error is a usage error.
+    if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT_OK : EXIT_USAGE;
+    output.stderr(`sluice: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    return EXIT_FAILURE;
+  }
+  return exitCode;
 }

@@ -1,1 +1,70 @@
-export {};
+export { parseDuration, formatDuration, duration, durationSchema, DURATION_PATTERN } from "./duration.ts";
+export {
+  THROTTLER_DEFAULTS,
+  RETRYING_CHANNEL_DEFAULTS,
+  THROTTLER_CLASS_DEFAULTS,
+  STREAM_DEFAULTS,
+  COMPUTATION_DEFAULTS,
+  PREFETCH_DEFAULTS,
+} from "./defaults.ts";
+export {
+  throttlerSpecSchema,
+  throttlerClassSpecSchema,
+  throttlerClassIdSchema,
+  retryingChannelSpecSchema,
+  DEFAULT_CLASS_ID,
+  MIN_CLASS_WEIGHT,
+  MAX_CLASS_WEIGHT,
+  type ThrottlerSpec,
+  type ThrottlerSpecInput,
+  type ThrottlerClassSpec,
+  type RetryingChannelSpec,
+} from "./throttler-spec.ts";
+export {
+  dynamicSpecSchema,
+  computationDynamicSpecSchema,
+  METERS,
+  type Meter,
+  type DynamicSpec,
+  type DynamicSpecInput,
+  type ComputationDynamicSpec,
+} from "./dynamic-spec.ts";
+export {
+  pipelineSpecSchema,
+  streamSpecSchema,
+  computationSpecSchema,
+  generatorSpecSchema,
+  kafkaSpecSchema,
+  controllerSpecSchema,
+  STREAM_FORMATS,
+  PIPELINE_NAME_PATTERN,
+  MAX_ROWS_PER_BATCH_LIMIT,
+  type PipelineSpec,
+  type PipelineSpecInput,
+  type StreamSpec,
+  type StreamFormat,
+  type GeneratorSpec,
+  type ComputationSpec,
+  type KafkaSpec,
+  type ControllerSpec,
+} from "./pipeline-spec.ts";
+export {
+  validatePipelineSpec,
+  validateDynamicSpec,
+  formatIssues,
+  sortIssues,
+  type SpecIssue,
+  type ValidationResult,
+  type DynamicSpecValidationOptions,
+} from "./validate.ts";
+export { formatIssuePath, compareIssuePaths, ROOT_PATH, type IssuePathSegment } from "./issue-path.ts";
+export { extractDynamicSpec } from "./extract-dynamic-spec.ts";
+export { pipelineJsonSchema, dynamicSpecJsonSchema } from "./json-schema.ts";
+export { effectiveLimit, type LimitFields } from "./effective-limit.ts";
+export {
+  prefetchWindow,
+  clientConfigEquals,
+  type PrefetchWindow,
+  type PrefetchFields,
+  type ClientConfigFields,
+} from "./client-config.ts";

@@ -1,0 +1,2 @@
+// Fills the `numbers` stream in embedded mode: message `index` of the run.
+export default (index: number) => ({ key: String(index), value: { n: index } });

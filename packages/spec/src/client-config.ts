@@ -1,0 +1,69 @@
+import { PREFETCH_DEFAULTS } from "./defaults.ts";
+import { effectiveLimit, type LimitFields } from "./effective-limit.ts";
+import type { ThrottlerSpec } from "./throttler-spec.ts";
+
+// What a job's throttler client is built from. Source: ytflow.md §2.1, `BuildPrefetchingConfig` and
+// `ClientConfigEquals` of TDynamicThrottlerSpec.
+
+export interface PrefetchWindow {
+  /** Refill RPCs per second the client aims at: one per request_period. */
+  readonly targetRps: number;
+  readonly minPrefetchAmount: number;
+  /**
+   * Largest single refill: `ceil(limit × request_period)` — `limit` is already per second, so
+   * `period` must not divide it (the reference once did; that was a bug). 1e9 when unlimited.
+   */
+  readonly maxPrefetchAmount: number;
+  /** Sliding window over which the client measures its refill rate. */
+  readonly windowMs: number;
+}
+
+export type PrefetchFields = LimitFields & Pick<ThrottlerSpec, "request_period">;
+
+export function prefetchWindow(throttler: PrefetchFields): PrefetchWindow {
+  const requestPeriodMs = throttler.request_period;
+  const limit = effectiveLimit(throttler);
+  return {
+    targetRps: 1000 / requestPeriodMs,
+    minPrefetchAmount: PREFETCH_DEFAULTS.minPrefetchAmount,
+    maxPrefetchAmount:
+      limit === null
+        ? PREFETCH_DEFAULTS.unlimitedMaxPrefetchAmount
+        : Math.max(Math.ceil((limit * requestPeriodMs) / 1000), PREFETCH_DEFAULTS.minPrefetchAmount),
+    windowMs: Math.max(PREFETCH_DEFAULTS.windowRequestPeriods * requestPeriodMs, PREFETCH_DEFAULTS.minWindowMs),
+  };
+}
+
+export type ClientConfigFields = PrefetchFields & Pick<ThrottlerSpec, "retrying_channel" | "rpc_timeout">;
+
+/**
+ * True iff a client built for `a` serves `b` unchanged: same prefetch window, retrying channel and
+ * rpc_timeout (DESIGN §4.9). Then the client — and the quota it prefetched — is kept across a
+ * reconfiguration; `period`, weights and `max_grant_amount` apply on the controller only. Under
+ * `use_class_weights_as_limit` a weight change matters only if it resizes the prefetch window.
+ */
+export function clientConfigEquals(a: ClientConfigFields, b: ClientConfigFields): boolean {
+  const windowA = prefetchWindow(a);
+  const windowB = prefetchWindow(b);
+  return (
+    windowA.targetRps === windowB.targetRps &&
+    windowA.minPrefetchAmount === windowB.minPrefetchAmount &&
+    windowA.maxPrefetchAmount === windowB.maxPrefetchAmount &&
+    windowA.windowMs === windowB.windowMs &&
+    a.rpc_timeout === b.rpc_timeout &&
+    retryingChannelEquals(a.retrying_channel, b.retrying_channel)
+  );
+}
+
+function retryingChannelEquals(a: ThrottlerSpec["retrying_channel"], b: ThrottlerSpec["retrying_channel"]): boolean {
+  return (
+    a.retry_attempts === b.retry_attempts &&
+    a.enable_exponential_retry_backoffs === b.enable_exponential_retry_backoffs &&
+    a.retry_timeout === b.retry_timeout &&
+    a.retry_backoff_time === b.retry_backoff_time &&
+    a.min_backoff === b.min_backoff &&
+    a.max_backoff === b.max_backoff &&
+    a.backoff_multiplier === b.backoff_multiplier &&
+    a.backoff_jitter === b.backoff_jitter
+  );
+}

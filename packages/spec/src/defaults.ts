@@ -1,0 +1,54 @@
+// Every default of the pipeline spec, in one place and in the spelling a user writes in JSON. The
+// schemas apply them with `.prefault(...)`, so a default is parsed exactly like user input (a
+// duration default such as "10s" becomes 10000 ms) and the JSON Schema shows the JSON spelling.
+// Sources: DESIGN.md §3–§3.2 and reference/ytflow.md §2.1 (TDynamicThrottlerSpec defaults).
+
+export const THROTTLER_DEFAULTS = Object.freeze({
+  /** null = unlimited (the reference's `Limit` is an optional double). */
+  limit: null,
+  period: "10s",
+  request_period: "5s",
+  rpc_timeout: "30s",
+  /** null = no cap on one server chunk. */
+  max_grant_amount: null,
+  use_class_weights_as_limit: false,
+  max_queue_size: 10_000,
+});
+
+/** Generous on purpose: a client rides out a controller restart instead of failing its job. */
+export const RETRYING_CHANNEL_DEFAULTS = Object.freeze({
+  retry_attempts: 100,
+  enable_exponential_retry_backoffs: true,
+  retry_timeout: "10m",
+  retry_backoff_time: "3s",
+  min_backoff: "1s",
+  max_backoff: "5s",
+  backoff_multiplier: 1.5,
+  backoff_jitter: 0.1,
+});
+
+export const THROTTLER_CLASS_DEFAULTS = Object.freeze({
+  weight: 1.0,
+});
+
+export const STREAM_DEFAULTS = Object.freeze({
+  format: "json",
+  partitions: 1,
+  stream_delay: 0,
+});
+
+export const COMPUTATION_DEFAULTS = Object.freeze({
+  max_rows_per_batch: 100,
+});
+
+/**
+ * Constants of the prefetching client derived from a throttler spec (ytflow.md §2.1,
+ * `BuildPrefetchingConfig`): the window spans 10 request periods but never less than 1 s, and an
+ * unlimited throttler caps one prefetch at 1e9 units.
+ */
+export const PREFETCH_DEFAULTS = Object.freeze({
+  minPrefetchAmount: 1,
+  unlimitedMaxPrefetchAmount: 1_000_000_000,
+  windowRequestPeriods: 10,
+  minWindowMs: 1_000,
+});

@@ -1,0 +1,217 @@
+import * as z from "zod";
+import { DESPITE_INNER_ISSUES, isPlainObject } from "./cross-check.ts";
+import { COMPUTATION_DEFAULTS, STREAM_DEFAULTS } from "./defaults.ts";
+import { quoteList } from "./describe-value.ts";
+import { duration } from "./duration.ts";
+import { dynamicSpecSchema, undeclaredComputations } from "./dynamic-spec.ts";
+import { hostPortSchema } from "./host-port.ts";
+import { integer } from "./integer.ts";
+import { notDeclaredMessage } from "./not-declared.ts";
+import { mustBe } from "./rule-error.ts";
+
+// The pipeline spec file (DESIGN §3). Everything but `dynamic_spec` needs a restart to change.
+
+/** The pipeline name prefixes Kafka consumer group ids, so it keeps to Kafka's legal characters. */
+export const PIPELINE_NAME_PATTERN = /^[A-Za-z0-9._-]+$/;
+
+/** Kafka's rule for topic names: legal characters, at most 249 of them, and not "." or "..". */
+const TOPIC_PATTERN = /^[A-Za-z0-9._-]{1,249}$/;
+
+export const MAX_ROWS_PER_BATCH_LIMIT = 100_000;
+
+export const STREAM_FORMATS = ["json", "string", "bytes"] as const;
+
+const pipelineNameRule = mustBe("a non-empty name of letters, digits, '.', '_' and '-'");
+
+const topicRule = mustBe('a Kafka topic name: 1 to 249 characters from A-Z a-z 0-9 . _ -, and not "." or ".."');
+
+const nonEmptyName = (what: string) => z.string().min(1, { error: `${what} must not be empty` });
+
+const modulePath = (what: string) =>
+  z
+    .string({ error: mustBe(`a path to ${what}, relative to the spec file`) })
+    .min(1)
+    .describe(`Path to ${what}, resolved relative to the spec file; TypeScript is loaded directly.`);
+
+export const kafkaSpecSchema = z
+  .strictObject(
+    {
+      brokers: z
+        .array(hostPortSchema, { error: mustBe('a non-empty array of "host:port" addresses') })
+        .min(1)
+        .describe('Bootstrap brokers, "host:port".'),
+      client_id: z
+        .string({ error: mustBe("a non-empty string") })
+        .min(1)
+        .optional()
+        .describe("Kafka client id; absent = Sluice picks one."),
+    },
+    { error: mustBe("an object") },
+  )
+  .describe("Kafka connection. Absent = embedded mode: streams are in-memory partitioned logs.");
+
+export const controllerSpecSchema = z
+  .strictObject(
+    {
+      address: hostPortSchema
+        .optional()
+        .describe('Address of the controller\'s gRPC server, "host:port". Absent = `sluice run` starts one in-process.'),
+    },
+    { error: mustBe("an object") },
+  )
+  .describe("Where workers find the controller.");
+
+export const generatorSpecSchema = z
+  .strictObject(
+    {
+      module: modulePath("a module whose default export is a function (index) => message"),
+      messages: integer("an integer ≥ 0", { min: 0 })
+        .describe("How many messages the generator produces."),
+      rate_per_second: z
+        .number({ error: mustBe("a finite number greater than 0") })
+        .gt(0)
+        .optional()
+        .describe("Messages per second; absent = as fast as the stream accepts them."),
+    },
+    { error: mustBe("an object") },
+  )
+  .describe("Embedded mode: fills the stream with generated messages.");
+
+export const streamSpecSchema = z
+  .strictObject(
+    {
+      topic: z
+        .string({ error: topicRule })
+        .regex(TOPIC_PATTERN, { error: topicRule })
+        .refine((topic) => topic !== "." && topic !== "..", { error: topicRule })
+        .describe("Kafka topic (or in-memory log) of the stream; no two streams share one."),
+      format: z
+        .enum(STREAM_FORMATS, { error: mustBe(`one of ${quoteList(STREAM_FORMATS)}`) })
+        .prefault(STREAM_DEFAULTS.format)
+        .describe(
+          `How message values are decoded and encoded: "json" (parsed JSON), "string" (UTF-8 text), "bytes" (Uint8Array). ` +
+            `Default "${STREAM_DEFAULTS.format}".`,
+        ),
+      partitions: integer("an integer ≥ 1", { min: 1 })
+        .prefault(STREAM_DEFAULTS.partitions)
+        .describe(
+          "Partition count of the in-memory log in embedded mode and of topics Sluice creates. " +
+            `Default ${STREAM_DEFAULTS.partitions}.`,
+        ),
+      stream_delay: duration()
+        .prefault(STREAM_DEFAULTS.stream_delay)
+        .describe(`Added to the event timestamps of this stream when computing a job's lag priority. Default 0.`),
+      generator: generatorSpecSchema.optional(),
+    },
+    { error: mustBe("an object") },
+  )
+  .describe("A named stream: a Kafka topic with a value format.");
+
+export const computationSpecSchema = z
+  .strictObject(
+    {
+      module: modulePath("a module whose default export is defineComputation(...)"),
+      inputs: z
+        .array(z.string({ error: mustBe("a stream name") }), { error: mustBe("a non-empty array of stream names") })
+        .min(1)
+        .describe("Streams the computation reads; at least one."),
+      outputs: z
+        .array(z.string({ error: mustBe("a stream name") }), { error: mustBe("an array of stream names") })
+        .prefault(() => [])
+        .describe("Streams the computation may emit to. Default []."),
+      max_rows_per_batch: integer(`an integer from 1 to ${MAX_ROWS_PER_BATCH_LIMIT}`, { min: 1, max: MAX_ROWS_PER_BATCH_LIMIT })
+        .prefault(COMPUTATION_DEFAULTS.max_rows_per_batch)
+        .describe(`Most messages handed to one process() call. Default ${COMPUTATION_DEFAULTS.max_rows_per_batch}.`),
+    },
+    { error: mustBe("an object") },
+  )
+  .describe("A named computation: user code over batches of its input streams.");
+
+export const pipelineSpecSchema = z
+  .strictObject(
+    {
+      $schema: z
+        .string({ error: mustBe("a string") })
+        .optional()
+        .describe("Optional JSON Schema reference for editors (`sluice schema` prints the schema); ignored."),
+      pipeline: z
+        .string({ error: pipelineNameRule })
+        .regex(PIPELINE_NAME_PATTERN, { error: pipelineNameRule })
+        .describe("Pipeline name; prefixes Kafka consumer group ids."),
+      kafka: kafkaSpecSchema.optional(),
+      controller: controllerSpecSchema.optional(),
+      streams: z
+        .record(nonEmptyName("stream name"), streamSpecSchema, { error: mustBe("an object of stream name → stream") })
+        .describe("Streams by name."),
+      computations: z
+        .record(nonEmptyName("computation name"), computationSpecSchema, {
+          error: mustBe("an object of computation name → computation"),
+        })
+        .describe("Computations by name."),
+      dynamic_spec: dynamicSpecSchema.prefault({}),
+    },
+    { error: mustBe("an object") },
+  )
+  .superRefine(checkPipelineReferences, DESPITE_INNER_ISSUES)
+  .describe("A Sluice pipeline: streams, computations and distributed throttlers.");
+
+/** Stream names used by computations exist, dynamic settings name real computations, topics are unique. */
+function checkPipelineReferences(value: unknown, ctx: z.RefinementCtx): void {
+  if (!isPlainObject(value)) return;
+  const { streams, computations, dynamic_spec: dynamicSpec } = value;
+
+  if (isPlainObject(streams) && isPlainObject(computations)) {
+    const declared = Object.keys(streams);
+    for (const [name, computation] of Object.entries(computations)) {
+      if (!isPlainObject(computation)) continue;
+      for (const key of ["inputs", "outputs"] as const) {
+        const names = computation[key];
+        if (!Array.isArray(names)) continue;
+        names.forEach((stream: unknown, index) => {
+          if (typeof stream !== "string" || Object.hasOwn(streams, stream)) return;
+          ctx.addIssue({
+            code: "custom",
+            path: ["computations", name, key, index],
+            input: stream,
+            message: notDeclaredMessage("stream", stream, "streams", declared),
+          });
+        });
+      }
+    }
+  }
+
+  if (isPlainObject(computations) && isPlainObject(dynamicSpec) && isPlainObject(dynamicSpec["computations"])) {
+    for (const issue of undeclaredComputations(dynamicSpec["computations"], Object.keys(computations))) {
+      ctx.addIssue({ code: "custom", path: ["dynamic_spec", ...issue.path], input: issue.name, message: issue.message });
+    }
+  }
+
+  if (isPlainObject(streams)) {
+    const owners = new Map<string, string>();
+    for (const [name, stream] of Object.entries(streams)) {
+      if (!isPlainObject(stream) || typeof stream["topic"] !== "string") continue;
+      const owner = owners.get(stream["topic"]);
+      if (owner === undefined) {
+        owners.set(stream["topic"], name);
+        continue;
+      }
+      ctx.addIssue({
+        code: "custom",
+        path: ["streams", name, "topic"],
+        input: stream["topic"],
+        message:
+          `topic ${JSON.stringify(stream["topic"])} is already used by stream ${JSON.stringify(owner)}; ` +
+          "two streams cannot share one topic",
+      });
+    }
+  }
+}
+
+export type PipelineSpec = z.output<typeof pipelineSpecSchema>;
+export type PipelineSpecInput = z.input<typeof pipelineSpecSchema>;
+export type StreamSpec = z.output<typeof streamSpecSchema>;
+export type StreamFormat = (typeof STREAM_FORMATS)[number];
+export type GeneratorSpec = z.output<typeof generatorSpecSchema>;
+export type ComputationSpec = z.output<typeof computationSpecSchema>;
+export type KafkaSpec = z.output<typeof kafkaSpecSchema>;
+export type ControllerSpec = z.output<typeof controllerSpecSchema>;

@@ -1,0 +1,206 @@
+import * as z from "zod";
+import { DESPITE_INNER_ISSUES, isPlainObject } from "./cross-check.ts";
+import { RETRYING_CHANNEL_DEFAULTS, THROTTLER_CLASS_DEFAULTS, THROTTLER_DEFAULTS } from "./defaults.ts";
+import { describeValue } from "./describe-value.ts";
+import { duration } from "./duration.ts";
+import { integer } from "./integer.ts";
+import { mustBe } from "./rule-error.ts";
+
+// `dynamic_spec.throttlers.<id>` (DESIGN §3.1; reference: TDynamicThrottlerSpec, ytflow.md §2.1).
+// Rules that involve only one throttler live here, so parsing a throttler spec on its own enforces
+// them; references between throttlers and computations are checked in dynamic-spec.ts.
+
+/** The class every request without (or with an unknown) class id falls into; weight 1.0, implicit. */
+export const DEFAULT_CLASS_ID = "default";
+
+/**
+ * Weights outside this range are refused: a denormal weight overflows `amount / weight` to infinity
+ * and the scheduler's renormalisation would turn every class's virtual time into NaN (ytflow.md
+ * §2.1, ValidateQuotaClassWeight; the reference's numeric bounds are not public, these are Sluice's).
+ */
+export const MIN_CLASS_WEIGHT = 1e-6;
+export const MAX_CLASS_WEIGHT = 1e6;
+
+export const throttlerClassIdSchema = z
+  .string()
+  .min(1, { error: "class id must not be empty" })
+  .refine((id) => id !== DEFAULT_CLASS_ID, {
+    error: `"${DEFAULT_CLASS_ID}" is reserved for the implicit class; choose another class id`,
+  });
+
+const weightRange = `within [${MIN_CLASS_WEIGHT}, ${MAX_CLASS_WEIGHT}]`;
+const positiveWeight = mustBe("a finite number greater than 0");
+const weightInRange = mustBe(weightRange);
+
+/** Zero, negative and non-finite weights break the rule that matters; tiny or huge ones the range. */
+function weightError(issue: z.core.$ZodRawIssue): string | undefined {
+  const weight = issue.input;
+  const positive = typeof weight === "number" && Number.isFinite(weight) && weight > 0;
+  return positive ? weightInRange(issue) : positiveWeight(issue);
+}
+
+export const throttlerClassSpecSchema = z
+  .strictObject(
+    {
+      weight: z
+        .number({ error: weightError })
+        .min(MIN_CLASS_WEIGHT)
+        .max(MAX_CLASS_WEIGHT)
+        .prefault(THROTTLER_CLASS_DEFAULTS.weight)
+        .describe(
+          "Share of the throttler among backlogged classes (start-time fair queuing: shares ∝ weights). " +
+            "With use_class_weights_as_limit, the class's rate in units per second. " +
+            `Finite, within [${MIN_CLASS_WEIGHT}, ${MAX_CLASS_WEIGHT}]. Default ${THROTTLER_CLASS_DEFAULTS.weight}.`,
+        ),
+    },
+    { error: mustBe("an object such as { \"weight\": 2 }") },
+  )
+  .describe("A weighted quota class of one throttler.");
+
+const retryDefaults = RETRYING_CHANNEL_DEFAULTS;
+
+export const retryingChannelSpecSchema = z
+  .strictObject(
+    {
+      retry_attempts: integer("an integer ≥ 1", { min: 1 })
+        .prefault(retryDefaults.retry_attempts)
+        .describe(`Attempts of one RequestQuota call before throttle() fails with RETRIES_EXHAUSTED. Default ${retryDefaults.retry_attempts}.`),
+      enable_exponential_retry_backoffs: z
+        .boolean({ error: mustBe("true or false") })
+        .prefault(retryDefaults.enable_exponential_retry_backoffs)
+        .describe(
+          "Back off exponentially (min_backoff × backoff_multiplier^n up to max_backoff, with jitter) between retries; " +
+            `false waits retry_backoff_time each time. Default ${retryDefaults.enable_exponential_retry_backoffs}.`,
+        ),
+      retry_timeout: duration({ minMs: 0, exclusive: true })
+        .prefault(retryDefaults.retry_timeout)
+        .describe(`Total time budget of one call across retries; once spent, throttle() fails with RETRIES_EXHAUSTED. Default "${retryDefaults.retry_timeout}".`),
+      retry_backoff_time: duration()
+        .prefault(retryDefaults.retry_backoff_time)
+        .describe(`Pause between retries when exponential backoff is off. Default "${retryDefaults.retry_backoff_time}".`),
+      min_backoff: duration()
+        .prefault(retryDefaults.min_backoff)
+        .describe(`First exponential backoff. Default "${retryDefaults.min_backoff}".`),
+      max_backoff: duration()
+        .prefault(retryDefaults.max_backoff)
+        .describe(`Largest exponential backoff; at least min_backoff. Default "${retryDefaults.max_backoff}".`),
+      backoff_multiplier: z
+        .number({ error: mustBe("a finite number ≥ 1") })
+        .min(1)
+        .prefault(retryDefaults.backoff_multiplier)
+        .describe(`Growth factor of the exponential backoff. Default ${retryDefaults.backoff_multiplier}.`),
+      backoff_jitter: z
+        .number({ error: mustBe("a number within [0, 1]") })
+        .min(0)
+        .max(1)
+        .prefault(retryDefaults.backoff_jitter)
+        .describe(`Random spread of each backoff, as a fraction of it. Default ${retryDefaults.backoff_jitter}.`),
+    },
+    { error: mustBe("an object") },
+  )
+  .superRefine((value: unknown, ctx) => {
+    if (!isPlainObject(value)) return;
+    const { min_backoff: minMs, max_backoff: maxMs } = value;
+    if (typeof minMs === "number" && typeof maxMs === "number" && maxMs < minMs) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["max_backoff"],
+        input: maxMs,
+        message: `max_backoff (${maxMs}ms) must be at least min_backoff (${minMs}ms)`,
+      });
+    }
+  }, DESPITE_INNER_ISSUES)
+  .describe("Client retries of RequestQuota while the controller is unreachable (DESIGN §4.8).");
+
+const throttlerDefaults = THROTTLER_DEFAULTS;
+
+export const throttlerSpecSchema = z
+  .strictObject(
+    {
+      limit: z
+        .number({ error: mustBe("a finite number ≥ 0, or null for unlimited") })
+        .min(0)
+        .nullable()
+        .prefault(throttlerDefaults.limit)
+        .describe(
+          "Units per second emitted by the bucket (rows or bytes, whichever the throttler meters). " +
+            "Absent or null = unlimited; 0 grants nothing. Excludes use_class_weights_as_limit.",
+        ),
+      period: duration({ minMs: 1 })
+        .prefault(throttlerDefaults.period)
+        .describe(`Bucket window: capacity and largest burst = limit × period. At least 1ms. Default "${throttlerDefaults.period}".`),
+      request_period: duration({ minMs: 1 })
+        .prefault(throttlerDefaults.request_period)
+        .describe(
+          "How often a client refills its local pool; the prefetch window is about limit × request_period. " +
+            `At least 1ms. Default "${throttlerDefaults.request_period}".`,
+        ),
+      rpc_timeout: duration({ minMs: 0, exclusive: true })
+        .prefault(throttlerDefaults.rpc_timeout)
+        .describe(`Deadline of one RequestQuota call. Default "${throttlerDefaults.rpc_timeout}".`),
+      retrying_channel: retryingChannelSpecSchema
+        .prefault({})
+        .describe(
+          "Client retries of RequestQuota; the budget after which throttle() fails. Each field has its own default: " +
+            `retry_attempts ${retryDefaults.retry_attempts}, enable_exponential_retry_backoffs ${retryDefaults.enable_exponential_retry_backoffs}, ` +
+            `retry_timeout "${retryDefaults.retry_timeout}", retry_backoff_time "${retryDefaults.retry_backoff_time}", min_backoff "${retryDefaults.min_backoff}", ` +
+            `max_backoff "${retryDefaults.max_backoff}", backoff_multiplier ${retryDefaults.backoff_multiplier}, backoff_jitter ${retryDefaults.backoff_jitter}.`,
+        ),
+      max_grant_amount: z
+        .number({ error: mustBe("a finite number greater than 0, or null for no cap") })
+        .gt(0)
+        .nullable()
+        .prefault(throttlerDefaults.max_grant_amount)
+        .describe(
+          "Largest chunk the controller grants at once; a larger request is served chunk by chunk and the " +
+            "class scheduler reconsiders classes after each chunk. Absent = no cap.",
+        ),
+      classes: z
+        .record(throttlerClassIdSchema, throttlerClassSpecSchema, { error: mustBe("an object of class id → { weight }") })
+        .prefault({})
+        .describe(
+          `Weighted quota classes by id. "${DEFAULT_CLASS_ID}" (weight 1.0) always exists implicitly and cannot be declared.`,
+        ),
+      use_class_weights_as_limit: z
+        .boolean({ error: mustBe("true or false") })
+        .prefault(throttlerDefaults.use_class_weights_as_limit)
+        .describe(
+          "Bucket rate = sum of the declared class weights (units per second); each weight is then a floor " +
+            `under contention. Needs at least one class; excludes limit. Default ${throttlerDefaults.use_class_weights_as_limit}.`,
+        ),
+      max_queue_size: integer("an integer ≥ 1", { min: 1 })
+        .prefault(throttlerDefaults.max_queue_size)
+        .describe(`Requests that may wait on this throttler; one more is refused at once (QUEUE_FULL). Default ${throttlerDefaults.max_queue_size}.`),
+    },
+    { error: mustBe("an object") },
+  )
+  .superRefine((value: unknown, ctx) => {
+    if (!isPlainObject(value) || value["use_class_weights_as_limit"] !== true) return;
+    const classes = value["classes"];
+    if (isPlainObject(classes) && Object.keys(classes).length === 0) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["use_class_weights_as_limit"],
+        input: true,
+        message:
+          "use_class_weights_as_limit needs at least one class in classes: the bucket rate is the sum of the class weights",
+      });
+    }
+    const limit = value["limit"];
+    if (limit !== null && limit !== undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["limit"],
+        input: limit,
+        message:
+          `limit must not be set when use_class_weights_as_limit is true (the rate is the sum of the class weights), ` +
+          `got ${describeValue(limit)}; remove limit or set use_class_weights_as_limit to false`,
+      });
+    }
+  }, DESPITE_INNER_ISSUES)
+  .describe("A named distributed throttler: one token bucket on the controller, metering rows or bytes.");
+
+export type ThrottlerSpec = z.output<typeof throttlerSpecSchema>;
+export type ThrottlerSpecInput = z.input<typeof throttlerSpecSchema>;
+export type ThrottlerClassSpec = z.output<typeof throttlerClassSpecSchema>;
+export type RetryingChannelSpec = z.output<typeof retryingChannelSpecSchema>;

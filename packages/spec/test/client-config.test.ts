@@ -1,0 +1,82 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { clientConfigEquals, effectiveLimit, prefetchWindow, throttlerSpecSchema, type ThrottlerSpecInput } from "@sluice/spec";
+
+const throttler = (input: ThrottlerSpecInput) => throttlerSpecSchema.parse(input);
+
+describe("effectiveLimit", () => {
+  it("is the limit, or null when unlimited", () => {
+    assert.equal(effectiveLimit(throttler({ limit: 100 })), 100);
+    assert.equal(effectiveLimit(throttler({ limit: 0 })), 0);
+    assert.equal(effectiveLimit(throttler({})), null);
+  });
+
+  it("is the sum of the declared weights under use_class_weights_as_limit", () => {
+    const spec = throttler({ use_class_weights_as_limit: true, classes: { a: { weight: 3 }, b: { weight: 2 }, c: {} } });
+    assert.equal(effectiveLimit(spec), 6);
+  });
+});
+
+describe("prefetchWindow (ytflow.md §2.1)", () => {
+  it("with all defaults: 0.2 RPS, 50 s window, 1e9 cap when unlimited", () => {
+    assert.deepEqual(prefetchWindow(throttler({})), {
+      targetRps: 0.2,
+      minPrefetchAmount: 1,
+      maxPrefetchAmount: 1e9,
+      windowMs: 50_000,
+    });
+  });
+
+  it("caps a refill at ceil(limit × request_period), independent of period", () => {
+    const window = prefetchWindow(throttler({ limit: 100, period: "1m", request_period: "500ms" }));
+    assert.deepEqual(window, { targetRps: 2, minPrefetchAmount: 1, maxPrefetchAmount: 50, windowMs: 5_000 });
+    assert.equal(prefetchWindow(throttler({ limit: 7, request_period: "300ms" })).maxPrefetchAmount, 3);
+  });
+
+  it("never caps below 1 and never uses a window under 1 s", () => {
+    const window = prefetchWindow(throttler({ limit: 0.1, request_period: "50ms" }));
+    assert.equal(window.maxPrefetchAmount, 1);
+    assert.equal(window.windowMs, 1_000);
+    assert.equal(prefetchWindow(throttler({ limit: 0 })).maxPrefetchAmount, 1);
+  });
+
+  it("uses the summed class weights as the limit", () => {
+    const spec = throttler({ use_class_weights_as_limit: true, request_period: "2s", classes: { a: { weight: 3 }, b: { weight: 2 } } });
+    assert.equal(prefetchWindow(spec).maxPrefetchAmount, 10);
+  });
+});
+
+describe("clientConfigEquals (DESIGN §4.9)", () => {
+  const base: ThrottlerSpecInput = { limit: 100, period: "1s", request_period: "1s", classes: { a: { weight: 1 } } };
+  const equalAfter = (change: ThrottlerSpecInput) => clientConfigEquals(throttler(base), throttler({ ...base, ...change }));
+
+  it("keeps the client when only controller-side fields change", () => {
+    assert.equal(equalAfter({}), true);
+    assert.equal(equalAfter({ period: "10s" }), true);
+    assert.equal(equalAfter({ classes: { a: { weight: 5 }, b: {} } }), true);
+    assert.equal(equalAfter({ max_grant_amount: 10 }), true);
+    assert.equal(equalAfter({ max_queue_size: 5 }), true);
+  });
+
+  it("rebuilds the client when its own config changes", () => {
+    assert.equal(equalAfter({ limit: 200 }), false);
+    assert.equal(equalAfter({ limit: null }), false);
+    assert.equal(equalAfter({ request_period: "2s" }), false);
+    assert.equal(equalAfter({ rpc_timeout: "5s" }), false);
+    assert.equal(equalAfter({ retrying_channel: { retry_attempts: 3 } }), false);
+    assert.equal(equalAfter({ retrying_channel: { backoff_jitter: 0 } }), false);
+  });
+
+  it("does not rebuild for a limit change that keeps the prefetch cap", () => {
+    // ceil(100.2 × 1 s) = 101 ≠ 100, but ceil(99.5 × 1 s) = 100.
+    assert.equal(equalAfter({ limit: 99.5 }), true);
+    assert.equal(equalAfter({ limit: 100.2 }), false);
+  });
+
+  it("under use_class_weights_as_limit, rebuilds only if a weight change resizes the window", () => {
+    const weighted = (weight: number) =>
+      throttler({ use_class_weights_as_limit: true, request_period: "1s", classes: { a: { weight } } });
+    assert.equal(clientConfigEquals(weighted(3.2), weighted(3.4)), true);
+    assert.equal(clientConfigEquals(weighted(3.2), weighted(4.5)), false);
+  });
+});

@@ -1,0 +1,113 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import {
+  compareIssuePaths,
+  extractDynamicSpec,
+  formatIssuePath,
+  formatIssues,
+  throttlerSpecSchema,
+  validateDynamicSpec,
+} from "@sluice/spec";
+import { validSpec } from "./fixtures.ts";
+
+describe("validateDynamicSpec", () => {
+  it("fills defaults of a bare dynamic_spec", () => {
+    const result = validateDynamicSpec({ throttlers: { q: { limit: 5 } } });
+    assert.ok(result.ok);
+    assert.equal(result.value.throttlers["q"]?.request_period, 5_000);
+    assert.deepEqual(result.value.computations, {});
+  });
+
+  it("reports paths from the dynamic_spec itself, or under a prefix", () => {
+    const bad = { throttlers: { q: { limit: -1 } } };
+    const bare = validateDynamicSpec(bad);
+    assert.ok(!bare.ok);
+    assert.deepEqual(bare.issues.map((issue) => issue.path), ["throttlers.q.limit"]);
+    const prefixed = validateDynamicSpec(bad, { pathPrefix: "dynamic_spec" });
+    assert.ok(!prefixed.ok);
+    assert.deepEqual(prefixed.issues.map((issue) => issue.path), ["dynamic_spec.throttlers.q.limit"]);
+  });
+
+  it("checks references to throttlers and classes", () => {
+    const result = validateDynamicSpec({
+      throttlers: { a: { classes: { x: {} } }, b: {} },
+      computations: { C: { input_rows_throttler_id: "api_quota" }, D: { input_rows_throttler_id: "a", input_rows_throttler_class_id: "y" } },
+    });
+    assert.ok(!result.ok);
+    assert.equal(
+      formatIssues(result.issues),
+      [
+        'computations.C.input_rows_throttler_id: throttler "api_quota" is not declared in dynamic_spec.throttlers (declared: "a", "b")',
+        'computations.D.input_rows_throttler_class_id: class "y" is not declared on throttler "a" (declared: "x"; "default" is always available)',
+      ].join("\n"),
+    );
+  });
+
+  it("checks computation names only when it is given the list", () => {
+    const input = { computations: { Known: {}, Unknown: {} } };
+    assert.ok(validateDynamicSpec(input).ok);
+    const result = validateDynamicSpec(input, { computations: ["Known"], pathPrefix: "dynamic_spec" });
+    assert.ok(!result.ok);
+    assert.deepEqual(result.issues, [
+      {
+        path: "dynamic_spec.computations.Unknown",
+        message: 'computation "Unknown" is not declared in computations (declared: "Known")',
+      },
+    ]);
+  });
+
+  it("says when no throttler is declared at all", () => {
+    const result = validateDynamicSpec({ computations: { C: { input_bytes_throttler_id: "t" } } });
+    assert.ok(!result.ok);
+    assert.match(result.issues[0]?.message ?? "", /\(no throttler is declared\)/);
+  });
+
+  it("rejects a value that is not an object", () => {
+    const result = validateDynamicSpec("throttlers");
+    assert.ok(!result.ok);
+    assert.deepEqual(result.issues, [{ path: "(root)", message: 'the spec must be an object, got "throttlers"' }]);
+  });
+});
+
+describe("throttlerSpecSchema alone", () => {
+  it("enforces the rules that involve only one throttler", () => {
+    assert.equal(throttlerSpecSchema.safeParse({ use_class_weights_as_limit: true }).success, false);
+    assert.equal(throttlerSpecSchema.safeParse({ classes: { default: {} } }).success, false);
+    assert.equal(throttlerSpecSchema.safeParse({ use_class_weights_as_limit: true, classes: { a: { weight: 2 } } }).success, true);
+  });
+});
+
+describe("extractDynamicSpec", () => {
+  it("takes dynamic_spec out of a whole pipeline spec", () => {
+    const spec = validSpec();
+    assert.equal(extractDynamicSpec(spec), spec["dynamic_spec"]);
+  });
+
+  it("returns a bare dynamic_spec as it is, even though it has computations", () => {
+    const bare = { throttlers: {}, computations: { C: {} } };
+    assert.equal(extractDynamicSpec(bare), bare);
+  });
+
+  it("gives the default for a pipeline spec without dynamic_spec", () => {
+    assert.deepEqual(extractDynamicSpec({ pipeline: "p", streams: {}, computations: {} }), {});
+  });
+
+  it("passes anything else through for validation to report", () => {
+    assert.equal(extractDynamicSpec(42), 42);
+    assert.equal(extractDynamicSpec(null), null);
+  });
+});
+
+describe("issue paths", () => {
+  it("formats keys, indexes, odd keys and the root", () => {
+    assert.equal(formatIssuePath([]), "(root)");
+    assert.equal(formatIssuePath(["computations", "Enricher", "inputs", 0]), "computations.Enricher.inputs[0]");
+    assert.equal(formatIssuePath(["streams", "my.stream", "topic"]), 'streams["my.stream"].topic');
+    assert.equal(formatIssuePath(["classes", ""]), 'classes[""]');
+  });
+
+  it("sorts the root first and indexes as numbers", () => {
+    const sorted = ["b", "a.x[10]", "(root)", "a.x[2]", "a"].sort(compareIssuePaths);
+    assert.deepEqual(sorted, ["(root)", "a", "a.x[2]", "a.x[10]", "b"]);
+  });
+});
