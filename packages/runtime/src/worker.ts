@@ -200,7 +200,7 @@ export class Worker {
   private applyDynamicSpec(spec: DynamicSpec, version: number): void {
     this.dynamicSpec = spec;
     for (const job of this.jobs.values()) job.reconfigure(spec);
-    if (this.started) this.log.info(`applied dynamic_spec version ${version}`);
+    if (this.running.length > 0) this.log.info(`applied dynamic_spec version ${version}`);
   }
 
   private async doClose(): Promise<void> {

@@ -10,7 +10,7 @@ export interface ComputationStatsView {
   readonly bytesPerSecond: number;
   /** Total time iterations waited in Input.Throttle. */
   readonly throttleWaitMs: number;
-  /** Throttle wait per second of wall time over the last window: 1.0 = always waiting. */
+  /** Share of the jobs' time spent waiting in Input.Throttle over the last window: 1.0 = always waiting. */
   readonly throttleWaitRatio: number;
   /** Now minus the event time of the last processed message, ms; null before the first. */
   readonly lagMs: number | null;
@@ -63,7 +63,7 @@ export class ComputationStats {
       rowsPerSecond: this.rowRate.rate(now),
       bytesPerSecond: this.byteRate.rate(now),
       throttleWaitMs: this.throttleWaitMs,
-      throttleWaitRatio: this.waitRate.rate(now) / 1000,
+      throttleWaitRatio: this.waitRate.rate(now) / 1000 / Math.max(1, this.activeJobs),
       lagMs: this.lastEventTimestampMs === null ? null : Math.max(0, now - this.lastEventTimestampMs),
       activeJobs: this.activeJobs,
       lastError: this.lastError,
