@@ -37,6 +37,10 @@ export const STREAM_DEFAULTS = Object.freeze({
   stream_delay: 0,
 });
 
+export const KAFKA_DEFAULTS = Object.freeze({
+  session_timeout: "30s",
+});
+
 export const COMPUTATION_DEFAULTS = Object.freeze({
   max_rows_per_batch: 100,
 });

@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { DESPITE_INNER_ISSUES, isPlainObject } from "./cross-check.ts";
-import { COMPUTATION_DEFAULTS, STREAM_DEFAULTS } from "./defaults.ts";
+import { COMPUTATION_DEFAULTS, KAFKA_DEFAULTS, STREAM_DEFAULTS } from "./defaults.ts";
 import { quoteList } from "./describe-value.ts";
 import { duration } from "./duration.ts";
 import { dynamicSpecSchema, undeclaredComputations } from "./dynamic-spec.ts";
@@ -45,6 +45,12 @@ export const kafkaSpecSchema = z
         .min(1)
         .optional()
         .describe("Kafka client id; absent = Sluice picks one."),
+      session_timeout: duration({ minMs: 0, exclusive: true })
+        .prefault(KAFKA_DEFAULTS.session_timeout)
+        .describe(
+          "Consumer group session timeout: how soon the partitions of a worker that died move to the others. " +
+            `Workers heartbeat while they wait for quota, so a long throttle wait does not need a long timeout. Default "${KAFKA_DEFAULTS.session_timeout}".`,
+        ),
     },
     { error: mustBe("an object") },
   )

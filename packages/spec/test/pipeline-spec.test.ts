@@ -19,7 +19,7 @@ describe("validatePipelineSpec on valid specs", () => {
   it("parses the full spec, turning durations into milliseconds and keeping snake_case keys", () => {
     const spec = parseOk(validSpec());
     assert.equal(spec.pipeline, "enricher");
-    assert.deepEqual(spec.kafka, { brokers: ["127.0.0.1:19092", "[::1]:9092"], client_id: "sluice-test" });
+    assert.deepEqual(spec.kafka, { brokers: ["127.0.0.1:19092", "[::1]:9092"], client_id: "sluice-test", session_timeout: 30_000 });
     assert.equal(spec.controller?.address, "127.0.0.1:7070");
     assert.equal(spec.streams["requests"]?.stream_delay, 2_000);
     assert.equal(spec.streams["requests"]?.partitions, 4);
