@@ -1,1 +1,28 @@
-export type * from "./quota-service.ts";
+export type {
+  CallContext,
+  CallMetadata,
+  CallOptions,
+  DynamicSpecUpdate,
+  QuotaServiceClient,
+  QuotaServiceHandler,
+  ReleaseQuotaCall,
+  RequestQuotaCall,
+  RequestQuotaResult,
+} from "./quota-service.ts";
+export {
+  ERROR_CODE_METADATA_KEY,
+  ERROR_DETAILS_METADATA_KEY,
+  GRPC_STATUS_BY_CODE,
+  deadlineExceededError,
+  fromGrpcError,
+  grpcStatusName,
+  streamEndedStatus,
+  toServiceError,
+  type CallSite,
+} from "./error-mapping.ts";
+export { AUTHORIZATION_METADATA_KEY, bearer, fromGrpcMetadata, toGrpcMetadata } from "./call-metadata.ts";
+export { DEFAULT_HOST, serveQuotaService, type QuotaServer, type ServeOptions } from "./grpc-server.ts";
+export { QUOTA_CLIENT_CHANNEL_OPTIONS, createGrpcQuotaClient, type GrpcQuotaClientOptions } from "./grpc-client.ts";
+export { createInMemoryQuotaClient, wireCopy, type InMemoryQuotaClientOptions } from "./in-memory-transport.ts";
+export { QUOTA_PROTO_PATH, QUOTA_SERVICE_NAME, quotaServiceDefinition, type QuotaServiceDefinition } from "./proto-definition.ts";
+export { toUint64 } from "./uint64.ts";

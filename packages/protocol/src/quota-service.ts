@@ -73,8 +73,18 @@ export interface CallContext {
 export interface QuotaServiceHandler {
   requestQuota(call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult>;
   releaseQuota(call: ReleaseQuotaCall, context: CallContext): Promise<void>;
-  /** Emits the current dynamic_spec, then every change, until `context.signal` aborts. */
-  watchDynamicSpec(clientId: string, emit: (update: DynamicSpecUpdate) => void, context: CallContext): void;
+  /**
+   * Emits the current dynamic_spec, then every change, until `context.signal` aborts. A handler may
+   * return a promise that settles when it ends the stream itself: resolved = the stream ends
+   * cleanly, rejected = it ends with that error (a controller shutting down rejects with
+   * CONTROLLER_UNAVAILABLE so that watchers reconnect). Returning nothing keeps the stream open
+   * until the caller cancels.
+   */
+  watchDynamicSpec(
+    clientId: string,
+    emit: (update: DynamicSpecUpdate) => void,
+    context: CallContext,
+  ): void | Promise<void>;
   updateDynamicSpec(dynamicSpecJson: string, context: CallContext): Promise<{ version: number }>;
   describeThrottlers(context: CallContext): Promise<{ snapshotJson: string }>;
 }

@@ -1,0 +1,186 @@
+import { Client, credentials, status as GrpcStatus, type CallOptions as GrpcCallOptions, type ChannelOptions, type StatusObject } from "@grpc/grpc-js";
+import { cancelledError, SluiceError } from "@sluice/core";
+import { toGrpcMetadata } from "./call-metadata.ts";
+import { fromGrpcError, streamEndedStatus, type CallSite } from "./error-mapping.ts";
+import { quotaServiceDefinition, type QuotaServiceDefinition, type WireDynamicSpecUpdate } from "./proto-definition.ts";
+import type { CallOptions, DynamicSpecUpdate, QuotaServiceClient } from "./quota-service.ts";
+import { toUint64 } from "./uint64.ts";
+
+export interface GrpcQuotaClientOptions {
+  /** Sent as metadata `authorization: Bearer <token>` on every call. */
+  readonly token?: string;
+}
+
+/**
+ * A restarted controller must be found within about a second: reconnect attempts start at 100 ms
+ * and back off to at most 1 s (grpc's defaults are 1 s and 120 s). Calls do not wait for a
+ * connection — while the controller is down they fail at once with CONTROLLER_UNAVAILABLE, and the
+ * runtime's retrying layer decides how long to keep trying (DESIGN §4.8).
+ */
+export const QUOTA_CLIENT_CHANNEL_OPTIONS: ChannelOptions = {
+  "grpc.initial_reconnect_backoff_ms": 100,
+  "grpc.max_reconnect_backoff_ms": 1000,
+};
+
+interface ActiveCall {
+  cancel(): void;
+}
+
+/** A QuotaServiceClient over gRPC to `address` (host:port). Every failure rejects with a SluiceError. */
+export function createGrpcQuotaClient(address: string, options: GrpcQuotaClientOptions = {}): QuotaServiceClient {
+  const definition = quotaServiceDefinition();
+  const client = new Client(address, credentials.createInsecure(), QUOTA_CLIENT_CHANNEL_OPTIONS);
+  const active = new Set<ActiveCall>();
+  let closed = false;
+
+  const closedError = (method: string) =>
+    new SluiceError(
+      "CONTROLLER_UNAVAILABLE",
+      `${method} to the controller at ${address} was not sent or not answered: this client was closed`,
+      { address, method },
+    );
+
+  function unary<Method extends keyof QuotaServiceDefinition>(
+    method: Method,
+    request: Parameters<QuotaServiceDefinition[Method]["requestSerialize"]>[0],
+    callOptions: CallOptions | undefined,
+  ): Promise<ReturnType<QuotaServiceDefinition[Method]["responseDeserialize"]>> {
+    type Response = ReturnType<QuotaServiceDefinition[Method]["responseDeserialize"]>;
+    const signal = callOptions?.signal;
+    const site: CallSite = { method, address, deadlineAt: callOptions?.deadlineAt, signal };
+    if (closed) return Promise.reject(closedError(method));
+    if (signal?.aborted) return Promise.reject(cancelledError(signal, `${method} to the controller at ${address}`));
+    // Each method definition pairs its own serializer and deserializer; the generic key ties the
+    // request and response types to that pair, which TypeScript cannot follow through the union.
+    const methodDefinition = definition[method] as unknown as {
+      path: string;
+      requestSerialize: (value: typeof request) => Buffer;
+      responseDeserialize: (bytes: Buffer) => Response;
+    };
+    const grpcOptions: GrpcCallOptions = {};
+    if (callOptions?.deadlineAt !== undefined) grpcOptions.deadline = callOptions.deadlineAt;
+    const metadata = toGrpcMetadata(callOptions?.metadata, options.token);
+    metadata.setOptions({ waitForReady: false });
+    return new Promise<Response>((resolve, reject) => {
+      let entry: ActiveCall | undefined;
+      const onAbort = () => entry?.cancel();
+      const call = client.makeUnaryRequest<typeof request, Response>(
+        methodDefinition.path,
+        methodDefinition.requestSerialize,
+        methodDefinition.responseDeserialize,
+        request,
+        metadata,
+        grpcOptions,
+        (error, response) => {
+          signal?.removeEventListener("abort", onAbort);
+          if (entry) active.delete(entry);
+          if (error || response === undefined) {
+            reject(closed && !signal?.aborted ? closedError(method) : fromGrpcError(error ?? new Error("empty response"), site));
+          } else resolve(response);
+        },
+      );
+      entry = { cancel: () => call.cancel() };
+      active.add(entry);
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
+  return {
+    async requestQuota(call, callOptions) {
+      const response = await unary(
+        "RequestQuota",
+        {
+          throttlerId: call.throttlerId,
+          clientId: call.clientId,
+          amount: call.amount,
+          timestampMs: toUint64(call.timestampMs),
+          quotaClassId: call.quotaClassId,
+          requestId: call.requestId,
+        },
+        callOptions,
+      );
+      return { granted: response.granted, waitedMs: response.waitedMs };
+    },
+
+    async releaseQuota(call, callOptions) {
+      await unary(
+        "ReleaseQuota",
+        { throttlerId: call.throttlerId, clientId: call.clientId, amount: call.amount, quotaClassId: call.quotaClassId },
+        callOptions,
+      );
+    },
+
+    async updateDynamicSpec(dynamicSpecJson, callOptions) {
+      const response = await unary("UpdateDynamicSpec", { dynamicSpecJson }, callOptions);
+      return { version: response.version };
+    },
+
+    async describeThrottlers(callOptions) {
+      const response = await unary("DescribeThrottlers", {}, callOptions);
+      return { snapshotJson: response.snapshotJson };
+    },
+
+    watchDynamicSpec(clientId, onUpdate, signal) {
+      const method = "WatchDynamicSpec";
+      const site: CallSite = { method, address, signal };
+      if (closed) return Promise.reject(closedError(method));
+      if (signal.aborted) return Promise.resolve();
+      const watch = definition.WatchDynamicSpec;
+      const metadata = toGrpcMetadata(undefined, options.token);
+      metadata.setOptions({ waitForReady: false });
+      return new Promise<void>((resolve, reject) => {
+        const stream = client.makeServerStreamRequest(
+          watch.path,
+          watch.requestSerialize,
+          watch.responseDeserialize,
+          { clientId },
+          metadata,
+        );
+        const entry: ActiveCall = { cancel: () => stream.cancel() };
+        active.add(entry);
+        let settled = false;
+        const settle = (error: unknown) => {
+          if (settled) return;
+          settled = true;
+          active.delete(entry);
+          signal.removeEventListener("abort", onAbort);
+          // The caller's own abort is the normal end; anything else means "reconnect".
+          if (error instanceof CallbackError) reject(error.cause);
+          else if (signal.aborted) resolve();
+          else if (closed) reject(closedError(method));
+          else reject(fromGrpcError(error, site));
+        };
+        const onAbort = () => stream.cancel();
+        signal.addEventListener("abort", onAbort, { once: true });
+        stream.on("data", (update: WireDynamicSpecUpdate) => {
+          const copy: DynamicSpecUpdate = { version: update.version, dynamicSpecJson: update.dynamicSpecJson };
+          try {
+            onUpdate(copy);
+          } catch (error) {
+            // The caller's callback failed: stop watching and hand its error back unchanged.
+            settle(new CallbackError(error));
+            stream.cancel();
+          }
+        });
+        stream.on("error", (error: unknown) => settle(error));
+        stream.on("status", (status: StatusObject) => {
+          if (status.code !== GrpcStatus.OK) return; // the "error" event carries it
+          settle(streamEndedStatus());
+        });
+      });
+    },
+
+    close() {
+      if (closed) return;
+      closed = true;
+      for (const call of [...active]) call.cancel();
+      active.clear();
+      client.close();
+    },
+  };
+}
+
+/** Wraps what the caller's onUpdate threw, so it is not mistaken for a transport failure. */
+class CallbackError {
+  constructor(readonly cause: unknown) {}
+}

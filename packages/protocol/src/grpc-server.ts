@@ -1,0 +1,261 @@
+import {
+  Server,
+  ServerCredentials,
+  type Metadata,
+  type ServerUnaryCall,
+  type ServerWritableStream,
+  type sendUnaryData,
+  type UntypedServiceImplementation,
+} from "@grpc/grpc-js";
+import { SluiceError, systemClock } from "@sluice/core";
+import { timingSafeEqual } from "node:crypto";
+import { AUTHORIZATION_METADATA_KEY, bearer, fromGrpcMetadata } from "./call-metadata.ts";
+import { toServiceError } from "./error-mapping.ts";
+import {
+  quotaServiceDefinition,
+  type WireDescribeThrottlersResponse,
+  type WireDynamicSpecUpdate,
+  type WireReleaseQuotaRequest,
+  type WireReleaseQuotaResponse,
+  type WireRequestQuotaRequest,
+  type WireRequestQuotaResponse,
+  type WireUpdateDynamicSpecRequest,
+  type WireUpdateDynamicSpecResponse,
+  type WireWatchDynamicSpecRequest,
+} from "./proto-definition.ts";
+import type { CallContext, DynamicSpecUpdate, QuotaServiceHandler } from "./quota-service.ts";
+import { toUint64 } from "./uint64.ts";
+
+export interface ServeOptions {
+  /** Interface to listen on; loopback unless told otherwise, so a controller is never exposed by accident. */
+  readonly host?: string;
+  /** 0 = any free port (the bound port is returned). */
+  readonly port: number;
+  /** When set, every call must carry metadata `authorization: Bearer <token>`. */
+  readonly token?: string;
+}
+
+export interface QuotaServer {
+  /** host:port actually bound. */
+  readonly address: string;
+  readonly port: number;
+  /**
+   * Stops accepting calls, lets running ones finish for `graceMs` (default 5000), then cancels the
+   * rest (their handlers' signals abort). Idempotent.
+   */
+  close(options?: { graceMs?: number }): Promise<void>;
+}
+
+export const DEFAULT_HOST = "127.0.0.1";
+const DEFAULT_CLOSE_GRACE_MS = 5_000;
+
+/** Serves `handler` as sluice.throttler.v1.QuotaService over gRPC (plaintext HTTP/2). */
+export async function serveQuotaService(handler: QuotaServiceHandler, options: ServeOptions): Promise<QuotaServer> {
+  const host = options.host ?? DEFAULT_HOST;
+  const hostPart = host.includes(":") ? `[${host}]` : host;
+  const server = new Server();
+  const definition = quotaServiceDefinition();
+  const authorize = bearerCheck(options.token);
+
+  const implementation = {
+    RequestQuota: unary(authorize, async (request: WireRequestQuotaRequest, context): Promise<WireRequestQuotaResponse> => {
+      // Field by field, so a field added to the proto never leaks into the handler by accident.
+      const result = await handler.requestQuota(
+        {
+          throttlerId: request.throttlerId,
+          clientId: request.clientId,
+          amount: request.amount,
+          timestampMs: request.timestampMs,
+          quotaClassId: request.quotaClassId,
+          requestId: request.requestId,
+        },
+        context,
+      );
+      return { granted: result.granted, waitedMs: toUint64(result.waitedMs) };
+    }),
+    ReleaseQuota: unary(authorize, async (request: WireReleaseQuotaRequest, context): Promise<WireReleaseQuotaResponse> => {
+      await handler.releaseQuota(
+        {
+          throttlerId: request.throttlerId,
+          clientId: request.clientId,
+          amount: request.amount,
+          quotaClassId: request.quotaClassId,
+        },
+        context,
+      );
+      return {};
+    }),
+    UpdateDynamicSpec: unary(
+      authorize,
+      async (request: WireUpdateDynamicSpecRequest, context): Promise<WireUpdateDynamicSpecResponse> => {
+        const { version } = await handler.updateDynamicSpec(request.dynamicSpecJson, context);
+        return { version: toUint64(version) };
+      },
+    ),
+    DescribeThrottlers: unary(authorize, async (_request: unknown, context): Promise<WireDescribeThrottlersResponse> => {
+      const { snapshotJson } = await handler.describeThrottlers(context);
+      return { snapshotJson };
+    }),
+    WatchDynamicSpec: (call: ServerWritableStream<WireWatchDynamicSpecRequest, WireDynamicSpecUpdate>) => {
+      const { context, dispose } = callContext(call);
+      const refusal = authorize(call.metadata.get(AUTHORIZATION_METADATA_KEY)[0]);
+      if (refusal) {
+        dispose();
+        call.emit("error", toServiceError(refusal));
+        return;
+      }
+      const emit = (update: DynamicSpecUpdate) => {
+        if (call.cancelled || call.writableEnded) return;
+        call.write({ version: toUint64(update.version), dynamicSpecJson: update.dynamicSpecJson });
+      };
+      const fail = (error: unknown) => {
+        dispose();
+        if (!call.cancelled && !call.writableEnded) call.emit("error", toServiceError(error));
+      };
+      // The handler returns nothing (the stream lives until the client cancels) or a promise that
+      // settles when the handler ends the stream: resolved = end cleanly, rejected = end with that
+      // error (e.g. CONTROLLER_UNAVAILABLE when the controller shuts down, so clients reconnect).
+      let ended: void | Promise<void>;
+      try {
+        ended = handler.watchDynamicSpec(call.request.clientId, emit, context);
+      } catch (error) {
+        fail(error);
+        return;
+      }
+      if (ended === undefined) return;
+      ended.then(() => {
+        dispose();
+        if (!call.cancelled && !call.writableEnded) call.end();
+      }, fail);
+    },
+  } satisfies UntypedServiceImplementation;
+
+  server.addService(definition, implementation);
+
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(`${hostPart}:${options.port}`, ServerCredentials.createInsecure(), (error, bound) => {
+      if (error) {
+        reject(
+          new SluiceError(
+            "CONTROLLER_UNAVAILABLE",
+            `cannot listen on ${hostPart}:${options.port}: ${error.message}; choose another --port or stop what is using it`,
+            { host, port: options.port },
+            { cause: error },
+          ),
+        );
+      } else resolve(bound);
+    });
+  });
+
+  let closing: Promise<void> | undefined;
+  return {
+    address: `${hostPart}:${port}`,
+    port,
+    close({ graceMs = DEFAULT_CLOSE_GRACE_MS } = {}) {
+      closing ??= new Promise<void>((resolve) => {
+        const grace = new AbortController();
+        server.tryShutdown(() => {
+          grace.abort();
+          resolve();
+        });
+        systemClock.sleep(graceMs, grace.signal).then(
+          () => {
+            // Calls still running after the grace (a client that never reads, a stuck handler) are
+            // cancelled so that close always finishes.
+            server.forceShutdown();
+            resolve();
+          },
+          () => {
+            /* shut down within the grace */
+          },
+        );
+      });
+      return closing;
+    },
+  };
+}
+
+type Authorize = (header: unknown) => SluiceError | null;
+
+function bearerCheck(token: string | undefined): Authorize {
+  if (token === undefined) return () => null;
+  const expected = Buffer.from(bearer(token));
+  return (header) => {
+    if (typeof header !== "string" || header === "") {
+      return new SluiceError(
+        "UNAUTHENTICATED",
+        `this controller requires a token: send metadata "${AUTHORIZATION_METADATA_KEY}: Bearer <token>" ` +
+          "(sluice: --token or SLUICE_CONTROLLER_TOKEN)",
+      );
+    }
+    const given = Buffer.from(header);
+    // Constant-time comparison, so response timing does not reveal how much of a guess was right.
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      return new SluiceError(
+        "UNAUTHENTICATED",
+        `the token in metadata "${AUTHORIZATION_METADATA_KEY}" does not match this controller's token; ` +
+          "check --token or SLUICE_CONTROLLER_TOKEN on both sides",
+      );
+    }
+    return null;
+  };
+}
+
+function unary<Request, Response>(
+  authorize: Authorize,
+  run: (request: Request, context: CallContext) => Promise<Response>,
+): (call: ServerUnaryCall<Request, Response>, callback: sendUnaryData<Response>) => void {
+  return (call, callback) => {
+    const { context, dispose } = callContext(call);
+    const refusal = authorize(call.metadata.get(AUTHORIZATION_METADATA_KEY)[0]);
+    if (refusal) {
+      dispose();
+      callback(toServiceError(refusal));
+      return;
+    }
+    // Whatever the handler does — throw synchronously, reject, return garbage — the call gets a
+    // status and the server keeps running.
+    Promise.resolve()
+      .then(() => run(call.request, context))
+      .then(
+        (response) => {
+          dispose();
+          callback(null, response);
+        },
+        (error: unknown) => {
+          dispose();
+          callback(toServiceError(error));
+        },
+      );
+  };
+}
+
+/** What unary and streaming server calls have in common, as far as a CallContext needs. */
+interface CancellableCall {
+  readonly cancelled: boolean;
+  readonly metadata: Metadata;
+  getDeadline(): Date | number;
+  on(event: "cancelled", listener: () => void): unknown;
+  off(event: "cancelled", listener: () => void): unknown;
+}
+
+/** The transport-neutral view of one call; `dispose` detaches the cancel listener once answered. */
+function callContext(call: CancellableCall): { context: CallContext; dispose(): void } {
+  const abort = new AbortController();
+  const deadline = call.getDeadline();
+  const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
+  const deadlineAt = Number.isFinite(deadlineMs) ? deadlineMs : null;
+  const onCancel = () => {
+    const reason =
+      deadlineAt !== null && systemClock.now() >= deadlineAt
+        ? "the call's deadline passed"
+        : "the client cancelled the call or its connection dropped";
+    abort.abort(new Error(reason));
+  };
+  if (call.cancelled) onCancel();
+  else call.on("cancelled", onCancel);
+  return {
+    context: { deadlineAt, signal: abort.signal, metadata: fromGrpcMetadata(call.metadata) },
+    dispose: () => call.off("cancelled", onCancel),
+  };
+}

@@ -1,0 +1,74 @@
+import type { MethodDefinition } from "@grpc/grpc-js";
+import { loadSync } from "@grpc/proto-loader";
+import { fileURLToPath } from "node:url";
+
+// The QuotaService as @grpc/proto-loader reads it from quota.proto (DESIGN §5). Messages are plain
+// objects with camelCase fields (keepCase false), every field present (defaults true), and uint64
+// fields as JS numbers (longs: Number): timestamps and waits in ms stay far below 2^53.
+
+export const QUOTA_PROTO_PATH = fileURLToPath(new URL("../proto/sluice/throttler/v1/quota.proto", import.meta.url));
+
+/** The service's full name, as it appears in gRPC paths (`/sluice.throttler.v1.QuotaService/...`). */
+export const QUOTA_SERVICE_NAME = "sluice.throttler.v1.QuotaService";
+
+export interface WireRequestQuotaRequest {
+  throttlerId: string;
+  clientId: string;
+  amount: number;
+  timestampMs: number;
+  quotaClassId: string;
+  requestId: string;
+}
+export interface WireRequestQuotaResponse {
+  granted: number;
+  waitedMs: number;
+}
+export interface WireReleaseQuotaRequest {
+  throttlerId: string;
+  clientId: string;
+  amount: number;
+  quotaClassId: string;
+}
+export type WireReleaseQuotaResponse = Record<string, never>;
+export interface WireWatchDynamicSpecRequest {
+  clientId: string;
+}
+export interface WireDynamicSpecUpdate {
+  version: number;
+  dynamicSpecJson: string;
+}
+export interface WireUpdateDynamicSpecRequest {
+  dynamicSpecJson: string;
+}
+export interface WireUpdateDynamicSpecResponse {
+  version: number;
+}
+export type WireDescribeThrottlersRequest = Record<string, never>;
+export interface WireDescribeThrottlersResponse {
+  snapshotJson: string;
+}
+
+/** A type alias, not an interface, so it is assignable to grpc-js's index-signature ServiceDefinition. */
+export type QuotaServiceDefinition = {
+  readonly RequestQuota: MethodDefinition<WireRequestQuotaRequest, WireRequestQuotaResponse>;
+  readonly ReleaseQuota: MethodDefinition<WireReleaseQuotaRequest, WireReleaseQuotaResponse>;
+  readonly WatchDynamicSpec: MethodDefinition<WireWatchDynamicSpecRequest, WireDynamicSpecUpdate>;
+  readonly UpdateDynamicSpec: MethodDefinition<WireUpdateDynamicSpecRequest, WireUpdateDynamicSpecResponse>;
+  readonly DescribeThrottlers: MethodDefinition<WireDescribeThrottlersRequest, WireDescribeThrottlersResponse>;
+};
+
+let loaded: QuotaServiceDefinition | undefined;
+
+/** Parsed once per process; servers and clients share the same definition. */
+export function quotaServiceDefinition(): QuotaServiceDefinition {
+  if (loaded) return loaded;
+  const definitions = loadSync(QUOTA_PROTO_PATH, { keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true });
+  const service = definitions[QUOTA_SERVICE_NAME];
+  if (!service || !("RequestQuota" in service)) {
+    throw new Error(`${QUOTA_PROTO_PATH} does not define service ${QUOTA_SERVICE_NAME} with RequestQuota`);
+  }
+  // proto-loader types every method as MethodDefinition<object, object>; the message shapes above
+  // are what quota.proto declares, under the load options used here.
+  loaded = service as unknown as QuotaServiceDefinition;
+  return loaded;
+}

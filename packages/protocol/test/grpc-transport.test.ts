@@ -1,0 +1,122 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { isSluiceError } from "@sluice/core";
+import { createGrpcQuotaClient, serveQuotaService, type QuotaServer, type QuotaServiceClient } from "../src/index.ts";
+import { StubHandler, quota, untilAborted } from "./stub-handler.ts";
+
+const tick = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe("gRPC transport", () => {
+  const handler = new StubHandler();
+  let server: QuotaServer;
+  let client: QuotaServiceClient;
+  before(async () => {
+    server = await serveQuotaService(handler, { port: 0, token: "t" });
+    client = createGrpcQuotaClient(server.address, { token: "t" });
+  });
+  after(async () => {
+    client.close();
+    await server.close({ graceMs: 100 });
+  });
+
+  it("listens on 127.0.0.1 by default and reports the bound port", () => {
+    assert.match(server.address, /^127\.0\.0\.1:\d+$/);
+    assert.ok(server.port > 0);
+    assert.equal(server.address, `127.0.0.1:${server.port}`);
+  });
+
+  it("hands the handler the call's deadline (epoch ms), its metadata, and no token", async () => {
+    handler.requests.length = 0;
+    const deadlineAt = Date.now() + 5_000;
+    await client.requestQuota(quota({ amount: 2, timestampMs: 1234, quotaClassId: "gold", requestId: "x" }), {
+      deadlineAt,
+      metadata: { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" },
+    });
+    const seen = handler.requests[0];
+    assert.deepEqual(seen?.call, { throttlerId: "api", clientId: "w1/C/0", amount: 2, timestampMs: 1234, quotaClassId: "gold", requestId: "x" });
+    assert.ok(seen?.context.deadlineAt !== null && Math.abs((seen?.context.deadlineAt ?? 0) - deadlineAt) < 100, "same deadline");
+    assert.equal(seen?.context.metadata["traceparent"], "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+    assert.equal(seen?.context.metadata["authorization"], undefined, "the token stops at the transport");
+    await client.requestQuota(quota());
+    assert.equal(handler.requests[1]?.context.deadlineAt, null, "no deadline → null");
+  });
+
+  it("a client abort cancels the call: CANCELLED for the caller, an aborted signal for the handler", async () => {
+    handler.requests.length = 0;
+    handler.onRequest = async (_call, context) => {
+      await untilAborted(context.signal);
+      return { granted: 0, waitedMs: 0 };
+    };
+    const abort = new AbortController();
+    const call = client.requestQuota(quota(), { signal: abort.signal });
+    await tick(50);
+    abort.abort(new Error("job stopping"));
+    await assert.rejects(call, (error: unknown) => isSluiceError(error, "CANCELLED") && /job stopping/.test(error.message));
+    await tick(50);
+    assert.equal(handler.requests[0]?.context.signal.aborted, true);
+  });
+
+  it("the call's deadline is QUOTA_TIMEOUT for the caller and aborts the handler's signal", async () => {
+    handler.requests.length = 0;
+    const started = Date.now();
+    await assert.rejects(client.requestQuota(quota(), { deadlineAt: Date.now() + 200 }), (error: unknown) => isSluiceError(error, "QUOTA_TIMEOUT"));
+    const waited = Date.now() - started;
+    assert.ok(waited >= 150 && waited < 1500, `waited ${waited} ms`);
+    await tick(50);
+    assert.equal(handler.requests[0]?.context.signal.aborted, true);
+  });
+
+  it("streams dynamic_spec updates and resolves when the caller aborts", async () => {
+    let push: ((version: number) => void) | undefined;
+    handler.onWatch = (emit, context) => {
+      emit({ version: 1, dynamicSpecJson: "{}" });
+      push = (version) => emit({ version, dynamicSpecJson: `{"v":${version}}` });
+      return untilAborted(context.signal);
+    };
+    const seen: string[] = [];
+    const abort = new AbortController();
+    const watching = client.watchDynamicSpec("w", (u) => seen.push(`${u.version}:${u.dynamicSpecJson}`), abort.signal);
+    await tick(100);
+    push?.(2);
+    await tick(100);
+    abort.abort();
+    await watching;
+    assert.deepEqual(seen, ["1:{}", '2:{"v":2}']);
+  });
+
+  it("close() of the client fails its calls in flight with CONTROLLER_UNAVAILABLE", async () => {
+    handler.onRequest = async (_call, context) => {
+      await untilAborted(context.signal);
+      return { granted: 0, waitedMs: 0 };
+    };
+    const own = createGrpcQuotaClient(server.address, { token: "t" });
+    const call = own.requestQuota(quota());
+    await tick(50);
+    own.close();
+    await assert.rejects(call, /CONTROLLER_UNAVAILABLE: RequestQuota .* this client was closed/);
+    await assert.rejects(own.describeThrottlers(), /CONTROLLER_UNAVAILABLE/);
+  });
+});
+
+describe("gRPC server close", () => {
+  it("cancels calls still running after the grace, so close always finishes", async () => {
+    const handler = new StubHandler();
+    let handlerSignal: AbortSignal | undefined;
+    handler.onRequest = async (_call, context) => {
+      handlerSignal = context.signal;
+      await new Promise(() => {}); // a handler that never answers
+      return { granted: 0, waitedMs: 0 };
+    };
+    const server = await serveQuotaService(handler, { port: 0 });
+    const client = createGrpcQuotaClient(server.address);
+    const call = client.requestQuota(quota());
+    await tick(50);
+    const started = Date.now();
+    await server.close({ graceMs: 200 });
+    assert.ok(Date.now() - started < 1500);
+    await assert.rejects(call, (error: unknown) => isSluiceError(error) && error.retriable);
+    assert.equal(handlerSignal?.aborted, true);
+    client.close();
+    await server.close(); // idempotent
+  });
+});
