@@ -1,0 +1,82 @@
+import { startController, type RunningController } from "@sluice/controller";
+import { InvalidArgumentError } from "commander";
+import { EXIT_FAILURE, EXIT_OK, type CommandRegistration } from "../cli.ts";
+import { loadPipelineSpec } from "../load-spec.ts";
+
+interface ControllerOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly token?: string;
+}
+
+export const DEFAULT_CONTROLLER_PORT = 7070;
+/** Read when --token is not given, so the token need not appear in process listings. */
+export const CONTROLLER_TOKEN_ENV = "SLUICE_CONTROLLER_TOKEN";
+
+export const registerController: CommandRegistration = (program, cli) => {
+  program
+    .command("controller")
+    .description("serve the pipeline's throttlers over gRPC: one token bucket per throttler, reconfigurable live")
+    .argument("<spec.json>", "pipeline spec file (its dynamic_spec is version 1)")
+    .option("--host <host>", "interface to listen on", "127.0.0.1")
+    .option("--port <port>", "TCP port; 0 picks a free one", parsePort, DEFAULT_CONTROLLER_PORT)
+    .option("--token <token>", `require "authorization: Bearer <token>" on every call (default: $${CONTROLLER_TOKEN_ENV})`)
+    .action(async (specPath: string, options: ControllerOptions) => {
+      const say = (line: string) => cli.stdout(`sluice controller: ${line}\n`);
+      const loaded = await loadPipelineSpec(specPath);
+      if (!loaded.ok) {
+        for (const issue of loaded.issues) cli.stderr(`✗ ${issue.path}: ${issue.message}\n`);
+        const count = loaded.issues.length;
+        cli.stderr(`sluice controller: not started, ${count} ${count === 1 ? "issue" : "issues"} in ${specPath}\n`);
+        cli.setExitCode(EXIT_FAILURE);
+        return;
+      }
+      const { spec } = loaded;
+      const token = options.token ?? nonEmpty(process.env[CONTROLLER_TOKEN_ENV]);
+      let running: RunningController;
+      try {
+        running = await startController({
+          spec,
+          host: options.host,
+          port: options.port,
+          ...(token !== undefined ? { token } : {}),
+          log: say,
+        });
+      } catch (error) {
+        cli.stderr(`sluice controller: ${error instanceof Error ? error.message : String(error)}\n`);
+        cli.setExitCode(EXIT_FAILURE);
+        return;
+      }
+      const throttlers = Object.keys(spec.dynamic_spec.throttlers).length;
+      const limits = running.controller.describeLimits();
+      say(
+        `pipeline ${JSON.stringify(spec.pipeline)} listening on ${running.address} ` +
+          `(${throttlers} ${throttlers === 1 ? "throttler" : "throttlers"}${limits ? `: ${limits}` : ""})` +
+          (token !== undefined ? ", token required" : ""),
+      );
+
+      const signal = await new Promise<NodeJS.Signals>((resolve) => {
+        const onSignal = (received: NodeJS.Signals) => {
+          process.off("SIGINT", onSignal);
+          process.off("SIGTERM", onSignal);
+          resolve(received);
+        };
+        process.on("SIGINT", onSignal);
+        process.on("SIGTERM", onSignal);
+      });
+      say(`${signal}: shutting down (waiting requests get CONTROLLER_UNAVAILABLE and retry against the next controller)`);
+      await running.close();
+      say("stopped");
+      cli.setExitCode(EXIT_OK);
+    });
+};
+
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!/^\d+$/.test(value) || port > 65_535) throw new InvalidArgumentError(`a TCP port is an integer from 0 to 65535, got "${value}"`);
+  return port;
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value === "" ? undefined : value;
+}

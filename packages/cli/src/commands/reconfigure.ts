@@ -1,0 +1,110 @@
+import { isSluiceError, type SluiceError } from "@sluice/core";
+import { createGrpcQuotaClient } from "@sluice/protocol";
+import { extractDynamicSpec, validateDynamicSpec, type SpecIssue } from "@sluice/spec";
+import { readFile } from "node:fs/promises";
+import { resolve } from "node:path";
+import { EXIT_FAILURE, EXIT_OK, type CommandRegistration } from "../cli.ts";
+import { parseJson } from "../parse-json.ts";
+import { CONTROLLER_TOKEN_ENV } from "./controller.ts";
+
+interface ReconfigureOptions {
+  readonly controller: string;
+  readonly token?: string;
+}
+
+/** One UpdateDynamicSpec call; the controller answers at once (it validates and applies, nothing waits). */
+const UPDATE_DEADLINE_MS = 10_000;
+
+export const registerReconfigure: CommandRegistration = (program, cli) => {
+  program
+    .command("reconfigure")
+    .description("replace the dynamic_spec of a running controller (validated here first, then applied atomically)")
+    .argument("<file.json>", "a whole pipeline spec or just its dynamic_spec")
+    .requiredOption("--controller <host:port>", "address of the controller")
+    .option("--token <token>", `controller token (default: $${CONTROLLER_TOKEN_ENV})`)
+    .action(async (file: string, options: ReconfigureOptions) => {
+      const fail = (lines: readonly string[]) => {
+        for (const line of lines) cli.stderr(`${line}\n`);
+        cli.setExitCode(EXIT_FAILURE);
+      };
+      const path = resolve(file);
+      let text: string;
+      try {
+        text = await readFile(path, "utf8");
+      } catch (error) {
+        return fail([`sluice reconfigure: cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`]);
+      }
+      const parsed = parseJson(text);
+      if (!parsed.ok) {
+        return fail([`✗ (root): ${path} is not valid JSON at line ${parsed.line}, column ${parsed.column}: ${parsed.message}`]);
+      }
+
+      // Checked here first, so a typo is reported with its path without touching the controller. A
+      // whole pipeline spec also names its computations, which bounds dynamic_spec.computations.
+      const dynamicSpec = extractDynamicSpec(parsed.value);
+      const computations = computationNames(parsed.value, dynamicSpec);
+      const local = validateDynamicSpec(dynamicSpec, {
+        pathPrefix: "dynamic_spec",
+        ...(computations ? { computations } : {}),
+      });
+      if (!local.ok) {
+        return fail([...issueLines(local.issues), `sluice reconfigure: ${countIssues(local.issues)} in ${path}; nothing was sent`]);
+      }
+
+      const token = options.token ?? (process.env[CONTROLLER_TOKEN_ENV] || undefined);
+      const client = createGrpcQuotaClient(options.controller, token !== undefined ? { token } : {});
+      try {
+        const { version } = await client.updateDynamicSpec(JSON.stringify(dynamicSpec), {
+          deadlineAt: Date.now() + UPDATE_DEADLINE_MS,
+        });
+        cli.stdout(`dynamic_spec version ${version} applied on ${options.controller}\n`);
+        cli.setExitCode(EXIT_OK);
+      } catch (error) {
+        fail(refusalLines(error, options.controller));
+      } finally {
+        client.close();
+      }
+    });
+};
+
+function refusalLines(error: unknown, address: string): string[] {
+  if (!isSluiceError(error)) return [`sluice reconfigure: ${error instanceof Error ? error.message : String(error)}`];
+  switch (error.code) {
+    case "SPEC_INVALID": {
+      const issues = issuesOf(error);
+      if (issues.length === 0) return [`sluice reconfigure: the controller at ${address} refused the dynamic_spec: ${error.text}`];
+      return [...issueLines(issues), `sluice reconfigure: the controller at ${address} refused the dynamic_spec (${countIssues(issues)}); nothing changed`];
+    }
+    case "CONTROLLER_UNAVAILABLE":
+    case "QUOTA_TIMEOUT":
+      return [`sluice reconfigure: ${error.text}`, `nothing was applied; is \`sluice controller\` running at ${address}?`];
+    default:
+      return [`sluice reconfigure: the controller at ${address} refused: ${error.message}`];
+  }
+}
+
+/** The controller's issues travel with its SPEC_INVALID error (figures metadata), as {path, message}. */
+function issuesOf(error: SluiceError): SpecIssue[] {
+  const issues = error.details["issues"];
+  if (!Array.isArray(issues)) return [];
+  return issues.filter(
+    (issue): issue is SpecIssue =>
+      typeof issue === "object" && issue !== null && typeof issue.path === "string" && typeof issue.message === "string",
+  );
+}
+
+function issueLines(issues: readonly SpecIssue[]): string[] {
+  return issues.map((issue) => `✗ ${issue.path}: ${issue.message}`);
+}
+
+function countIssues(issues: readonly unknown[]): string {
+  return `${issues.length} ${issues.length === 1 ? "issue" : "issues"}`;
+}
+
+/** Computation names of a whole pipeline spec; undefined for a bare dynamic_spec (the controller checks them). */
+function computationNames(document: unknown, dynamicSpec: unknown): string[] | undefined {
+  if (document === dynamicSpec || typeof document !== "object" || document === null) return undefined;
+  const computations = (document as Record<string, unknown>)["computations"];
+  if (typeof computations !== "object" || computations === null || Array.isArray(computations)) return undefined;
+  return Object.keys(computations);
+}

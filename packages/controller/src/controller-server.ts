@@ -1,0 +1,69 @@
+import { systemClock, type Clock } from "@sluice/core";
+import { serveQuotaService } from "@sluice/protocol";
+import type { PipelineSpec } from "@sluice/spec";
+import { Controller } from "./controller.ts";
+
+export interface StartControllerOptions {
+  /** A validated pipeline spec: its dynamic_spec is version 1, its computations bound later updates. */
+  readonly spec: PipelineSpec;
+  /** Default 127.0.0.1. */
+  readonly host?: string;
+  /** 0 = any free port. */
+  readonly port: number;
+  /** Callers must send `authorization: Bearer <token>`. */
+  readonly token?: string;
+  /** Default: the system clock (call deadlines arrive as epoch ms). */
+  readonly clock?: Clock;
+  readonly log?: (line: string) => void;
+  /** How long close() lets answered calls drain before cutting connections. Default 2000 ms. */
+  readonly closeGraceMs?: number;
+}
+
+export interface RunningController {
+  readonly controller: Controller;
+  /** host:port actually bound. */
+  readonly address: string;
+  readonly port: number;
+  /** Stops accepting calls, fails waiters with CONTROLLER_UNAVAILABLE, shuts the server down. Idempotent. */
+  close(): Promise<void>;
+}
+
+const DEFAULT_CLOSE_GRACE_MS = 2_000;
+
+/** A Controller for `spec`, served over gRPC. */
+export async function startController(options: StartControllerOptions): Promise<RunningController> {
+  const controller = new Controller({
+    dynamicSpec: options.spec.dynamic_spec,
+    computations: Object.keys(options.spec.computations),
+    clock: options.clock ?? systemClock,
+    ...(options.log ? { log: options.log } : {}),
+  });
+  let server;
+  try {
+    server = await serveQuotaService(controller, {
+      port: options.port,
+      ...(options.host !== undefined ? { host: options.host } : {}),
+      ...(options.token !== undefined ? { token: options.token } : {}),
+    });
+  } catch (error) {
+    controller.close();
+    throw error;
+  }
+  const bound = server;
+  let closing: Promise<void> | undefined;
+  return {
+    controller,
+    address: bound.address,
+    port: bound.port,
+    close() {
+      closing ??= (async () => {
+        // Stop taking calls first, then answer every waiter (CONTROLLER_UNAVAILABLE) so the
+        // graceful shutdown has nothing left to wait for; force only what still hangs after the grace.
+        const shutdown = bound.close({ graceMs: options.closeGraceMs ?? DEFAULT_CLOSE_GRACE_MS });
+        controller.close();
+        await shutdown;
+      })();
+      return closing;
+    },
+  };
+}

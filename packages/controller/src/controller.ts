@@ -1,0 +1,321 @@
+import {
+  QUOTA_BUCKET_DEFAULTS,
+  QuotaBucketDriver,
+  SluiceError,
+  type Clock,
+  type QuotaBucketConfig,
+  type QuotaBucketSnapshot,
+  type QuotaClassSnapshot,
+} from "@sluice/core";
+import type {
+  CallContext,
+  DynamicSpecUpdate,
+  QuotaServiceHandler,
+  ReleaseQuotaCall,
+  RequestQuotaCall,
+  RequestQuotaResult,
+} from "@sluice/protocol";
+import { validateDynamicSpec, type DynamicSpec } from "@sluice/spec";
+import { bucketConfigOf, describeLimit, sameBucketConfig } from "./bucket-config.ts";
+import { GRANTED_RATE_SAMPLE_MS, GrantedRates } from "./granted-rates.ts";
+import { jsonSyntaxPosition } from "./json-syntax-position.ts";
+
+export interface ControllerOptions {
+  /** The validated dynamic_spec the controller starts with (version 1). */
+  readonly dynamicSpec: DynamicSpec;
+  /** The pipeline's computation names: a new dynamic_spec may only configure these. */
+  readonly computations: readonly string[];
+  /**
+   * Drives every bucket. Call deadlines (`CallContext.deadlineAt`, epoch ms) are read on this clock,
+   * so a controller serving real callers runs on the system clock.
+   */
+  readonly clock: Clock;
+  /** One line per event worth a log (reconfigurations, shutdown). */
+  readonly log?: (line: string) => void;
+  /** How long a timed-out or cancelled request keeps its place. Default QUOTA_BUCKET_DEFAULTS.detachedGraceMs. */
+  readonly detachedGraceMs?: number;
+}
+
+export interface ControllerClassSnapshot extends QuotaClassSnapshot {
+  /** Granted units per second over the last 5 s. */
+  readonly grantedRate: number;
+}
+
+export interface ControllerThrottlerSnapshot extends Omit<QuotaBucketSnapshot, "classes"> {
+  /** Granted units per second over the last 5 s. */
+  readonly grantedRate: number;
+  readonly classes: readonly ControllerClassSnapshot[];
+}
+
+/** What DescribeThrottlers returns as JSON. */
+export interface ControllerSnapshot {
+  readonly version: number;
+  /** ISO time of the controller's clock. */
+  readonly generatedAt: string;
+  readonly throttlers: readonly ControllerThrottlerSnapshot[];
+}
+
+interface Watcher {
+  readonly clientId: string;
+  emit(update: DynamicSpecUpdate): void;
+  end(error: SluiceError): void;
+}
+
+/**
+ * The controller's quota service: one QuotaBucketDriver per named throttler, the dynamic_spec and
+ * its version, and the watchers that are told of every change (DESIGN §2, §4, §5). Transport-free:
+ * serve it with @sluice/protocol's serveQuotaService, or call it in memory.
+ */
+export class Controller implements QuotaServiceHandler {
+  private readonly drivers = new Map<string, QuotaBucketDriver>();
+  private readonly configs = new Map<string, QuotaBucketConfig>();
+  private readonly watchers = new Set<Watcher>();
+  private readonly rates = new GrantedRates();
+  private readonly sampling = new AbortController();
+  private readonly clock: Clock;
+  private readonly computations: readonly string[];
+  private readonly log: (line: string) => void;
+  private readonly detachedGraceMs: number;
+  private spec: DynamicSpec;
+  private currentVersion = 1;
+  private closedWith: SluiceError | null = null;
+
+  constructor(options: ControllerOptions) {
+    this.clock = options.clock;
+    this.computations = [...options.computations];
+    this.log = options.log ?? (() => {});
+    this.detachedGraceMs = options.detachedGraceMs ?? QUOTA_BUCKET_DEFAULTS.detachedGraceMs;
+    this.spec = options.dynamicSpec;
+    for (const [id, throttler] of Object.entries(options.dynamicSpec.throttlers)) {
+      this.addDriver(id, bucketConfigOf(throttler, this.detachedGraceMs));
+    }
+    void this.sampleRates(this.sampling.signal);
+  }
+
+  /** Version of the dynamic_spec in force: 1 at start, +1 per applied update. */
+  get version(): number {
+    return this.currentVersion;
+  }
+
+  get dynamicSpec(): DynamicSpec {
+    return this.spec;
+  }
+
+  get closed(): boolean {
+    return this.closedWith !== null;
+  }
+
+  /** `id=limit` of every throttler, e.g. `api=100/s, bytes=unlimited` (for startup and log lines). */
+  describeLimits(): string {
+    return [...this.configs].map(([id, config]) => `${id}=${describeLimit(config)}`).join(", ");
+  }
+
+  async requestQuota(call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult> {
+    const driver = this.driverFor(call.throttlerId);
+    // DESIGN §4.10: an RPC that is cancelled or passes its deadline keeps its place (detached) for
+    // a retry with the same request_id, instead of going to the back of the queue.
+    return driver.acquire({
+      amount: call.amount,
+      requestId: call.requestId,
+      clientId: call.clientId,
+      // Lag priority must be a usable number for the queue order; anything else means "no
+      // information yet" (0), exactly as the uint64 on the wire would carry it.
+      timestampMs: Number.isFinite(call.timestampMs) && call.timestampMs > 0 ? call.timestampMs : 0,
+      classId: call.quotaClassId,
+      deadlineAt: context.deadlineAt,
+      signal: context.signal,
+      onAbort: "detach",
+    });
+  }
+
+  async releaseQuota(call: ReleaseQuotaCall, _context: CallContext): Promise<void> {
+    this.driverFor(call.throttlerId).release(call.amount, call.quotaClassId);
+  }
+
+  watchDynamicSpec(clientId: string, emit: (update: DynamicSpecUpdate) => void, context: CallContext): Promise<void> {
+    if (this.closedWith) return Promise.reject(this.closedWith);
+    if (context.signal.aborted) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        this.watchers.delete(watcher);
+        resolve();
+      };
+      const watcher: Watcher = {
+        clientId,
+        emit,
+        end: (error) => {
+          context.signal.removeEventListener("abort", onAbort);
+          this.watchers.delete(watcher);
+          reject(error);
+        },
+      };
+      context.signal.addEventListener("abort", onAbort, { once: true });
+      this.watchers.add(watcher);
+      this.notify(watcher, this.currentUpdate());
+    });
+  }
+
+  async updateDynamicSpec(dynamicSpecJson: string, _context?: CallContext): Promise<{ version: number }> {
+    this.throwIfClosed();
+    const unchanged = `nothing changed, version ${this.currentVersion} stays in force`;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(dynamicSpecJson);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new SluiceError(
+        "SPEC_INVALID",
+        `dynamic_spec_json is not valid JSON${jsonSyntaxPosition(dynamicSpecJson)} (${reason}); ${unchanged}`,
+        { version: this.currentVersion },
+      );
+    }
+    const result = validateDynamicSpec(parsed, { computations: this.computations, pathPrefix: "dynamic_spec" });
+    if (!result.ok) {
+      const listed = result.issues.map((issue) => `${issue.path}: ${issue.message}`).join("; ");
+      throw new SluiceError(
+        "SPEC_INVALID",
+        `dynamic_spec was refused (${result.issues.length} ${result.issues.length === 1 ? "issue" : "issues"}; ${unchanged}): ${listed}`,
+        { version: this.currentVersion, issues: result.issues },
+      );
+    }
+    return { version: this.apply(result.value) };
+  }
+
+  async describeThrottlers(_context?: CallContext): Promise<{ snapshotJson: string }> {
+    return { snapshotJson: JSON.stringify(this.snapshot()) };
+  }
+
+  /** Limits, balances, queues, counters, classes and observed rates of every throttler. */
+  snapshot(): ControllerSnapshot {
+    const now = this.clock.now();
+    const throttlers = [...this.drivers.values()].map((driver): ControllerThrottlerSnapshot => {
+      const bucket = driver.snapshot();
+      this.rates.sample(bucket, now);
+      return {
+        ...bucket,
+        grantedRate: this.rates.rate(bucket.id, now),
+        classes: bucket.classes.map((c) => ({ ...c, grantedRate: this.rates.rate(bucket.id, now, c.id) })),
+      };
+    });
+    return { version: this.currentVersion, generatedAt: new Date(now).toISOString(), throttlers };
+  }
+
+  /**
+   * Fails every waiting request with CONTROLLER_UNAVAILABLE (its client retries against the
+   * restarted controller), ends every watch stream the same way, and refuses later calls. Idempotent.
+   */
+  close(): void {
+    if (this.closedWith) return;
+    const error = new SluiceError("CONTROLLER_UNAVAILABLE", "the controller is shutting down; retry against the restarted controller");
+    this.closedWith = error;
+    this.sampling.abort();
+    for (const driver of this.drivers.values()) driver.close(error);
+    for (const watcher of [...this.watchers]) watcher.end(error);
+    this.watchers.clear();
+  }
+
+  /** Applies a validated spec in one synchronous step, so no call ever sees half of it. */
+  private apply(next: DynamicSpec): number {
+    const version = this.currentVersion + 1;
+    const nextConfigs = new Map<string, QuotaBucketConfig>();
+    for (const [id, throttler] of Object.entries(next.throttlers)) nextConfigs.set(id, bucketConfigOf(throttler, this.detachedGraceMs));
+
+    const added: string[] = [];
+    const removed: string[] = [];
+    const changed: string[] = [];
+    for (const [id, driver] of this.drivers) {
+      if (nextConfigs.has(id)) continue;
+      removed.push(id);
+      driver.close(
+        new SluiceError("UNKNOWN_THROTTLER", `throttler "${id}" was removed by reconfiguration to version ${version}`, {
+          throttlerId: id,
+          version,
+        }),
+      );
+      this.drivers.delete(id);
+      this.configs.delete(id);
+      this.rates.forget(id);
+    }
+    for (const [id, config] of nextConfigs) {
+      const driver = this.drivers.get(id);
+      const previous = this.configs.get(id);
+      if (!driver || !previous) {
+        added.push(id);
+        this.addDriver(id, config);
+        continue;
+      }
+      if (!sameBucketConfig(previous, config)) changed.push(id);
+      driver.reconfigure(config);
+      this.configs.set(id, config);
+    }
+    this.spec = next;
+    this.currentVersion = version;
+
+    const count = `${this.configs.size} ${this.configs.size === 1 ? "throttler" : "throttlers"}`;
+    const parts = [`dynamic_spec version ${version} applied: ${count}${this.configs.size > 0 ? ` (${this.describeLimits()})` : ""}`];
+    if (added.length > 0) parts.push(`added ${added.join(", ")}`);
+    if (removed.length > 0) parts.push(`removed ${removed.join(", ")}`);
+    if (changed.length > 0) parts.push(`changed ${changed.join(", ")}`);
+    this.log(parts.join("; "));
+
+    const update = this.currentUpdate();
+    for (const watcher of [...this.watchers]) this.notify(watcher, update);
+    return version;
+  }
+
+  private addDriver(id: string, config: QuotaBucketConfig): void {
+    const driver = new QuotaBucketDriver(id, config, this.clock);
+    this.drivers.set(id, driver);
+    this.configs.set(id, config);
+    this.rates.track(driver.snapshot());
+  }
+
+  private driverFor(throttlerId: string): QuotaBucketDriver {
+    this.throwIfClosed();
+    const declared = [...this.drivers.keys()];
+    const list = declared.length === 0 ? "none" : declared.map((id) => JSON.stringify(id)).join(", ");
+    if (throttlerId === "") {
+      throw new SluiceError("UNKNOWN_THROTTLER", `the throttler id is empty; declared throttlers: ${list}`, { declared });
+    }
+    const driver = this.drivers.get(throttlerId);
+    if (driver) return driver;
+    throw new SluiceError(
+      "UNKNOWN_THROTTLER",
+      `throttler ${JSON.stringify(throttlerId)} is not declared on this controller (dynamic_spec version ${this.currentVersion}; ` +
+        `declared throttlers: ${list})`,
+      { throttlerId, declared, version: this.currentVersion },
+    );
+  }
+
+  private throwIfClosed(): void {
+    if (this.closedWith) throw this.closedWith;
+  }
+
+  private currentUpdate(): DynamicSpecUpdate {
+    return { version: this.currentVersion, dynamicSpecJson: JSON.stringify(this.spec) };
+  }
+
+  /** A transport whose emit throws has lost its stream: that watcher ends, the others go on. */
+  private notify(watcher: Watcher, update: DynamicSpecUpdate): void {
+    try {
+      watcher.emit(update);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      this.log(`dynamic_spec watcher ${JSON.stringify(watcher.clientId)} dropped: ${reason}`);
+      watcher.end(new SluiceError("CONTROLLER_UNAVAILABLE", `the dynamic_spec stream failed (${reason}); reconnect to keep watching`));
+    }
+  }
+
+  /** Feeds the granted-rate windows between describes, so each grant lands near its own time. */
+  private async sampleRates(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      try {
+        await this.clock.sleep(GRANTED_RATE_SAMPLE_MS, signal);
+      } catch {
+        return; // closed
+      }
+      const now = this.clock.now();
+      for (const driver of this.drivers.values()) this.rates.sample(driver.snapshot(), now);
+    }
+  }
+}

@@ -1,0 +1,292 @@
+import assert from "node:assert/strict";
+import { describe, it, type TestContext } from "node:test";
+import { isSluiceError, systemClock } from "@sluice/core";
+import type { QuotaServiceClient, RequestQuotaCall } from "@sluice/protocol";
+import { validateDynamicSpec } from "@sluice/spec";
+import { Controller, type ControllerSnapshot, type ControllerThrottlerSnapshot } from "../src/index.ts";
+
+/**
+ * The QuotaService contract (DESIGN §4, §5), run once per transport: whatever carries the calls,
+ * a client sees the same grants, order, errors and messages. Real clock, generous tolerances.
+ */
+export type MakeClient = (controller: Controller) => Promise<{ client: QuotaServiceClient; close(): Promise<void> }>;
+
+const COMPUTATIONS = ["Enricher"];
+
+interface Setup {
+  readonly controller: Controller;
+  readonly client: QuotaServiceClient;
+  ask(overrides: Partial<RequestQuotaCall>, options?: { deadlineAt?: number; signal?: AbortSignal }): Promise<{ granted: number; waitedMs: number }>;
+  describe(): Promise<ControllerSnapshot>;
+  throttler(id: string): Promise<ControllerThrottlerSnapshot>;
+}
+
+let nextId = 0;
+
+export function quotaServiceContract(name: string, makeClient: MakeClient): void {
+  async function setup(t: TestContext, throttlers: Record<string, unknown>): Promise<Setup> {
+    const parsed = validateDynamicSpec({ throttlers }, { computations: COMPUTATIONS });
+    assert.ok(parsed.ok, parsed.ok ? "" : JSON.stringify(parsed.issues));
+    const controller = new Controller({ dynamicSpec: parsed.value, computations: COMPUTATIONS, clock: systemClock });
+    const { client, close } = await makeClient(controller);
+    t.after(async () => {
+      await close();
+      controller.close();
+    });
+    const describeAll = async () => JSON.parse((await client.describeThrottlers()).snapshotJson) as ControllerSnapshot;
+    return {
+      controller,
+      client,
+      ask: (overrides, options) =>
+        client.requestQuota(
+          {
+            throttlerId: "api",
+            clientId: "worker-1/Enricher/0",
+            amount: 1,
+            timestampMs: 0,
+            quotaClassId: "",
+            requestId: `req-${++nextId}`,
+            ...overrides,
+          },
+          options,
+        ),
+      describe: describeAll,
+      throttler: async (id) => {
+        const found = (await describeAll()).throttlers.find((throttler) => throttler.id === id);
+        assert.ok(found, `throttler ${id} in the snapshot`);
+        return found;
+      },
+    };
+  }
+
+  /** Polls `check` every 20 ms until it holds; fails after `ms`. */
+  async function eventually(check: () => Promise<boolean>, what: string, ms = 2000): Promise<void> {
+    const end = performance.now() + ms;
+    while (!(await check())) {
+      if (performance.now() > end) assert.fail(`timed out waiting for ${what}`);
+      await systemClock.sleep(20);
+    }
+  }
+
+  const since = (start: number) => performance.now() - start;
+
+  describe(`QuotaService contract: ${name}`, { timeout: 60_000 }, () => {
+    it("grants at once from a full bucket", async (t) => {
+      const s = await setup(t, { api: { limit: 100, period: "1s" } });
+      const start = performance.now();
+      assert.deepEqual(await s.ask({ amount: 10 }), { granted: 10, waitedMs: 0 });
+      assert.ok(since(start) < 500, `took ${since(start)} ms`);
+    });
+
+    it("makes the request after the burst wait about 1/limit s, then one every 1/limit s", async (t) => {
+      const s = await setup(t, { api: { limit: 10, period: "500ms" } }); // capacity 5
+      const start = performance.now();
+      const done = await Promise.all(Array.from({ length: 8 }, () => s.ask({ amount: 1 }).then(() => since(start))));
+      done.sort((a, b) => a - b);
+      // Pay-after: 5 from the full bucket and a 6th at balance 0, then 100 ms apart.
+      assert.ok((done[5] ?? Infinity) < 80, `burst took ${done[5]} ms`);
+      assert.ok((done[6] ?? 0) > 60 && (done[6] ?? Infinity) < 400, `7th after ${done[6]} ms`);
+      const gap = (done[7] ?? 0) - (done[6] ?? 0);
+      assert.ok(gap > 60 && gap < 250, `8th ${gap} ms after the 7th`);
+    });
+
+    it("serves the oldest lag timestamp first when quota is scarce", async (t) => {
+      const s = await setup(t, { api: { limit: 10, period: "100ms" } });
+      await s.ask({ amount: 3 }); // balance −2: the next grant is 200 ms away
+      const order: number[] = [];
+      await Promise.all([300, 100, 200].map((timestampMs) => s.ask({ timestampMs }).then(() => order.push(timestampMs))));
+      assert.deepEqual(order, [100, 200, 300]);
+    });
+
+    it("interleaves weighted classes chunk by chunk with max_grant_amount", async (t) => {
+      const s = await setup(t, {
+        api: { limit: 100, period: "100ms", max_grant_amount: 10, classes: { gold: { weight: 3 }, silver: { weight: 1 } } },
+      });
+      await s.ask({ amount: 20 }); // balance −10
+      const silver = s.ask({ amount: 60, quotaClassId: "silver" });
+      await s.ask({ amount: 60, quotaClassId: "gold" });
+      const classes = (await s.throttler("api")).classes;
+      const granted = (id: string) => classes.find((c) => c.id === id)?.granted ?? NaN;
+      // 3:1 → gold's 6 chunks come with about 2 of silver's; without chunking silver would have 0 or 60.
+      assert.equal(granted("gold"), 60);
+      assert.ok(granted("silver") >= 10 && granted("silver") <= 30, `silver had ${granted("silver")} when gold finished`);
+      assert.equal((await silver).granted, 60);
+    });
+
+    it("fails with QUOTA_TIMEOUT at the call's deadline; a retry with the same request_id resumes ahead of later requests", async (t) => {
+      const s = await setup(t, { api: { limit: 5, period: "200ms" } }); // capacity 1
+      await s.ask({ amount: 3 }); // balance −2: 400 ms of debt
+      const start = performance.now();
+      await assert.rejects(s.ask({ requestId: "job-a" }, { deadlineAt: Date.now() + 150 }), (error: unknown) => {
+        assert.ok(isSluiceError(error, "QUOTA_TIMEOUT"), String(error));
+        assert.equal(error.retriable, true);
+        return true;
+      });
+      assert.ok(since(start) >= 120 && since(start) < 1000, `timed out after ${since(start)} ms`);
+      const order: string[] = [];
+      const later = s.ask({ requestId: "job-b" }).then(() => order.push("job-b"));
+      await systemClock.sleep(20);
+      const retry = s.ask({ requestId: "job-a" }).then(() => order.push("job-a"));
+      await Promise.all([later, retry]);
+      assert.deepEqual(order, ["job-a", "job-b"], "the retry went back to its original place");
+    });
+
+    it("grants the same live request_id once", async (t) => {
+      const s = await setup(t, { api: { limit: 10, period: "100ms" } });
+      await s.ask({ amount: 5 }); // 400 ms of debt
+      const [first, second] = await Promise.all([s.ask({ amount: 2, requestId: "dup" }), s.ask({ amount: 2, requestId: "dup" })]);
+      assert.equal(first.granted, 2);
+      assert.equal(second.granted, 2);
+      const { counters } = await s.throttler("api");
+      assert.equal(counters.granted, 7, "5 + 2: the duplicate joined the first request");
+      assert.equal(counters.joined, 1);
+    });
+
+    it("refunds what a request was granted when its caller cancels", async (t) => {
+      const s = await setup(t, { api: { limit: 10, period: "1s", max_grant_amount: 5 } }); // capacity 10
+      await s.ask({ amount: 10 }); // balance 0
+      const abort = new AbortController();
+      const big = s.ask({ amount: 30, requestId: "big" }, { signal: abort.signal });
+      await eventually(async () => (await s.throttler("api")).counters.granted >= 15, "the first chunk of the big request");
+      abort.abort(new Error("job stopping"));
+      await assert.rejects(big, (error: unknown) => isSluiceError(error, "CANCELLED") && /job stopping/.test(error.message));
+      await eventually(async () => (await s.throttler("api")).counters.refunded === 5, "the refund of the granted chunk");
+      const api = await s.throttler("api");
+      assert.equal(api.pendingRequests, 0);
+      assert.equal(api.counters.granted, 15);
+    });
+
+    it("refuses an unknown or empty throttler id with UNKNOWN_THROTTLER", async (t) => {
+      const s = await setup(t, { api: { limit: 10 } });
+      await assert.rejects(s.ask({ throttlerId: "nope" }), {
+        message: 'UNKNOWN_THROTTLER: throttler "nope" is not declared on this controller (dynamic_spec version 1; declared throttlers: "api")',
+      });
+      await assert.rejects(s.ask({ throttlerId: "" }), {
+        message: 'UNKNOWN_THROTTLER: the throttler id is empty; declared throttlers: "api"',
+      });
+      await assert.rejects(
+        s.client.releaseQuota({ throttlerId: "nope", clientId: "c", amount: 1, quotaClassId: "" }),
+        (error: unknown) => isSluiceError(error, "UNKNOWN_THROTTLER"),
+      );
+    });
+
+    it("refuses -1, NaN, Infinity and 1e300 with INVALID_AMOUNT, each with its figures", async (t) => {
+      const s = await setup(t, { api: { limit: 10 } });
+      const cases: [number, string][] = [
+        [-1, 'INVALID_AMOUNT: amount must be a finite number >= 0, got -1 (throttler "api", request "bad")'],
+        [NaN, 'INVALID_AMOUNT: amount must be a finite number >= 0, got NaN (throttler "api", request "bad")'],
+        [Infinity, 'INVALID_AMOUNT: amount must be a finite number >= 0, got Infinity (throttler "api", request "bad")'],
+        [
+          1e300,
+          'INVALID_AMOUNT: amount 1e+300 exceeds the largest single request 9007199254740991 (throttler "api", request "bad"); ' +
+            "split it into smaller requests",
+        ],
+      ];
+      for (const [amount, message] of cases) {
+        await assert.rejects(s.ask({ amount, requestId: "bad" }), (error: unknown) => {
+          assert.ok(isSluiceError(error, "INVALID_AMOUNT"), String(error));
+          assert.equal(error.message, message);
+          assert.equal(error.retriable, false);
+          return true;
+        });
+      }
+      assert.equal((await s.throttler("api")).counters.refusedInvalidAmount, 4);
+    });
+
+    it("puts an unknown class in default and counts it", async (t) => {
+      const s = await setup(t, { api: { limit: 100, classes: { gold: { weight: 2 } } } });
+      assert.equal((await s.ask({ amount: 3, quotaClassId: "platinum" })).granted, 3);
+      const api = await s.throttler("api");
+      assert.equal(api.counters.unknownClassRequests, 1);
+      assert.equal(api.classes.find((c) => c.id === "default")?.granted, 3);
+      assert.equal(api.classes.find((c) => c.id === "gold")?.granted, 0);
+    });
+
+    it("refuses request max_queue_size + 1 with QUEUE_FULL and its figures", async (t) => {
+      const s = await setup(t, { tiny: { limit: 0, max_queue_size: 3 } });
+      const abort = new AbortController();
+      const waiting = [0, 1, 2].map((i) => s.ask({ throttlerId: "tiny", requestId: `q${i}` }, { signal: abort.signal }).catch((e: unknown) => e));
+      await eventually(async () => (await s.throttler("tiny")).pendingRequests === 3, "three waiting requests");
+      await assert.rejects(s.ask({ throttlerId: "tiny", requestId: "q3" }), (error: unknown) => {
+        assert.ok(isSluiceError(error, "QUEUE_FULL"), String(error));
+        assert.equal(error.message, 'QUEUE_FULL: throttler "tiny" has 3 requests waiting (max_queue_size 3); retry with backoff');
+        assert.equal(error.retriable, true);
+        return true;
+      });
+      abort.abort();
+      for (const outcome of await Promise.all(waiting)) assert.ok(isSluiceError(outcome, "CANCELLED"), String(outcome));
+    });
+
+    it("returns released tokens to the bucket", async (t) => {
+      const s = await setup(t, { api: { limit: 1, period: "10s" } }); // capacity 10
+      await s.ask({ amount: 10 });
+      await s.client.releaseQuota({ throttlerId: "api", clientId: "worker-1/Enricher/0", amount: 4, quotaClassId: "" });
+      const api = await s.throttler("api");
+      assert.ok(api.balance !== null && api.balance > 3.9 && api.balance < 4.6, `balance ${api.balance}`);
+      assert.equal(api.counters.released, 4);
+      await assert.rejects(
+        s.client.releaseQuota({ throttlerId: "api", clientId: "c", amount: -4, quotaClassId: "" }),
+        (error: unknown) => isSluiceError(error, "INVALID_AMOUNT"),
+      );
+    });
+
+    it("streams the current dynamic_spec version, then each update", async (t) => {
+      const s = await setup(t, { api: { limit: 10 } });
+      const updates: { version: number; limit: unknown }[] = [];
+      const abort = new AbortController();
+      const watching = s.client.watchDynamicSpec("worker-1", (update) => {
+        const spec = JSON.parse(update.dynamicSpecJson) as { throttlers: Record<string, { limit: unknown }> };
+        updates.push({ version: update.version, limit: spec.throttlers["api"]?.limit });
+      }, abort.signal);
+      await eventually(async () => updates.length === 1, "the current version");
+      assert.equal((await s.client.updateDynamicSpec('{"throttlers":{"api":{"limit":25}}}')).version, 2);
+      await eventually(async () => updates.length === 2, "the update");
+      assert.deepEqual(updates, [
+        { version: 1, limit: 10 },
+        { version: 2, limit: 25 },
+      ]);
+      abort.abort();
+      await watching;
+    });
+
+    it("refuses an invalid dynamic_spec with SPEC_INVALID listing every issue, and changes nothing", async (t) => {
+      const s = await setup(t, { api: { limit: 10 } });
+      const bad = JSON.stringify({ throttlers: { api: { limit: -1, period: "soon" } }, computations: { Nope: {} } });
+      await assert.rejects(s.client.updateDynamicSpec(bad), (error: unknown) => {
+        assert.ok(isSluiceError(error, "SPEC_INVALID"), String(error));
+        assert.match(error.message, /^SPEC_INVALID: dynamic_spec was refused \(3 issues; nothing changed, version 1 stays in force\): /);
+        for (const path of ["dynamic_spec.computations.Nope", "dynamic_spec.throttlers.api.limit", "dynamic_spec.throttlers.api.period"]) {
+          assert.ok(error.message.includes(`${path}: `), `lists ${path}`);
+        }
+        return true;
+      });
+      await assert.rejects(s.client.updateDynamicSpec('{"throttlers": {"api": }'), {
+        message: /^SPEC_INVALID: dynamic_spec_json is not valid JSON at line 1, column 24 /,
+      });
+      const snapshot = await s.describe();
+      assert.equal(snapshot.version, 1);
+      assert.equal(snapshot.throttlers[0]?.limit, 10);
+    });
+
+    it("speeds up a waiter already queued when the limit is raised", async (t) => {
+      const s = await setup(t, { api: { limit: 1, period: "1s" } });
+      await s.ask({ amount: 3 }); // balance −2: 2 s at 1/s
+      const start = performance.now();
+      const waiter = s.ask({ amount: 1 });
+      await systemClock.sleep(100);
+      assert.equal((await s.client.updateDynamicSpec('{"throttlers":{"api":{"limit":100,"period":"1s"}}}')).version, 2);
+      await waiter;
+      assert.ok(since(start) < 800, `granted after ${since(start)} ms instead of about 2000`);
+    });
+
+    it("fails waiters with CONTROLLER_UNAVAILABLE when the controller closes", async (t) => {
+      const s = await setup(t, { api: { limit: 0 } });
+      const waiting = s.ask({ amount: 1 });
+      await eventually(async () => (await s.throttler("api")).pendingRequests === 1, "a waiting request");
+      s.controller.close();
+      const expected = "CONTROLLER_UNAVAILABLE: the controller is shutting down; retry against the restarted controller";
+      await assert.rejects(waiting, (error: unknown) => isSluiceError(error, "CONTROLLER_UNAVAILABLE") && error.message === expected);
+      await assert.rejects(s.ask({ amount: 1 }), { message: expected });
+    });
+  });
+}
