@@ -1,0 +1,35 @@
+import type { IHeaders } from "kafkajs";
+
+const encoder = new TextEncoder();
+
+/**
+ * kafkajs hands headers over as Buffer, string or arrays of them (a header name may repeat in
+ * Kafka). The runtime's records carry one Uint8Array per name: the first value wins, strings are
+ * encoded as UTF-8, absent values are dropped.
+ */
+export function fromKafkaHeaders(headers: IHeaders | undefined): Record<string, Uint8Array> {
+  const result: Record<string, Uint8Array> = {};
+  if (headers === undefined) return result;
+  for (const [name, raw] of Object.entries(headers)) {
+    const first = Array.isArray(raw) ? raw[0] : raw;
+    if (first === undefined) continue;
+    define(result, name, typeof first === "string" ? encoder.encode(first) : first);
+  }
+  return result;
+}
+
+/** Runtime headers as kafkajs message headers, without copying the bytes. */
+export function toKafkaHeaders(headers: Readonly<Record<string, Uint8Array>>): Record<string, Buffer> {
+  const result: Record<string, Buffer> = {};
+  for (const [name, value] of Object.entries(headers)) define(result, name, asBuffer(value));
+  return result;
+}
+
+export function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+// A header may be called "__proto__"; plain assignment would set the prototype instead.
+function define<T>(target: Record<string, T>, name: string, value: T): void {
+  Object.defineProperty(target, name, { value, enumerable: true, writable: true, configurable: true });
+}

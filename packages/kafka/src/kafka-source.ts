@@ -1,0 +1,527 @@
+import type { Consumer, ConsumerCrashEvent, ConsumerGroupJoinEvent, EachBatchPayload, Kafka, KafkaMessage } from "kafkajs";
+import type { BatchContext, BatchHandler, PartitionRef, Source, SourceListener, SourceRecord } from "@sluice/runtime";
+import type { ComputationSpec, PipelineSpec } from "@sluice/spec";
+import { KAFKA_SOURCE_DEFAULTS } from "./defaults.ts";
+import { fromKafkaHeaders } from "./kafka-headers.ts";
+import { KafkaIoError, describeError, isKafkaIoError } from "./kafka-io-error.ts";
+import { isValidOffset, offsetAfter, offsetLessThan } from "./offset.ts";
+import { PartitionLease, PartitionSlot, slotKey, type QueuedBatch } from "./partition-lease.ts";
+import { StreamTopics, type StreamTopic } from "./stream-topics.ts";
+
+export interface KafkaSourceOptions {
+  readonly sessionTimeoutMs?: number;
+  readonly heartbeatIntervalMs?: number;
+  readonly rebalanceTimeoutMs?: number;
+  readonly maxWaitTimeMs?: number;
+  readonly maxBytesPerPartition?: number;
+  readonly prefetchBatchesPerPartition?: number;
+  readonly joinTimeoutMs?: number;
+  /**
+   * Failures that have no caller to return to: a handler that threw (its partition is rewound), a
+   * listener that threw, a consumer kafkajs will not restart. Default: a process warning.
+   */
+  readonly onError?: (error: KafkaIoError) => void;
+}
+
+export interface KafkaSourceInit {
+  /** The kafkajs client; the source creates its own consumer from it. */
+  readonly kafka: Kafka;
+  readonly pipeline: PipelineSpec;
+  readonly computation: string;
+  /** Default: `pipeline.computations[computation]`. */
+  readonly computationSpec?: ComputationSpec;
+}
+
+type Settings = Required<Omit<KafkaSourceOptions, "onError">>;
+
+interface JoinWaiter {
+  resolve(): void;
+  reject(error: Error): void;
+}
+
+/**
+ * Broker answers meaning the group moved on under a commit; the commit is retried after the next
+ * join. (Coordinator moves are retried by kafkajs itself and need no join.)
+ */
+const GROUP_CHANGE_ERRORS = new Set(["REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID"]);
+const MAX_COMMIT_ATTEMPTS = 3;
+
+/**
+ * The runtime's Source over one Kafka consumer group, `<pipeline>.<computation>`, subscribed to the
+ * topics of the computation's input streams.
+ *
+ * kafkajs's fetch loop waits until every batch of one fetch has been handled before it fetches again
+ * (per broker, whatever partitionsConsumedConcurrently says), and it heartbeats only from that loop.
+ * A handler that waits minutes for quota would therefore stall the other partitions and get the
+ * member expelled. So `eachBatch` only hands the batch to a per-partition queue and returns at once;
+ * each partition has its own drain loop calling the handler, at most one call at a time, in offset
+ * order. A partition with a full queue (prefetchBatchesPerPartition beyond the batch in flight) is
+ * paused, so kafkajs keeps fetching the others and keeps heartbeating while a handler waits.
+ *
+ * Ownership is tracked per partition as a PartitionLease, created by the group join that assigns
+ * the partition and aborted (the handler's signal) by the join that takes it away, by the consumer
+ * stopping, or by close(). Commits of an aborted lease are refused, so a late handler never commits
+ * for the next owner. Offsets are committed only through `BatchContext.commit` (autoCommit off).
+ */
+export class KafkaSource implements Source {
+  readonly groupId: string;
+  private readonly consumer: Consumer;
+  private readonly settings: Settings;
+  private readonly onError: (error: KafkaIoError) => void;
+  /** Input streams by topic. */
+  private readonly inputs = new Map<string, StreamTopic>();
+  private readonly slots = new Map<string, PartitionSlot>();
+  private readonly joinWaiters = new Set<JoinWaiter>();
+  private readonly removeListeners: (() => void)[] = [];
+  private handler: BatchHandler | null = null;
+  private listener: SourceListener = {};
+  /** kafkajs's member id at the last join; a different one means this member was expelled in between. */
+  private memberId: string | null = null;
+  private fatal: KafkaIoError | null = null;
+  private started: Promise<void> | null = null;
+  /** connect + subscribe + run; close() waits for it so that it never races a starting consumer. */
+  private launching: Promise<void> | null = null;
+  private closing: Promise<void> | null = null;
+
+  constructor(init: KafkaSourceInit, options: KafkaSourceOptions = {}) {
+    const { kafka, pipeline, computation } = init;
+    this.groupId = `${pipeline.pipeline}.${computation}`;
+    for (const input of StreamTopics.inputsOf(pipeline, computation, init.computationSpec?.inputs)) this.inputs.set(input.topic, input);
+    this.settings = {
+      sessionTimeoutMs: options.sessionTimeoutMs ?? KAFKA_SOURCE_DEFAULTS.sessionTimeoutMs,
+      heartbeatIntervalMs: options.heartbeatIntervalMs ?? KAFKA_SOURCE_DEFAULTS.heartbeatIntervalMs,
+      rebalanceTimeoutMs: options.rebalanceTimeoutMs ?? KAFKA_SOURCE_DEFAULTS.rebalanceTimeoutMs,
+      maxWaitTimeMs: options.maxWaitTimeMs ?? KAFKA_SOURCE_DEFAULTS.maxWaitTimeMs,
+      maxBytesPerPartition: options.maxBytesPerPartition ?? KAFKA_SOURCE_DEFAULTS.maxBytesPerPartition,
+      prefetchBatchesPerPartition: options.prefetchBatchesPerPartition ?? KAFKA_SOURCE_DEFAULTS.prefetchBatchesPerPartition,
+      joinTimeoutMs: options.joinTimeoutMs ?? KAFKA_SOURCE_DEFAULTS.joinTimeoutMs,
+    };
+    this.onError = options.onError ?? ((error) => process.emitWarning(error));
+    this.consumer = kafka.consumer({
+      groupId: this.groupId,
+      sessionTimeout: this.settings.sessionTimeoutMs,
+      heartbeatInterval: this.settings.heartbeatIntervalMs,
+      rebalanceTimeout: this.settings.rebalanceTimeoutMs,
+      maxWaitTimeInMs: this.settings.maxWaitTimeMs,
+      maxBytesPerPartition: this.settings.maxBytesPerPartition,
+      allowAutoTopicCreation: false,
+    });
+  }
+
+  /** Partitions this source owns now. */
+  assignment(): PartitionRef[] {
+    return [...this.slots.values()].flatMap((slot) => (slot.lease?.active ? [slot.lease.ref] : []));
+  }
+
+  /** Resolves once the consumer has joined its group (listener.onAssigned has been called). */
+  start(handler: BatchHandler, listener: SourceListener = {}): Promise<void> {
+    if (this.closing) return Promise.reject(this.closedError("start"));
+    this.started ??= this.begin(handler, listener);
+    return this.started;
+  }
+
+  /** Aborts every handler's signal, waits for the handlers to return, leaves the group. Idempotent. */
+  close(): Promise<void> {
+    this.closing ??= this.shutdown();
+    return this.closing;
+  }
+
+  private async begin(handler: BatchHandler, listener: SourceListener): Promise<void> {
+    this.handler = handler;
+    this.listener = listener;
+    const { GROUP_JOIN, STOP, CRASH } = this.consumer.events;
+    this.removeListeners.push(
+      this.consumer.on(GROUP_JOIN, (event: ConsumerGroupJoinEvent) => this.onGroupJoin(event.payload)),
+      this.consumer.on(STOP, () => this.onStop()),
+      this.consumer.on(CRASH, (event: ConsumerCrashEvent) => this.onCrash(event.payload)),
+    );
+    const joined = this.waitForJoin(this.settings.joinTimeoutMs);
+    joined.catch(() => undefined); // observed below; this keeps an early failure from being "unhandled"
+    try {
+      this.launching = this.launch();
+      await this.launching;
+      await joined;
+    } catch (error) {
+      const failure = isKafkaIoError(error)
+        ? error
+        : new KafkaIoError(
+            "SOURCE_START_FAILED",
+            `consumer group "${this.groupId}" could not start on topics ${this.topicList()}: ${describeError(error)}`,
+            { groupId: this.groupId, topics: [...this.inputs.keys()] },
+            { cause: error },
+          );
+      await this.close();
+      throw failure;
+    }
+  }
+
+  private async launch(): Promise<void> {
+    await this.consumer.connect();
+    await this.consumer.subscribe({ topics: [...this.inputs.keys()], fromBeginning: true });
+    if (this.closing) throw this.closedError("start");
+    const partitions = [...this.inputs.values()].reduce((sum, input) => sum + input.partitions, 0);
+    // Resolves after the first join (or after kafkajs gave up and crashed, which onCrash reports).
+    await this.consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      // eachBatch only enqueues, so this mostly spreads the hand-over; one worker per partition it may own.
+      partitionsConsumedConcurrently: Math.max(1, partitions),
+      eachBatch: async (payload) => this.onBatch(payload),
+    });
+  }
+
+  private async shutdown(): Promise<void> {
+    const closed = this.closedError("close");
+    this.notifyRevoked(this.revokeWhere(() => true, () => closed));
+    this.rejectJoinWaiters(closed);
+    this.pauseAll();
+    await this.launching?.catch(() => undefined);
+    await Promise.all([...this.slots.values()].map((slot) => slot.drained));
+    try {
+      await this.consumer.disconnect();
+    } catch (error) {
+      this.onError(
+        new KafkaIoError("CLOSED", `consumer group "${this.groupId}" did not leave cleanly: ${describeError(error)}`, { groupId: this.groupId }, { cause: error }),
+      );
+    }
+    for (const remove of this.removeListeners.splice(0)) remove();
+  }
+
+  // ---- kafkajs callbacks ----------------------------------------------------------------------
+
+  private async onBatch({ batch, resolveOffset }: EachBatchPayload): Promise<void> {
+    if (this.closing) return;
+    const slot = this.slots.get(slotKey(batch.topic, batch.partition));
+    const lease = slot?.lease;
+    if (!slot || !lease || !lease.active) return;
+    if (lease.rewindRequested || slot.buffered > this.settings.prefetchBatchesPerPartition) {
+      // Not accepted: no resolveOffset, and the partition is repositioned when it is resumed.
+      this.pause(slot);
+      return;
+    }
+    const from = lease.nextOffset;
+    // After a rejoin kafkajs may read a retained partition again from the committed offset; what
+    // this lease already handed over is not handed over twice.
+    const messages = from === undefined ? batch.messages : batch.messages.filter((m) => !offsetLessThan(m.offset, from));
+    const lastOffset = batch.lastOffset();
+    const first = messages[0];
+    if (lease.committedOffset === undefined && first) lease.committedOffset = first.offset;
+    const after = offsetAfter(lastOffset);
+    if (from === undefined || offsetLessThan(from, after)) lease.nextOffset = after;
+    resolveOffset(lastOffset);
+    if (messages.length === 0) return;
+    slot.pending.push({ lease, batch: { stream: lease.stream, partition: lease.partition, records: messages.map(toSourceRecord) } });
+    if (slot.buffered > this.settings.prefetchBatchesPerPartition) this.pause(slot);
+    this.drain(slot);
+  }
+
+  private onGroupJoin({ memberId, memberAssignment }: ConsumerGroupJoinEvent["payload"]): void {
+    if (this.closing) return;
+    const expelled = this.memberId !== null && memberId !== this.memberId;
+    this.memberId = memberId;
+    const assigned = new Set<string>();
+    const order: [string, number][] = [];
+    for (const [topic, partitions] of Object.entries(memberAssignment)) {
+      if (!this.inputs.has(topic)) continue;
+      for (const partition of [...partitions].sort((a, b) => a - b)) {
+        assigned.add(slotKey(topic, partition));
+        order.push([topic, partition]);
+      }
+    }
+    const revoked = this.revokeWhere(
+      (slot) => expelled || !assigned.has(slotKey(slot.topic, slot.partition)),
+      (lease) =>
+        new KafkaIoError(
+          "PARTITION_REVOKED",
+          `partition ${lease.partition} of topic "${lease.topic}" (stream "${lease.stream}") was ` +
+            (expelled ? `lost: this member of group "${this.groupId}" was expelled and rejoined as ${memberId}` : `assigned elsewhere by a rebalance of group "${this.groupId}"`) +
+            "; the next owner resumes from the last committed offset",
+          { groupId: this.groupId, topic: lease.topic, partition: lease.partition, stream: lease.stream },
+        ),
+    );
+    const refs: PartitionRef[] = [];
+    for (const [topic, partition] of order) {
+      const input = this.inputs.get(topic);
+      if (!input) continue;
+      const key = slotKey(topic, partition);
+      let slot = this.slots.get(key);
+      if (!slot) {
+        slot = new PartitionSlot(topic, partition);
+        this.slots.set(key, slot);
+      }
+      const lease = slot.lease;
+      if (lease?.active) {
+        // Retained: kafkajs starts the new generation from the committed offset; continue where this lease is.
+        if (lease.nextOffset !== undefined && !lease.rewindRequested) this.seek(slot, lease.nextOffset);
+      } else {
+        slot.lease = new PartitionLease(input.stream, topic, partition);
+        // A handler of the previous lease may still be running; the new one waits for it.
+        if (slot.draining) this.pause(slot);
+        else this.resume(slot);
+      }
+      refs.push({ stream: input.stream, partition });
+    }
+    this.notifyRevoked(revoked);
+    this.notify("onAssigned", refs);
+    for (const waiter of [...this.joinWaiters]) waiter.resolve();
+  }
+
+  private onStop(): void {
+    this.memberId = null;
+    if (this.closing) return;
+    this.notifyRevoked(
+      this.revokeWhere(
+        () => true,
+        (lease) =>
+          new KafkaIoError(
+            "PARTITION_REVOKED",
+            `the consumer of group "${this.groupId}" stopped, so partition ${lease.partition} of topic "${lease.topic}" (stream "${lease.stream}") is no longer owned`,
+            { groupId: this.groupId, topic: lease.topic, partition: lease.partition, stream: lease.stream },
+          ),
+      ),
+    );
+  }
+
+  private onCrash({ error, restart }: ConsumerCrashEvent["payload"]): void {
+    if (restart || this.closing) return; // kafkajs restarts it and rejoins; onStop already revoked
+    this.fatal = new KafkaIoError(
+      "CONSUMER_CRASHED",
+      `the consumer of group "${this.groupId}" on topics ${this.topicList()} crashed and kafkajs will not restart it: ${describeError(error)}`,
+      { groupId: this.groupId },
+      { cause: error },
+    );
+    this.rejectJoinWaiters(this.fatal);
+    this.onError(this.fatal);
+  }
+
+  // ---- delivery -------------------------------------------------------------------------------
+
+  private drain(slot: PartitionSlot): void {
+    if (slot.draining) return;
+    slot.draining = true;
+    slot.drained = (async () => {
+      try {
+        for (let item = slot.pending.shift(); item; item = slot.pending.shift()) {
+          if (item.lease !== slot.lease || !item.lease.active) continue;
+          slot.inFlight = true;
+          try {
+            await this.deliver(slot, item);
+          } finally {
+            slot.inFlight = false;
+          }
+          this.settle(slot);
+        }
+      } finally {
+        slot.draining = false;
+      }
+      this.settle(slot);
+    })();
+  }
+
+  private async deliver(slot: PartitionSlot, { lease, batch }: QueuedBatch): Promise<void> {
+    const handler = this.handler;
+    if (!handler) return;
+    const context: BatchContext = {
+      signal: lease.signal,
+      commit: (nextOffset) => this.commit(lease, nextOffset),
+      rewind: () => this.requestRewind(slot, lease),
+    };
+    try {
+      await handler(batch, context);
+    } catch (error) {
+      const first = batch.records[0]?.offset;
+      const last = batch.records[batch.records.length - 1]?.offset;
+      this.onError(
+        new KafkaIoError(
+          "HANDLER_FAILED",
+          `the handler of group "${this.groupId}" threw on stream "${lease.stream}" partition ${lease.partition} ` +
+            `(offsets ${first}..${last}): ${describeError(error)}; the partition goes back to offset ${lease.committedOffset}`,
+          { groupId: this.groupId, stream: lease.stream, partition: lease.partition, firstOffset: first, lastOffset: last },
+          { cause: error },
+        ),
+      );
+      this.requestRewind(slot, lease);
+    }
+  }
+
+  /** After a handler returned, or its loop ended: rewind, resume, or leave paused. */
+  private settle(slot: PartitionSlot): void {
+    const lease = slot.lease;
+    if (!lease || !lease.active || slot.inFlight) return;
+    if (lease.rewindRequested) {
+      lease.rewindRequested = false;
+      slot.dropPending();
+      lease.nextOffset = lease.committedOffset;
+      if (lease.committedOffset !== undefined) this.seek(slot, lease.committedOffset);
+      this.resume(slot);
+      return;
+    }
+    if (slot.buffered <= this.settings.prefetchBatchesPerPartition) this.resume(slot);
+  }
+
+  private requestRewind(slot: PartitionSlot, lease: PartitionLease): void {
+    if (!lease.active || slot.lease !== lease) return;
+    lease.rewindRequested = true;
+    slot.dropPending();
+    this.pause(slot);
+  }
+
+  private async commit(lease: PartitionLease, nextOffset: string): Promise<void> {
+    const where = `stream "${lease.stream}" (topic "${lease.topic}") partition ${lease.partition} in group "${this.groupId}"`;
+    if (typeof nextOffset !== "string" || !isValidOffset(nextOffset)) {
+      throw new KafkaIoError("COMMIT_FAILED", `commit of ${JSON.stringify(nextOffset)} for ${where}: an offset is a decimal integer string ≥ 0`, {
+        groupId: this.groupId,
+        offset: nextOffset,
+      });
+    }
+    const details = { groupId: this.groupId, stream: lease.stream, topic: lease.topic, partition: lease.partition, offset: nextOffset };
+    for (let attempt = 1; ; attempt++) {
+      if (!lease.active) throw this.refusedCommit(lease, nextOffset, where);
+      try {
+        await this.consumer.commitOffsets([{ topic: lease.topic, partition: lease.partition, offset: nextOffset }]);
+        lease.committedOffset = nextOffset;
+        return;
+      } catch (error) {
+        if (!lease.active) throw this.refusedCommit(lease, nextOffset, where, error);
+        if (attempt < MAX_COMMIT_ATTEMPTS && isGroupChange(error)) {
+          // The group is rebalancing; if this member keeps the partition the commit is valid in the new generation.
+          await this.waitForJoin(this.settings.sessionTimeoutMs + this.settings.rebalanceTimeoutMs, lease.signal).catch(() => undefined);
+          continue;
+        }
+        throw new KafkaIoError("COMMIT_FAILED", `commit of offset ${nextOffset} for ${where} failed after ${attempt} attempt(s): ${describeError(error)}`, details, {
+          cause: error,
+        });
+      }
+    }
+  }
+
+  private refusedCommit(lease: PartitionLease, offset: string, where: string, cause?: unknown): KafkaIoError {
+    const reason: unknown = lease.signal.reason;
+    const why = reason instanceof KafkaIoError ? reason.text : reason instanceof Error ? reason.message : "the partition was revoked";
+    return new KafkaIoError(
+      "PARTITION_REVOKED",
+      `commit of offset ${offset} for ${where} refused: ${why}`,
+      { groupId: this.groupId, stream: lease.stream, topic: lease.topic, partition: lease.partition, offset },
+      { cause: cause ?? reason },
+    );
+  }
+
+  // ---- bookkeeping ----------------------------------------------------------------------------
+
+  private revokeWhere(predicate: (slot: PartitionSlot) => boolean, reason: (lease: PartitionLease) => Error): PartitionRef[] {
+    const revoked: PartitionRef[] = [];
+    for (const slot of this.slots.values()) {
+      const lease = slot.lease;
+      if (!lease?.active || !predicate(slot)) continue;
+      lease.revoke(reason(lease));
+      slot.lease = null;
+      slot.dropPending();
+      revoked.push(lease.ref);
+    }
+    return revoked;
+  }
+
+  private waitForJoin(timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    if (this.fatal) return Promise.reject(this.fatal);
+    if (this.closing) return Promise.reject(this.closedError("wait for a group join"));
+    return new Promise<void>((resolve, reject) => {
+      const finish = (error?: Error) => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        this.joinWaiters.delete(waiter);
+        if (error) reject(error);
+        else resolve();
+      };
+      const waiter: JoinWaiter = { resolve: () => finish(), reject: (error) => finish(error) };
+      const onAbort = () => finish(signal?.reason instanceof Error ? signal.reason : new Error("aborted"));
+      const timer = setTimeout(
+        () =>
+          finish(
+            new KafkaIoError(
+              "SOURCE_START_FAILED",
+              `consumer group "${this.groupId}" on topics ${this.topicList()} did not complete a join within ${timeoutMs} ms`,
+              { groupId: this.groupId, timeoutMs },
+            ),
+          ),
+        timeoutMs,
+      );
+      this.joinWaiters.add(waiter);
+      signal?.addEventListener("abort", onAbort, { once: true });
+      if (signal?.aborted) onAbort();
+    });
+  }
+
+  private rejectJoinWaiters(error: Error): void {
+    for (const waiter of [...this.joinWaiters]) waiter.reject(error);
+  }
+
+  private notifyRevoked(refs: PartitionRef[]): void {
+    if (refs.length > 0) this.notify("onRevoked", refs);
+  }
+
+  /** Listener errors must not reach kafkajs: its join would fail on them. */
+  private notify(event: "onAssigned" | "onRevoked", refs: PartitionRef[]): void {
+    try {
+      this.listener[event]?.(refs);
+    } catch (error) {
+      this.onError(
+        new KafkaIoError("LISTENER_FAILED", `listener ${event} of group "${this.groupId}" threw: ${describeError(error)}`, { groupId: this.groupId }, { cause: error }),
+      );
+    }
+  }
+
+  // consumer.pause/resume/seek throw while kafkajs has no running consumer group (before run(),
+  // between a crash and its restart, after stop); then there is nothing to pause or reposition, and
+  // the next join decides afresh.
+  private pause(slot: PartitionSlot): void {
+    ignoreNotRunning(() => this.consumer.pause([{ topic: slot.topic, partitions: [slot.partition] }]));
+  }
+
+  private resume(slot: PartitionSlot): void {
+    ignoreNotRunning(() => this.consumer.resume([{ topic: slot.topic, partitions: [slot.partition] }]));
+  }
+
+  private seek(slot: PartitionSlot, offset: string): void {
+    ignoreNotRunning(() => this.consumer.seek({ topic: slot.topic, partition: slot.partition, offset }));
+  }
+
+  private pauseAll(): void {
+    ignoreNotRunning(() => this.consumer.pause([...this.inputs.keys()].map((topic) => ({ topic }))));
+  }
+
+  private closedError(what: string): KafkaIoError {
+    return new KafkaIoError("CLOSED", `${what}: the source of consumer group "${this.groupId}" is closed`, { groupId: this.groupId });
+  }
+
+  private topicList(): string {
+    return [...this.inputs.keys()].map((t) => `"${t}"`).join(", ");
+  }
+}
+
+function toSourceRecord(message: KafkaMessage): SourceRecord {
+  return {
+    key: message.key ?? null,
+    value: message.value ?? null,
+    headers: fromKafkaHeaders(message.headers),
+    offset: message.offset,
+    timestampMs: Number(message.timestamp),
+  };
+}
+
+function isGroupChange(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; current instanceof Error && depth < 4; depth++) {
+    const type: unknown = (current as Error & { type?: unknown }).type;
+    if (typeof type === "string" && GROUP_CHANGE_ERRORS.has(type)) return true;
+    current = current.cause;
+  }
+  return false;
+}
+
+function ignoreNotRunning(action: () => void): void {
+  try {
+    action();
+  } catch {
+    // See the comment above pause().
+  }
+}

@@ -1,0 +1,81 @@
+import type { PartitionRef, SourceBatch } from "@sluice/runtime";
+
+/**
+ * One stretch of ownership of a partition: from the group join that assigned it to the join (or
+ * stop) that took it away. A partition assigned again later gets a new lease, so a handler of an
+ * old lease can never commit or rewind on behalf of the new one.
+ */
+export class PartitionLease {
+  private readonly controller = new AbortController();
+  /**
+   * Where the next accepted batch starts: after the last batch handed over, or the rewind target.
+   * Undefined until the first batch, when kafkajs reads from the group's committed offset.
+   */
+  nextOffset: string | undefined;
+  /**
+   * Where a rewind goes back to: the last offset committed through this lease, or the first offset
+   * this lease read (the group's committed offset, or the earliest one for a new group; records
+   * between that and the first delivered one do not exist or are not deliverable).
+   */
+  committedOffset: string | undefined;
+  rewindRequested = false;
+
+  constructor(
+    readonly stream: string,
+    readonly topic: string,
+    readonly partition: number,
+  ) {}
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  get active(): boolean {
+    return !this.controller.signal.aborted;
+  }
+
+  get ref(): PartitionRef {
+    return { stream: this.stream, partition: this.partition };
+  }
+
+  revoke(reason: Error): void {
+    this.controller.abort(reason);
+  }
+}
+
+export interface QueuedBatch {
+  readonly lease: PartitionLease;
+  readonly batch: SourceBatch;
+}
+
+/**
+ * Per topic-partition state that outlives leases: the batches waiting for the handler, whether a
+ * handler runs now, and whether kafkajs is told not to fetch it. At most one handler per
+ * partition runs at a time, across leases too.
+ */
+export class PartitionSlot {
+  lease: PartitionLease | null = null;
+  readonly pending: QueuedBatch[] = [];
+  inFlight = false;
+  draining = false;
+  /** Settles when the running drain loop ends; close() waits for it. */
+  drained: Promise<void> = Promise.resolve();
+
+  constructor(
+    readonly topic: string,
+    readonly partition: number,
+  ) {}
+
+  /** Batches handed over but not yet finished, counting the one in flight. */
+  get buffered(): number {
+    return this.pending.length + (this.inFlight ? 1 : 0);
+  }
+
+  dropPending(): void {
+    this.pending.length = 0;
+  }
+}
+
+export function slotKey(topic: string, partition: number): string {
+  return `${topic}\u0000${partition}`;
+}
