@@ -228,8 +228,17 @@ export class PrefetchingThrottler implements Throttler {
       void this.remote.release?.(amount);
       return;
     }
+    const demandOutranPool = this.liveQueued > 0;
     this.available += amount;
     this.satisfy();
+    if (demandOutranPool && this.inFlight === 0 && this.liveQueued === 0 && !this.retiring) {
+      // Keep one refill queued while callers outrun the pool. Otherwise the controller sees this
+      // client's class go idle between refills (for the time it takes to use up the pool) and, since
+      // an idle class banks no credit, a busy class would get less than its weight.
+      this.updatePrefetch(this.clock.now());
+      this.refill(this.prefetchAmount);
+      return;
+    }
     this.requestIfNeeded();
   }
 

@@ -85,14 +85,31 @@ describe("PrefetchingThrottler", () => {
     const first = throttler.throttle(1);
     await clock.advance(10);
     await first;
-    assert.equal(calls.length, 1);
-    for (let i = 0; i < 99; i++) await throttler.throttle(1);
-    assert.equal(calls.length, 1);
+    // the first caller had to wait, so one more refill was queued ahead of demand
+    assert.equal(calls.length, 2);
+    for (let i = 0; i < 199; i++) await throttler.throttle(1);
+    assert.equal(calls.length, 2, "199 calls answered from the pool");
     assert.ok(throttler.tryAcquire(0));
     assert.equal(throttler.tryAcquire(1), false, "the pool is empty");
-    assert.equal(calls.length, 2, "tryAcquire stocked up for later");
+    assert.equal(calls.length, 3, "tryAcquire stocked up for later");
     await clock.advance(10);
     assert.ok(throttler.tryAcquire(1));
+  });
+
+  it("keeps one refill queued while callers outrun the pool, and none when they do not", async () => {
+    const clock = new ManualClock();
+    const outstanding: (() => void)[] = [];
+    const remote: QuotaRemote = { acquire: () => new Promise<void>((resolve) => outstanding.push(resolve)) };
+    const throttler = new PrefetchingThrottler(config({ minPrefetchAmount: 10, maxPrefetchAmount: 10 }), remote, clock, "api");
+    const waiting = throttler.throttle(10);
+    assert.equal(outstanding.length, 1);
+    outstanding.shift()?.();
+    await waiting;
+    assert.equal(throttler.stats().inFlight, 10, "a caller waited: the next refill is already queued at the remote");
+    outstanding.shift()?.();
+    await clock.advance(0);
+    assert.equal(throttler.stats().inFlight, 0, "nobody waited for that one: no further refill");
+    assert.equal(throttler.stats().available, 10);
   });
 
   it("removes an aborted caller and keeps its share of the refill in the pool", async () => {
@@ -159,7 +176,8 @@ describe("PrefetchingThrottler", () => {
     throttler.close();
     await assert.rejects(blocked, (e: unknown) => isSluiceError(e, "CANCELLED"));
     await clock.advance(5);
-    assert.ok(released.includes(49), `released ${released.join(", ")}`);
+    // 49 left of the first refill of 50, plus the 50 queued ahead because the first caller waited
+    assert.ok(released.includes(99), `released ${released.join(", ")}`);
     await assert.rejects(throttler.throttle(1), (e: unknown) => isSluiceError(e, "CANCELLED"));
   });
 
