@@ -1,11 +1,22 @@
 import { Command, CommanderError } from "commander";
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type Cli, type CommandRegistration } from "./cli.ts";
+import { registerController } from "./commands/controller.ts";
+import { registerReconfigure } from "./commands/reconfigure.ts";
+import { registerRun } from "./commands/run.ts";
 import { registerSchema } from "./commands/schema.ts";
 import { registerValidate } from "./commands/validate.ts";
+import { registerWorker } from "./commands/worker.ts";
 
 // The `sluice` program. A command is a file in commands/ exporting a CommandRegistration; adding
 // one is a line in this list.
-const COMMANDS: readonly CommandRegistration[] = [registerValidate, registerSchema];
+const COMMANDS: readonly CommandRegistration[] = [
+  registerRun,
+  registerWorker,
+  registerController,
+  registerReconfigure,
+  registerValidate,
+  registerSchema,
+];
 
 export interface MainOutput {
   readonly stdout: (text: string) => void;

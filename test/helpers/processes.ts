@@ -1,0 +1,67 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+export const SLUICE_BIN = join(ROOT, "packages/cli/bin/sluice.mjs");
+export const NOOP_COMPUTATION = join(ROOT, "test/fixtures/noop-computation.ts");
+
+/** Writes a spec into a fresh temp dir and returns its path. */
+export function writeSpec(spec: unknown): string {
+  const dir = mkdtempSync(join(tmpdir(), "sluice-test-"));
+  const path = join(dir, "pipeline.json");
+  writeFileSync(path, JSON.stringify(spec, null, 2));
+  return path;
+}
+
+/** Collects a child's output and lets a test wait for a line matching a pattern. */
+export class Child {
+  stdout = "";
+  stderr = "";
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+
+  constructor(readonly process: ChildProcess) {
+    process.stdout?.on("data", (chunk: Buffer) => (this.stdout += chunk.toString()));
+    process.stderr?.on("data", (chunk: Buffer) => (this.stderr += chunk.toString()));
+    this.exited = new Promise((done) => process.on("exit", (code, signal) => done({ code, signal })));
+  }
+
+  get pid(): number {
+    return this.process.pid ?? -1;
+  }
+
+  async waitFor(pattern: RegExp, timeoutMs = 20_000): Promise<RegExpMatchArray> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const match = this.stdout.match(pattern);
+      if (match) return match;
+      if (this.process.exitCode !== null || Date.now() > deadline) {
+        throw new Error(`no ${pattern} in output after ${timeoutMs} ms (exit ${this.process.exitCode})\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`);
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  /** Sends a signal to this child only (by its own pid). */
+  kill(signal: NodeJS.Signals = "SIGTERM"): void {
+    if (this.process.exitCode === null && this.process.signalCode === null) this.process.kill(signal);
+  }
+}
+
+export function sluice(args: readonly string[], env: NodeJS.ProcessEnv = {}): Child {
+  return new Child(spawn(process.execPath, [SLUICE_BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] }));
+}
+
+export function tsNode(script: string, args: readonly string[]): Child {
+  return new Child(spawn(process.execPath, ["--import", "tsx", join(ROOT, script), ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] }));
+}
+
+/** Starts `sluice controller` on the spec (port 0 = any) and resolves with its port. */
+export async function startController(specPath: string, port = 0): Promise<{ child: Child; port: number; address: string }> {
+  const child = sluice(["controller", specPath, "--port", String(port)]);
+  const match = await child.waitFor(/listening on 127\.0\.0\.1:(\d+)/);
+  const actual = Number(match[1]);
+  return { child, port: actual, address: `127.0.0.1:${actual}` };
+}
