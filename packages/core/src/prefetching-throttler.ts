@@ -24,6 +24,17 @@ export interface PrefetchConfig {
   readonly retryDelayMs?: number;
 }
 
+/**
+ * Amounts are doubles and refills are fractional, so sums drift by ~1e-14. A comparison that must
+ * hold exactly (a pool of 99.99999999999999 for a request of 100) would leave a caller waiting
+ * forever with nothing in flight; quantities within this relative tolerance count as equal.
+ */
+const TOLERANCE = 1e-9;
+
+function fits(amount: number, available: number): boolean {
+  return amount <= available + TOLERANCE * Math.max(1, amount);
+}
+
 interface LocalRequest {
   readonly amount: number;
   settled: boolean;
@@ -153,7 +164,7 @@ export class PrefetchingThrottler implements Throttler {
         if (request.settled || !signal) return;
         request.settled = true;
         this.liveQueued -= 1;
-        this.queuedAmount -= amount;
+        this.queuedAmount = this.liveQueued === 0 ? 0 : this.queuedAmount - amount;
         reject(cancelledError(signal, `throttle(${amount}) on "${this.name}"`));
         // The request ahead may have been what blocked smaller ones behind it.
         this.satisfy();
@@ -187,10 +198,10 @@ export class PrefetchingThrottler implements Throttler {
         this.queueHead += 1;
         continue;
       }
-      if (head.amount > this.available) break;
-      this.available -= head.amount;
-      this.queuedAmount -= head.amount;
+      if (!fits(head.amount, this.available)) break;
+      this.available = Math.max(0, this.available - head.amount);
       this.liveQueued -= 1;
+      this.queuedAmount = this.liveQueued === 0 ? 0 : this.queuedAmount - head.amount;
       head.settled = true;
       this.queueHead += 1;
       head.resolve();
@@ -205,7 +216,7 @@ export class PrefetchingThrottler implements Throttler {
   private requestIfNeeded(): void {
     if (this.closedWith) return;
     const forecast = this.available + this.inFlight - this.queuedAmount;
-    if (forecast >= 0) return;
+    if (fits(this.queuedAmount, this.available + this.inFlight)) return;
     this.updatePrefetch(this.clock.now());
     this.refill(Math.max(this.prefetchAmount, -forecast));
   }
@@ -223,7 +234,7 @@ export class PrefetchingThrottler implements Throttler {
   }
 
   private onRefilled(amount: number): void {
-    this.inFlight -= amount;
+    this.inFlight = settleToZero(this.inFlight - amount);
     if (this.closedWith) {
       void this.remote.release?.(amount);
       return;
@@ -243,7 +254,7 @@ export class PrefetchingThrottler implements Throttler {
   }
 
   private onRefillFailed(amount: number, thrown: unknown): void {
-    this.inFlight -= amount;
+    this.inFlight = settleToZero(this.inFlight - amount);
     if (this.closedWith) return;
     this.refillFailures += 1;
     const error = asSluiceError(thrown, (message) => new SluiceError("CONTROLLER_UNAVAILABLE", `${this.name}: ${message}`));
@@ -253,7 +264,7 @@ export class PrefetchingThrottler implements Throttler {
     }
     // Final error: fail, from the back, the callers that the refills still in flight cannot cover.
     for (let i = this.queue.length - 1; i >= this.queueHead; i--) {
-      if (this.available + this.inFlight - this.queuedAmount >= 0) break;
+      if (fits(this.queuedAmount, this.available + this.inFlight)) break;
       const request = this.queue[i];
       if (!request || request.settled) continue;
       request.settled = true;
@@ -295,7 +306,8 @@ export class PrefetchingThrottler implements Throttler {
     // busy new client reaches its steady refill size in a few refills instead of dozens.
     const spanMs = Math.min(windowMs, Math.max(now - oldest.at, 1000 / targetRps));
     const observedRps = count / (spanMs / 1000);
-    const next = ((this.windowAmount / count) * observedRps) / targetRps;
+    // Whole units, like the reference's integer amounts: fractional refills only add float residue.
+    const next = Math.ceil(((this.windowAmount / count) * observedRps) / targetRps - TOLERANCE);
     this.prefetchAmount = Math.min(maxPrefetchAmount, Math.max(minPrefetchAmount, next));
   }
 
@@ -309,6 +321,11 @@ export class PrefetchingThrottler implements Throttler {
     if (this.available > 0) void this.remote.release?.(this.available);
     this.available = 0;
   }
+}
+
+/** A running sum that should be back at zero, without the float residue of its additions. */
+function settleToZero(value: number): number {
+  return Math.abs(value) < TOLERANCE ? 0 : value;
 }
 
 function validAmount(amount: number): boolean {

@@ -201,3 +201,39 @@ describe("PrefetchingThrottler", () => {
     assert.throws(() => throttler.release(-5), (e: unknown) => isSluiceError(e, "INVALID_AMOUNT"));
   });
 });
+
+describe("PrefetchingThrottler properties", () => {
+  it("never leaves a caller waiting with nothing in flight, whatever fractional amounts add up to", async () => {
+    const fc = (await import("fast-check")).default;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.oneof(
+            fc.record({ kind: fc.constant("throttle" as const), amount: fc.double({ min: 0.001, max: 60, noNaN: true }) }),
+            fc.record({ kind: fc.constant("release" as const), amount: fc.double({ min: 0.001, max: 30, noNaN: true }) }),
+            fc.record({ kind: fc.constant("advance" as const), ms: fc.integer({ min: 0, max: 50 }) }),
+          ),
+          { maxLength: 60 },
+        ),
+        async (ops) => {
+          const clock = new ManualClock();
+          // refills come back out of order (latency 5, 1, 3, 5, …), as they can from a real controller
+          let calls = 0;
+          const remote: QuotaRemote = { acquire: (_amount, signal) => clock.sleep([5, 1, 3][calls++ % 3] ?? 1, signal) };
+          const throttler = new PrefetchingThrottler(config({ maxPrefetchAmount: 37.3 }), remote, clock, "api");
+          const pending: Promise<void>[] = [];
+          for (const op of ops) {
+            if (op.kind === "throttle") pending.push(throttler.throttle(op.amount));
+            else if (op.kind === "release") throttler.release(op.amount);
+            else await clock.advance(op.ms);
+          }
+          let settled = 0;
+          for (const p of pending) void p.then(() => (settled += 1));
+          await clock.advanceUntil(() => settled === pending.length, 10, 60_000);
+          assert.equal(settled, pending.length, `stuck: ${JSON.stringify(throttler.stats())}`);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});
