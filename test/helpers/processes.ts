@@ -32,10 +32,10 @@ export class Child {
     return this.process.pid ?? -1;
   }
 
-  async waitFor(pattern: RegExp, timeoutMs = 20_000): Promise<RegExpMatchArray> {
+  async waitFor(pattern: RegExp, timeoutMs = 20_000, stream: "stdout" | "stderr" = "stdout"): Promise<RegExpMatchArray> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      const match = this.stdout.match(pattern);
+      const match = this[stream].match(pattern);
       if (match) return match;
       if (this.process.exitCode !== null || Date.now() > deadline) {
         throw new Error(`no ${pattern} in output after ${timeoutMs} ms (exit ${this.process.exitCode})\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`);
