@@ -333,8 +333,11 @@ function writeServerProperties() {
 function formatStorage() {
   rmSync(dataDir, { recursive: true, force: true });
   mkdirSync(dataDir, { recursive: true });
-  // Kafka cluster ids are 16 random bytes, base64url without padding (22 chars).
-  const clusterId = randomBytes(16).toString("base64url");
+  // Kafka cluster ids are 16 random bytes, base64url without padding (22 chars). One starting with
+  // "-" would be read as an option by StorageTool's argument parser (1 run in 64 failed to start),
+  // so draw again, as Kafka's own Uuid.randomUuid() does.
+  let clusterId = randomBytes(16).toString("base64url");
+  while (clusterId.startsWith("-")) clusterId = randomBytes(16).toString("base64url");
   run(
     javaCommand(),
     [

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The whole test suite: type-check, then every *.test.ts under packages/*/test and test/ with node's
-// test runner. Services that tests need (a Kafka broker) are started here when nothing is listening
+// test runner. Services that tests need (a Kafka broker, a Jaeger) are started here when nothing is listening
 // yet, and stopped by their own pid at the end.
 //
 //   pnpm test                      everything
@@ -41,6 +41,16 @@ if (needsKafka && existsSync(join(root, "scripts/kafka.mjs"))) {
   const kafka = await ensureKafka();
   process.env.KAFKA_BROKERS = kafka.brokers;
   services.push(kafka);
+}
+const needsJaeger = files.some((f) => f.startsWith("test/jaeger") || f.includes("/jaeger/"));
+if (needsJaeger && existsSync(join(root, "scripts/jaeger.mjs"))) {
+  const { ensureJaeger } = await import("./jaeger.mjs");
+  const jaeger = await ensureJaeger();
+  // Not OTEL_EXPORTER_OTLP_ENDPOINT: every `sluice` child of every test would then trace to Jaeger.
+  // Tests that want traces there ask ensureJaeger(), which finds this one running.
+  process.env.JAEGER_OTLP_ENDPOINT = jaeger.otlpHttpEndpoint;
+  process.env.JAEGER_QUERY_URL = jaeger.queryUrl;
+  services.push(jaeger);
 }
 
 console.log(`== node --test (${files.length} files)`);

@@ -4,6 +4,7 @@ import { registerController } from "./commands/controller.ts";
 import { registerReconfigure } from "./commands/reconfigure.ts";
 import { registerRun } from "./commands/run.ts";
 import { registerSchema } from "./commands/schema.ts";
+import { registerTop } from "./commands/top.ts";
 import { registerValidate } from "./commands/validate.ts";
 import { registerWorker } from "./commands/worker.ts";
 
@@ -14,6 +15,7 @@ const COMMANDS: readonly CommandRegistration[] = [
   registerWorker,
   registerController,
   registerReconfigure,
+  registerTop,
   registerValidate,
   registerSchema,
 ];

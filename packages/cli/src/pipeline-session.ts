@@ -17,6 +17,12 @@ export interface SessionOptions {
   readonly finished?: (worker: Worker, generatorsDone: () => boolean) => Promise<void>;
   /** Runs on the way out, after the worker stopped (close the embedded controller, the gRPC client). */
   readonly cleanup?: () => Promise<void>;
+  /**
+   * Starts serving the worker's sensors (--metrics-port, --http-port) as soon as the worker exists,
+   * so /metrics and /healthz answer while it still joins its groups; closed after the worker stopped.
+   * A rejection (port in use) ends the session with exit code 1 before anything started.
+   */
+  readonly serve?: (worker: Worker) => Promise<{ close(): Promise<void> }>;
 }
 
 /**
@@ -35,6 +41,15 @@ export async function runSession(options: SessionOptions): Promise<number> {
     ...(options.workerId ? { workerId: options.workerId } : {}),
     log,
   });
+  let served: { close(): Promise<void> } | undefined;
+  try {
+    served = await options.serve?.(worker);
+  } catch (error) {
+    cli.stderr(`sluice: ${error instanceof Error ? error.message : String(error)}\n`);
+    await worker.close();
+    await options.cleanup?.();
+    return 1;
+  }
   const stop = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
     log.info(`${signal}: stopping`);
@@ -63,6 +78,7 @@ export async function runSession(options: SessionOptions): Promise<number> {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
     await worker.close();
+    await served?.close();
     await options.cleanup?.();
   }
   const elapsedS = (systemClock.now() - startedAt) / 1000;

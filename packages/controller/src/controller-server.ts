@@ -1,3 +1,4 @@
+import type { Tracer } from "@opentelemetry/api";
 import { systemClock, type Clock } from "@sluice/core";
 import { serveQuotaService } from "@sluice/protocol";
 import type { PipelineSpec } from "@sluice/spec";
@@ -17,6 +18,8 @@ export interface StartControllerOptions {
   readonly log?: (line: string) => void;
   /** How long close() lets answered calls drain before cutting connections. Default 2000 ms. */
   readonly closeGraceMs?: number;
+  /** Tracer of the RequestQuota spans (see ControllerOptions.tracer). */
+  readonly tracer?: Tracer;
 }
 
 export interface RunningController {
@@ -37,6 +40,7 @@ export async function startController(options: StartControllerOptions): Promise<
     computations: Object.keys(options.spec.computations),
     clock: options.clock ?? systemClock,
     ...(options.log ? { log: options.log } : {}),
+    ...(options.tracer ? { tracer: options.tracer } : {}),
   });
   let server;
   try {

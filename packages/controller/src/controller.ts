@@ -1,3 +1,4 @@
+import { trace, type Tracer } from "@opentelemetry/api";
 import {
   QUOTA_BUCKET_DEFAULTS,
   QuotaBucketDriver,
@@ -15,10 +16,11 @@ import type {
   RequestQuotaCall,
   RequestQuotaResult,
 } from "@sluice/protocol";
-import { validateDynamicSpec, type DynamicSpec } from "@sluice/spec";
+import { DEFAULT_CLASS_ID, validateDynamicSpec, type DynamicSpec } from "@sluice/spec";
 import { bucketConfigOf, describeLimit, sameBucketConfig } from "./bucket-config.ts";
 import { GRANTED_RATE_SAMPLE_MS, GrantedRates } from "./granted-rates.ts";
 import { jsonSyntaxPosition } from "./json-syntax-position.ts";
+import { traceRequestQuota } from "./request-quota-span.ts";
 
 export interface ControllerOptions {
   /** The validated dynamic_spec the controller starts with (version 1). */
@@ -34,6 +36,12 @@ export interface ControllerOptions {
   readonly log?: (line: string) => void;
   /** How long a timed-out or cancelled request keeps its place. Default QUOTA_BUCKET_DEFAULTS.detachedGraceMs. */
   readonly detachedGraceMs?: number;
+  /**
+   * Records a span per RequestQuota, a child of the caller's span when the call carries W3C trace
+   * context. Default: the global tracer provider's (a no-op until an SDK registers one). `sluice run`
+   * passes a tracer of its own so that the embedded controller's spans carry `sluice-controller`.
+   */
+  readonly tracer?: Tracer;
 }
 
 export interface ControllerClassSnapshot extends QuotaClassSnapshot {
@@ -76,6 +84,7 @@ export class Controller implements QuotaServiceHandler {
   private readonly computations: readonly string[];
   private readonly log: (line: string) => void;
   private readonly detachedGraceMs: number;
+  private readonly tracer: Tracer;
   private spec: DynamicSpec;
   private currentVersion = 1;
   private closedWith: SluiceError | null = null;
@@ -85,6 +94,7 @@ export class Controller implements QuotaServiceHandler {
     this.computations = [...options.computations];
     this.log = options.log ?? (() => {});
     this.detachedGraceMs = options.detachedGraceMs ?? QUOTA_BUCKET_DEFAULTS.detachedGraceMs;
+    this.tracer = options.tracer ?? trace.getTracer("@sluice/controller");
     this.spec = options.dynamicSpec;
     for (const [id, throttler] of Object.entries(options.dynamicSpec.throttlers)) {
       this.addDriver(id, bucketConfigOf(throttler, this.detachedGraceMs));
@@ -110,7 +120,11 @@ export class Controller implements QuotaServiceHandler {
     return [...this.configs].map(([id, config]) => `${id}=${describeLimit(config)}`).join(", ");
   }
 
-  async requestQuota(call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult> {
+  requestQuota(call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult> {
+    return traceRequestQuota(this.tracer, this.clock, call, context, this.classIdOf(call), () => this.acquire(call, context));
+  }
+
+  private async acquire(call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult> {
     const driver = this.driverFor(call.throttlerId);
     // DESIGN §4.10: an RPC that is cancelled or passes its deadline keeps its place (detached) for
     // a retry with the same request_id, instead of going to the back of the queue.
@@ -285,6 +299,12 @@ export class Controller implements QuotaServiceHandler {
         `declared throttlers: ${list})`,
       { throttlerId, declared, version: this.currentVersion },
     );
+  }
+
+  /** The class a request is served in: its own if declared on the throttler, else `default` (DESIGN §4.2). */
+  private classIdOf(call: RequestQuotaCall): string {
+    const classes = this.spec.throttlers[call.throttlerId]?.classes ?? {};
+    return call.quotaClassId !== "" && Object.hasOwn(classes, call.quotaClassId) ? call.quotaClassId : DEFAULT_CLASS_ID;
   }
 
   private throwIfClosed(): void {

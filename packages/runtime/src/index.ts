@@ -32,3 +32,4 @@ export { retryBackoffMs } from "./throttling/retry-backoff.ts";
 export { RetryingQuotaRemote, type QuotaRpcOutcome, type RetryingQuotaRemoteOptions } from "./throttling/retrying-quota-remote.ts";
 export { ThrottlerHandle, type ThrottlerHandleMetrics } from "./throttling/throttler-handle.ts";
 export { Worker, type WorkerOptions } from "./worker.ts";
+export { defaultWorkerId } from "./worker-id.ts";

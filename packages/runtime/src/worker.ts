@@ -1,4 +1,3 @@
-import { hostname } from "node:os";
 import { trace, type Tracer } from "@opentelemetry/api";
 import { systemClock, type Clock } from "@sluice/core";
 import type { QuotaServiceClient } from "@sluice/protocol";
@@ -14,6 +13,7 @@ import type { Sink } from "./ports/sink.ts";
 import type { BatchContext, PartitionRef, Source, SourceBatch } from "./ports/source.ts";
 import { DistributedThrottlerFactory } from "./throttling/distributed-throttler-factory.ts";
 import { DynamicSpecWatcher } from "./throttling/dynamic-spec-watcher.ts";
+import { defaultWorkerId } from "./worker-id.ts";
 
 export interface WorkerOptions {
   readonly pipeline: PipelineSpec;
@@ -63,7 +63,7 @@ export class Worker {
   private closing: Promise<void> | null = null;
 
   constructor(private readonly options: WorkerOptions) {
-    this.workerId = options.workerId ?? `${hostname()}-${process.pid}`;
+    this.workerId = options.workerId ?? defaultWorkerId();
     this.clock = options.clock ?? systemClock;
     this.log = options.log ?? consoleLogger(`worker ${this.workerId}`);
     this.tracer = options.tracer ?? trace.getTracer("@sluice/runtime");
@@ -226,6 +226,7 @@ function sumMetrics(a: ThrottlerMetricsView, b: ThrottlerMetricsView): Throttler
     waitCount: a.waitCount + b.waitCount,
     waitSumMs: a.waitSumMs + b.waitSumMs,
     waitMaxMs: Math.max(a.waitMaxMs, b.waitMaxMs),
+    waitBuckets: a.waitBuckets.map((n, i) => n + (b.waitBuckets[i] ?? 0)),
     rpcCount: a.rpcCount + b.rpcCount,
     rpcFailures: a.rpcFailures + b.rpcFailures,
   };

@@ -2,11 +2,17 @@ import { startController, type RunningController } from "@sluice/controller";
 import { InvalidArgumentError } from "commander";
 import { EXIT_FAILURE, EXIT_OK, type CommandRegistration } from "../cli.ts";
 import { loadPipelineSpec } from "../load-spec.ts";
+import { controllerService } from "../traced-services.ts";
+import { OTLP_OPTION_DESCRIPTION, parseOtlpUrl, startTracing, type Tracing } from "../tracing.ts";
+import { DEFAULT_HTTP_HOST, parseHttpPort, serveControllerStatus } from "../status-endpoints.ts";
 
 interface ControllerOptions {
   readonly host: string;
   readonly port: number;
   readonly token?: string;
+  readonly otlp?: string;
+  readonly httpPort?: number;
+  readonly httpHost: string;
 }
 
 export const DEFAULT_CONTROLLER_PORT = 7070;
@@ -21,6 +27,9 @@ export const registerController: CommandRegistration = (program, cli) => {
     .option("--host <host>", "interface to listen on", "127.0.0.1")
     .option("--port <port>", "TCP port; 0 picks a free one", parsePort, DEFAULT_CONTROLLER_PORT)
     .option("--token <token>", `require "authorization: Bearer <token>" on every call (default: $${CONTROLLER_TOKEN_ENV})`)
+    .option("--http-port <port>", "also serve the live dashboard (/), /api/snapshot, Prometheus /metrics and /healthz over HTTP; 0 picks a free port", parseHttpPort)
+    .option("--http-host <host>", "interface of the --http-port server", DEFAULT_HTTP_HOST)
+    .option("--otlp <url>", OTLP_OPTION_DESCRIPTION, parseOtlpUrl)
     .action(async (specPath: string, options: ControllerOptions) => {
       const say = (line: string) => cli.stdout(`sluice controller: ${line}\n`);
       const loaded = await loadPipelineSpec(specPath);
@@ -34,7 +43,11 @@ export const registerController: CommandRegistration = (program, cli) => {
       const { spec } = loaded;
       const token = options.token ?? nonEmpty(process.env[CONTROLLER_TOKEN_ENV]);
       let running: RunningController;
+      let tracing: Tracing | undefined;
       try {
+        // Registered globally: the Controller's default tracer reports to it.
+        tracing = await startTracing({ ...(options.otlp ? { otlp: options.otlp } : {}), service: controllerService(spec, {}) });
+        if (tracing.enabled) say(tracing.description);
         running = await startController({
           spec,
           host: options.host,
@@ -44,6 +57,7 @@ export const registerController: CommandRegistration = (program, cli) => {
         });
       } catch (error) {
         cli.stderr(`sluice controller: ${error instanceof Error ? error.message : String(error)}\n`);
+        await tracing?.shutdown();
         cli.setExitCode(EXIT_FAILURE);
         return;
       }
@@ -54,6 +68,17 @@ export const registerController: CommandRegistration = (program, cli) => {
           `(${throttlers} ${throttlers === 1 ? "throttler" : "throttlers"}${limits ? `: ${limits}` : ""})` +
           (token !== undefined ? ", token required" : ""),
       );
+      let dashboard: { close(): Promise<void> } | null = null;
+      if (options.httpPort !== undefined) {
+        try {
+          dashboard = await serveControllerStatus(running.controller, spec.pipeline, { host: options.httpHost, port: options.httpPort }, say);
+        } catch (error) {
+          cli.stderr(`sluice controller: ${error instanceof Error ? error.message : String(error)}\n`);
+          await running.close();
+          cli.setExitCode(EXIT_FAILURE);
+          return;
+        }
+      }
 
       const signal = await new Promise<NodeJS.Signals>((resolve) => {
         const onSignal = (received: NodeJS.Signals) => {
@@ -65,7 +90,9 @@ export const registerController: CommandRegistration = (program, cli) => {
         process.on("SIGTERM", onSignal);
       });
       say(`${signal}: shutting down (waiting requests get CONTROLLER_UNAVAILABLE and retry against the next controller)`);
+      await dashboard?.close();
       await running.close();
+      await tracing.shutdown(); // the answered calls' spans are ended: export them before exiting
       say("stopped");
       cli.setExitCode(EXIT_OK);
     });

@@ -1,3 +1,4 @@
+import type { Tracer } from "@opentelemetry/api";
 import { systemClock } from "@sluice/core";
 import { Controller, startController, type RunningController } from "@sluice/controller";
 import { createGrpcQuotaClient, createInMemoryQuotaClient, type QuotaServiceClient } from "@sluice/protocol";
@@ -7,12 +8,18 @@ import { EXIT_FAILURE, type CommandRegistration } from "../cli.ts";
 import { createKafkaIo } from "../kafka-io.ts";
 import { loadPipelineSpec } from "../load-spec.ts";
 import { runSession } from "../pipeline-session.ts";
+import { DEFAULT_HTTP_HOST, parseHttpPort, serveRunStatus } from "../status-endpoints.ts";
+import { runServices } from "../traced-services.ts";
+import { OTLP_OPTION_DESCRIPTION, parseOtlpUrl, startTracing } from "../tracing.ts";
 
 interface RunOptions {
   readonly quiet?: boolean;
   readonly drain?: boolean;
   readonly controllerPort?: string;
   readonly workerId?: string;
+  readonly otlp?: string;
+  readonly httpPort?: number;
+  readonly httpHost: string;
 }
 
 export const registerRun: CommandRegistration = (program, cli) => {
@@ -27,6 +34,13 @@ export const registerRun: CommandRegistration = (program, cli) => {
     .option("--drain", "exit once the generators finished and every input is processed (in-memory streams only)")
     .option("--controller-port <port>", "also serve the embedded controller over gRPC on 127.0.0.1:<port>, for `sluice reconfigure` and `sluice top`")
     .option("--worker-id <id>", "worker id in job ids and client ids (default: host-pid)")
+    .option(
+      "--http-port <port>",
+      "serve the embedded controller's live dashboard (/) and /api/snapshot, Prometheus /metrics of the controller and the worker, and /healthz on one HTTP port; 0 picks a free port",
+      parseHttpPort,
+    )
+    .option("--http-host <host>", "interface of the --http-port server", DEFAULT_HTTP_HOST)
+    .option("--otlp <url>", OTLP_OPTION_DESCRIPTION, parseOtlpUrl)
     .action(async (specPath: string, options: RunOptions) => {
       const loaded = await loadPipelineSpec(specPath);
       if (!loaded.ok) {
@@ -40,7 +54,10 @@ export const registerRun: CommandRegistration = (program, cli) => {
         cli.setExitCode(EXIT_FAILURE);
         return;
       }
-      const quota = await connectQuota(spec, options, (line) => cli.stdout(`${line}\n`));
+      // Before anything that makes spans; the embedded controller's spans go to a tracer of its own.
+      const tracing = await startTracing({ ...(options.otlp ? { otlp: options.otlp } : {}), ...runServices(spec, options.workerId) });
+      if (tracing.enabled) cli.stdout(`sluice run: ${tracing.description}\n`);
+      const quota = await connectQuota(spec, options, (line) => cli.stdout(`${line}\n`), tracing.embeddedTracer);
       const io: IoFactory = spec.kafka ? await createKafkaIo(spec) : new MemoryIoFactory(spec);
       const code = await runSession({
         spec,
@@ -50,9 +67,18 @@ export const registerRun: CommandRegistration = (program, cli) => {
         ...(options.workerId ? { workerId: options.workerId } : {}),
         quiet: options.quiet === true,
         cli,
+        ...(options.httpPort !== undefined
+          ? {
+              serve: (worker) =>
+                serveRunStatus(quota.controller, worker, spec.pipeline, { host: options.httpHost, port: options.httpPort ?? 0 }, (line) =>
+                  cli.stdout(`sluice run: ${line}\n`),
+                ),
+            }
+          : {}),
         ...(options.drain && io instanceof MemoryIoFactory ? { finished: (worker, generatorsDone) => drained(worker, generatorsDone, io, spec) } : {}),
         cleanup: quota.close,
-      });
+        // After the summary: an unreachable collector may hold the exit for SHUTDOWN_TIMEOUT_MS.
+      }).finally(() => tracing.shutdown());
       cli.setExitCode(code);
     });
 };
@@ -62,24 +88,32 @@ async function connectQuota(
   spec: PipelineSpec,
   options: RunOptions,
   log: (line: string) => void,
-): Promise<{ client: QuotaServiceClient; close: () => Promise<void> }> {
+  tracer: Tracer | undefined,
+): Promise<{ client: QuotaServiceClient; controller: Controller | null; close: () => Promise<void> }> {
   const address = spec.controller?.address;
   if (address) {
     const client = createGrpcQuotaClient(address);
-    return { client, close: async () => client.close() };
+    return { client, controller: null, close: async () => client.close() };
   }
   let served: RunningController | null = null;
   let controller: Controller;
   if (options.controllerPort !== undefined) {
-    served = await startController({ spec, port: Number(options.controllerPort), log });
+    served = await startController({ spec, port: Number(options.controllerPort), log, ...(tracer ? { tracer } : {}) });
     controller = served.controller;
     log(`sluice run: embedded controller listening on ${served.address}`);
   } else {
-    controller = new Controller({ dynamicSpec: spec.dynamic_spec, computations: Object.keys(spec.computations), clock: systemClock, log });
+    controller = new Controller({
+      dynamicSpec: spec.dynamic_spec,
+      computations: Object.keys(spec.computations),
+      clock: systemClock,
+      log,
+      ...(tracer ? { tracer } : {}),
+    });
   }
   const client = createInMemoryQuotaClient(controller);
   return {
     client,
+    controller,
     close: async () => {
       client.close();
       if (served) await served.close();

@@ -108,6 +108,7 @@ export class Job {
       waitCount: m.waitTime.count,
       waitSumMs: m.waitTime.sumMs,
       waitMaxMs: m.waitTime.maxMs,
+      waitBuckets: m.waitTime.buckets,
       rpcCount: m.rpcCount,
       rpcFailures: m.rpcFailures,
     }));
@@ -181,24 +182,26 @@ export class Job {
     if ((!rowsId && !bytesId) || rows === 0) return;
     const { throttlers, clock, stats } = this.options;
     const attributes: Attributes = {};
-    const waits: Promise<void>[] = [];
     if (rowsId) {
       attributes["sluice.throttle.rows.throttler_id"] = rowsId;
       attributes["sluice.throttle.rows.class_id"] = throttlers.classIdFor(rowsId) || "default";
       attributes["sluice.throttle.rows.amount"] = rows;
-      waits.push(throttlers.getThrottlerOrThrow(rowsId).throttle(rows, { signal }));
     }
     if (bytesId) {
       attributes["sluice.throttle.bytes.throttler_id"] = bytesId;
       attributes["sluice.throttle.bytes.class_id"] = throttlers.classIdFor(bytesId) || "default";
       attributes["sluice.throttle.bytes.amount"] = bytes;
-      waits.push(throttlers.getThrottlerOrThrow(bytesId).throttle(bytes, { signal }));
     }
     attributes["sluice.throttle.priority_ms"] = throttlers.priority;
     await this.options.tracer.startActiveSpan("Input.Throttle", { attributes }, async (span) => {
       const startedAt = clock.now();
       try {
-        await Promise.all(waits);
+        // Asked inside the span: a throttle() that misses the pool sends its refill RPC right here,
+        // and the RPC carries the active context, so the controller's span becomes this one's child.
+        await Promise.all([
+          ...(rowsId ? [throttlers.getThrottlerOrThrow(rowsId).throttle(rows, { signal })] : []),
+          ...(bytesId ? [throttlers.getThrottlerOrThrow(bytesId).throttle(bytes, { signal })] : []),
+        ]);
       } catch (error) {
         failSpan(span, error);
         throw error;

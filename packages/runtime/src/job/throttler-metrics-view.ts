@@ -7,6 +7,8 @@ export interface ThrottlerMetricsView {
   readonly waitCount: number;
   readonly waitSumMs: number;
   readonly waitMaxMs: number;
+  /** Cumulative counts of those waits per upper bound of WAIT_BUCKETS_MS (for a histogram on /metrics). */
+  readonly waitBuckets: readonly number[];
   readonly rpcCount: number;
   readonly rpcFailures: number;
 }

@@ -128,6 +128,7 @@ export class DistributedThrottlerFactory {
       spec,
       priority: () => this.priorityMs,
       classId: () => this.classIdFor(throttlerId),
+      traceContext: () => handle.callerContext,
       clock: this.options.clock,
       ...(this.options.random ? { random: this.options.random } : {}),
       onRpc: (outcome) => {

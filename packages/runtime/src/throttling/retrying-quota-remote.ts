@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { context, propagation, type Context } from "@opentelemetry/api";
 import { asSluiceError, cancelledError, SluiceError, type Clock, type QuotaRemote } from "@sluice/core";
 import type { QuotaServiceClient } from "@sluice/protocol";
 import type { ThrottlerSpec } from "@sluice/spec";
@@ -22,6 +23,11 @@ export interface RetryingQuotaRemoteOptions {
   readonly priority: () => number;
   /** Quota class for this throttler, read when each RPC is sent (DESIGN §4.9). */
   readonly classId: () => string;
+  /**
+   * The trace context each attempt is sent under (W3C `traceparent` in the call's metadata), read
+   * when the attempt is sent. Default: the active context.
+   */
+  readonly traceContext?: () => Context;
   readonly clock: Clock;
   readonly random?: () => number;
   readonly onRpc?: (outcome: QuotaRpcOutcome) => void;
@@ -55,7 +61,7 @@ export class RetryingQuotaRemote implements QuotaRemote {
             quotaClassId: this.options.classId(),
             requestId,
           },
-          { deadlineAt: Math.min(sentAt + spec.rpc_timeout, giveUpAt), signal },
+          { deadlineAt: Math.min(sentAt + spec.rpc_timeout, giveUpAt), signal, ...this.traceMetadata() },
         );
         this.options.onRpc?.({ throttlerId, ok: true, latencyMs: clock.now() - sentAt });
         return;
@@ -80,6 +86,16 @@ export class RetryingQuotaRemote implements QuotaRemote {
       }
       if (pause > 0) await clock.sleep(pause, signal);
     }
+  }
+
+  /**
+   * W3C trace context of the waiting caller, so the controller's span is its child (DESIGN §2.1).
+   * Empty without an SDK: the global propagator is then a no-op and nothing is sent.
+   */
+  private traceMetadata(): { metadata?: Record<string, string> } {
+    const carrier: Record<string, string> = {};
+    propagation.inject(this.options.traceContext?.() ?? context.active(), carrier);
+    return Object.keys(carrier).length > 0 ? { metadata: carrier } : {};
   }
 
   /** Best effort: quota that cannot be returned simply expires with the bucket's refill. */

@@ -1,3 +1,4 @@
+import { context, ROOT_CONTEXT, type Context } from "@opentelemetry/api";
 import { RESOLVED, SluiceError, WaitHistogram, type Clock, type ThrottleOptions, type Throttler, type WaitHistogramView } from "@sluice/core";
 
 export interface ThrottlerHandleMetrics {
@@ -21,6 +22,7 @@ export class ThrottlerHandle implements Throttler {
   private consumed = 0;
   private released = 0;
   private readonly waits = new WaitHistogram();
+  private lastCaller: Context = ROOT_CONTEXT;
   rpcCount = 0;
   rpcFailures = 0;
 
@@ -38,9 +40,22 @@ export class ThrottlerHandle implements Throttler {
     this.current = client;
   }
 
+  /**
+   * The trace context of the latest throttle()/tryAcquire() caller: the parent of the controller's
+   * RequestQuota span. A refill sent synchronously by a call that missed the pool gets that call's
+   * own context. One sent later from a callback (the refill kept queued while callers outrun the
+   * pool, a retry after a failure) goes to the latest caller, whose demand it follows — not to
+   * whatever context the refill's promise chain captured: with AsyncLocalStorage that is the caller
+   * that started the chain, so every refill of a busy job would pile up under its first iteration.
+   */
+  get callerContext(): Context {
+    return this.lastCaller;
+  }
+
   throttle(amount: number, options?: ThrottleOptions): Promise<void> {
     const client = this.current;
     if (client === null) return Promise.reject(this.notDeclared());
+    this.lastCaller = context.active();
     const pending = client.throttle(amount, options);
     if (pending === RESOLVED) {
       // Fast path: the pool answered; no timer, no allocation.
@@ -57,6 +72,7 @@ export class ThrottlerHandle implements Throttler {
   tryAcquire(amount: number): boolean {
     const client = this.current;
     if (client === null) throw this.notDeclared();
+    this.lastCaller = context.active();
     const taken = client.tryAcquire(amount);
     if (taken) this.consumed += amount;
     return taken;

@@ -1,0 +1,137 @@
+import { isSluiceError } from "@sluice/core";
+import type { ControllerSnapshot } from "@sluice/controller";
+import { createGrpcQuotaClient, type QuotaServiceClient } from "@sluice/protocol";
+import { parseDuration } from "@sluice/spec";
+import { InvalidArgumentError, Option } from "commander";
+import { EXIT_FAILURE, EXIT_OK, type CommandRegistration } from "../cli.ts";
+import { formatTopFrame } from "../top-frame.ts";
+import { CONTROLLER_TOKEN_ENV } from "./controller.ts";
+
+interface TopOptions {
+  readonly controller: string;
+  readonly interval: number;
+  readonly once?: boolean;
+  readonly token?: string;
+}
+
+/** DescribeThrottlers answers at once; a controller that does not within this is reported as unreachable. */
+const DESCRIBE_DEADLINE_MS = 5_000;
+
+// Terminal control: the alternate screen keeps the user's scrollback intact (as top and htop do).
+const ENTER_SCREEN = "\x1b[?1049h\x1b[?25l";
+const LEAVE_SCREEN = "\x1b[?25h\x1b[?1049l";
+const HOME = "\x1b[H";
+const CLEAR_LINE_END = "\x1b[K";
+const CLEAR_BELOW = "\x1b[J";
+
+export const registerTop: CommandRegistration = (program, cli) => {
+  program
+    .command("top")
+    .description("watch a running controller's throttlers in the terminal: limit, granted rate, queue, wait, class shares")
+    .requiredOption("--controller <host:port>", "address of the controller (`sluice controller --port`, or `sluice run --controller-port`)")
+    .addOption(new Option("--interval <duration>", 'refresh period, e.g. "2s", "500ms"').argParser(parseInterval).default(1000, "1s"))
+    .option("--once", "print one picture and exit (for scripts and logs)")
+    .option("--token <token>", `controller token (default: $${CONTROLLER_TOKEN_ENV})`)
+    .action(async (options: TopOptions) => {
+      const token = options.token ?? (process.env[CONTROLLER_TOKEN_ENV] || undefined);
+      const client = createGrpcQuotaClient(options.controller, token !== undefined ? { token } : {});
+      const terminal = process.stdout.isTTY === true;
+      const color = terminal && !process.env["NO_COLOR"];
+      const columns = process.stdout.columns ?? 120;
+      try {
+        if (options.once) {
+          const snapshot = await describe(client);
+          cli.stdout(`${formatTopFrame({ address: options.controller, snapshot, intervalMs: options.interval, color, columns }).join("\n")}\n`);
+          cli.setExitCode(EXIT_OK);
+          return;
+        }
+        await watch(client, options, terminal, color, (text) => cli.stdout(text));
+        cli.setExitCode(EXIT_OK);
+      } catch (error) {
+        cli.stderr(`sluice top: ${unreachable(error, options.controller)}\n`);
+        cli.setExitCode(EXIT_FAILURE);
+      } finally {
+        client.close();
+      }
+    });
+};
+
+/** Redraws every interval until Ctrl-C (SIGINT) or SIGTERM; a failed refresh keeps the last picture with the error. */
+async function watch(client: QuotaServiceClient, options: TopOptions, terminal: boolean, color: boolean, write: (text: string) => void): Promise<void> {
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  // The first answer decides whether there is anything to watch: a wrong address fails at once.
+  let snapshot = await describe(client);
+  let previous: ControllerSnapshot | undefined;
+  let error: string | undefined;
+  if (terminal) write(ENTER_SCREEN);
+  try {
+    while (!stop.signal.aborted) {
+      const lines = formatTopFrame({
+        address: options.controller,
+        snapshot,
+        ...(previous ? { previous } : {}),
+        intervalMs: options.interval,
+        ...(error ? { error } : {}),
+        color,
+        columns: process.stdout.columns ?? 120,
+      });
+      // In place: home, each line over the old one, clear what the old picture had below.
+      write(terminal ? `${HOME}${lines.map((line) => `${line}${CLEAR_LINE_END}`).join("\n")}\n${CLEAR_BELOW}` : `${lines.join("\n")}\n\n`);
+      await sleep(options.interval, stop.signal);
+      if (stop.signal.aborted) break;
+      try {
+        const next = await describe(client, stop.signal); // Ctrl-C does not wait for a slow answer
+        previous = snapshot;
+        snapshot = next;
+        error = undefined;
+      } catch (thrown) {
+        if (stop.signal.aborted) break;
+        error = unreachable(thrown, options.controller);
+      }
+    }
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+    if (terminal) write(LEAVE_SCREEN);
+  }
+}
+
+async function describe(client: QuotaServiceClient, signal?: AbortSignal): Promise<ControllerSnapshot> {
+  const { snapshotJson } = await client.describeThrottlers({ deadlineAt: Date.now() + DESCRIBE_DEADLINE_MS, ...(signal ? { signal } : {}) });
+  const parsed = JSON.parse(snapshotJson) as ControllerSnapshot;
+  if (!Array.isArray(parsed.throttlers)) throw new Error(`DescribeThrottlers answered without a throttler list: ${snapshotJson.slice(0, 200)}`);
+  return parsed;
+}
+
+function unreachable(error: unknown, address: string): string {
+  if (isSluiceError(error) && (error.code === "CONTROLLER_UNAVAILABLE" || error.code === "QUOTA_TIMEOUT")) {
+    return `${error.text}; is \`sluice controller\` (or \`sluice run --controller-port\`) serving ${address}?`;
+  }
+  return error instanceof Error ? error.message : String(error);
+}
+
+function parseInterval(value: string): number {
+  let ms: number;
+  try {
+    ms = parseDuration(/^\d+$/.test(value) ? Number(value) : value);
+  } catch (error) {
+    throw new InvalidArgumentError(error instanceof Error ? error.message : String(error));
+  }
+  if (ms < 100) throw new InvalidArgumentError(`--interval must be at least 100ms, got "${value}"`);
+  return ms;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}

@@ -1,0 +1,82 @@
+import { PrometheusText, startControllerStatusServer, startStatusServer, type Controller, type RunningStatusServer } from "@sluice/controller";
+import { InvalidArgumentError } from "commander";
+import { writeWorkerMetrics, type WorkerMetricsSource } from "./worker-metrics.ts";
+
+// The HTTP endpoints of each command (dashboard, /api/snapshot, /metrics, /healthz) and the lines
+// they print: tests and scripts parse `… on http://127.0.0.1:<port>/…`, so the shapes are fixed here.
+
+export const DEFAULT_HTTP_HOST = "127.0.0.1";
+
+/** `--http-port` / `--metrics-port` values: 0 picks a free port (the printed line tells which). */
+export function parseHttpPort(value: string): number {
+  const port = Number(value);
+  if (!/^\d+$/.test(value) || port > 65_535) throw new InvalidArgumentError(`a TCP port is an integer from 0 to 65535, got "${value}"`);
+  return port;
+}
+
+export interface HttpEndpointOptions {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** `sluice controller --http-port`: dashboard and the controller's metrics. */
+export async function serveControllerStatus(
+  controller: Controller,
+  pipeline: string,
+  endpoint: HttpEndpointOptions,
+  say: (line: string) => void,
+): Promise<RunningStatusServer> {
+  const server = await startControllerStatusServer({ controller, ...endpoint, title: `pipeline "${pipeline}"` });
+  say(`dashboard on ${server.url} (metrics: ${server.url}metrics)`);
+  return server;
+}
+
+/**
+ * `sluice run --http-port`: one port for the whole process. With the embedded controller, its
+ * dashboard and metrics plus the worker's metrics; with a remote controller (controller.address),
+ * the worker's metrics only — the dashboard is the remote controller's.
+ */
+export async function serveRunStatus(
+  controller: Controller | null,
+  worker: WorkerMetricsSource,
+  pipeline: string,
+  endpoint: HttpEndpointOptions,
+  say: (line: string) => void,
+): Promise<RunningStatusServer> {
+  if (controller) {
+    const server = await startControllerStatusServer({
+      controller,
+      ...endpoint,
+      title: `pipeline "${pipeline}"`,
+      moreMetrics: (out) => writeWorkerMetrics(out, pipeline, worker),
+    });
+    say(`dashboard on ${server.url} (metrics of the embedded controller and the worker: ${server.url}metrics)`);
+    return server;
+  }
+  const server = await serveWorkerOnly(worker, pipeline, endpoint);
+  say(`metrics on ${server.url}metrics (the dashboard is on the controller's --http-port)`);
+  return server;
+}
+
+/** `sluice worker --metrics-port`: the worker's metrics and /healthz. */
+export async function serveWorkerMetrics(
+  worker: WorkerMetricsSource,
+  pipeline: string,
+  endpoint: HttpEndpointOptions,
+  say: (line: string) => void,
+): Promise<RunningStatusServer> {
+  const server = await serveWorkerOnly(worker, pipeline, endpoint);
+  say(`metrics on ${server.url}metrics`);
+  return server;
+}
+
+function serveWorkerOnly(worker: WorkerMetricsSource, pipeline: string, endpoint: HttpEndpointOptions): Promise<RunningStatusServer> {
+  return startStatusServer({
+    ...endpoint,
+    metrics: () => {
+      const out = new PrometheusText();
+      writeWorkerMetrics(out, pipeline, worker);
+      return out.toString();
+    },
+  });
+}

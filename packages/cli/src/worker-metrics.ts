@@ -1,0 +1,57 @@
+import { histogramWithMax, type PrometheusText, type Sample } from "@sluice/controller";
+import type { ComputationStatsView, ThrottlerMetricsView } from "@sluice/runtime";
+
+// The worker's sensors in Prometheus style. The reference's worker sensors
+// (yt.flow.worker.computation.throttlers.{consumed,released,wait_time}, tagged computation_id and
+// throttler_id, and the RPC client's request_count / failed_request_count for RequestQuota; see
+// reference/ytflow.md §5) plus the per-computation figures a Flink user reads first: records and
+// bytes processed, failures, lag.
+//
+// Rendered here, in the CLI, rather than in @sluice/runtime: the runtime keeps the numbers
+// (Worker.stats(), Worker.throttlerMetrics()) and must not import @sluice/controller (DESIGN §2),
+// where the exposition writer lives; serving them is a concern of the process, which the CLI owns.
+
+/** What the worker's /metrics reads: a Worker, or anything shaped like one. */
+export interface WorkerMetricsSource {
+  readonly workerId: string;
+  stats(): readonly ComputationStatsView[];
+  throttlerMetrics(): readonly ThrottlerMetricsView[];
+}
+
+export function writeWorkerMetrics(out: PrometheusText, pipeline: string, worker: WorkerMetricsSource): void {
+  const stats = worker.stats();
+  const throttlers = [...worker.throttlerMetrics()].sort((a, b) => a.computation.localeCompare(b.computation) || a.throttlerId.localeCompare(b.throttlerId));
+  const perComputation = (value: (s: ComputationStatsView) => number | null): Sample[] =>
+    stats.flatMap((s) => {
+      const v = value(s);
+      return v === null ? [] : [{ labels: { computation_id: s.computation }, value: v }];
+    });
+  const perThrottler = (value: (m: ThrottlerMetricsView) => number): Sample[] =>
+    throttlers.map((m) => ({ labels: { computation_id: m.computation, throttler_id: m.throttlerId }, value: value(m) }));
+
+  out.gauge("sluice_worker_info", "Always 1; labels name this worker and its pipeline.", [{ labels: { worker_id: worker.workerId, pipeline }, value: 1 }]);
+  out
+    .counter("sluice_worker_computation_rows_total", "Messages processed (Process iterations that returned and were committed).", perComputation((s) => s.rows))
+    .counter("sluice_worker_computation_bytes_total", "Bytes processed: key + value + headers of each message, before compression.", perComputation((s) => s.bytes))
+    .counter("sluice_worker_computation_iterations_total", "Process iterations (batches) completed.", perComputation((s) => s.iterations))
+    .counter("sluice_worker_computation_failures_total", "Failed iterations (process threw, output or commit failed); the job restarts from its last commit.", perComputation((s) => s.failures))
+    .counter("sluice_worker_computation_throttle_wait_ms_total", "Time iterations waited in Input.Throttle, summed over jobs, milliseconds.", perComputation((s) => s.throttleWaitMs))
+    .gauge("sluice_worker_computation_lag_ms", "Now minus the event time of the last processed message, milliseconds; absent before the first.", perComputation((s) => s.lagMs))
+    .gauge("sluice_worker_computation_active_jobs", "Jobs (input partitions) of the computation running on this worker.", perComputation((s) => s.activeJobs));
+
+  out
+    .counter("sluice_worker_throttler_consumed_total", "Units handed to callers by the throttler client (automatic input throttling and ctx.getThrottlerOrThrow).", perThrottler((m) => m.consumed))
+    .counter("sluice_worker_throttler_released_total", "Units given back with release().", perThrottler((m) => m.released));
+  histogramWithMax(
+    out,
+    "sluice_worker_throttler_wait_time_ms",
+    "Time a throttle() call waited because the local prefetch pool could not answer at once, milliseconds.",
+    throttlers.map((m) => ({
+      labels: { computation_id: m.computation, throttler_id: m.throttlerId },
+      view: { count: m.waitCount, sumMs: m.waitSumMs, maxMs: m.waitMaxMs, buckets: m.waitBuckets },
+    })),
+  );
+  out
+    .counter("sluice_worker_quota_rpc_total", "RequestQuota calls sent to the controller, each retry counted.", perThrottler((m) => m.rpcCount))
+    .counter("sluice_worker_quota_rpc_failures_total", "RequestQuota calls that failed (controller unreachable, deadline, refusal); most are retried.", perThrottler((m) => m.rpcFailures));
+}

@@ -1,0 +1,33 @@
+import type { Controller } from "../controller.ts";
+import { writeControllerMetrics } from "../metrics/controller-metrics.ts";
+import { PrometheusText } from "../metrics/prometheus-text.ts";
+import { startStatusServer, type RunningStatusServer } from "./status-server.ts";
+
+export interface ControllerStatusOptions {
+  readonly controller: Controller;
+  /** Default 127.0.0.1. */
+  readonly host?: string;
+  /** 0 = any free port. */
+  readonly port: number;
+  /** Dashboard title, e.g. `pipeline "enricher"`. */
+  readonly title?: string;
+  /** More families on the same /metrics: `sluice run` adds its worker's, so one port shows the whole process. */
+  readonly moreMetrics?: (out: PrometheusText) => void;
+}
+
+/** The controller's dashboard, /api/snapshot and /metrics on one HTTP port (`sluice controller --http-port`). */
+export function startControllerStatusServer(options: ControllerStatusOptions): Promise<RunningStatusServer> {
+  const { controller } = options;
+  return startStatusServer({
+    port: options.port,
+    ...(options.host !== undefined ? { host: options.host } : {}),
+    ...(options.title !== undefined ? { title: options.title } : {}),
+    snapshot: () => controller.snapshot(),
+    metrics: () => {
+      const out = new PrometheusText();
+      writeControllerMetrics(out, controller.snapshot());
+      options.moreMetrics?.(out);
+      return out.toString();
+    },
+  });
+}

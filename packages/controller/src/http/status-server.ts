@@ -1,0 +1,130 @@
+import { readFileSync } from "node:fs";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { ControllerSnapshot } from "../controller.ts";
+import { PROMETHEUS_CONTENT_TYPE } from "../metrics/prometheus-text.ts";
+
+export interface StatusServerOptions {
+  /** Default 127.0.0.1: the page and the metrics show limits and client ids, so not on every interface unless asked. */
+  readonly host?: string;
+  /** 0 = any free port. */
+  readonly port: number;
+  /** The body of GET /metrics, rendered per scrape. */
+  readonly metrics: () => string | Promise<string>;
+  /** What the dashboard polls (GET /api/snapshot). Without it the server has /metrics and /healthz only (a worker). */
+  readonly snapshot?: () => ControllerSnapshot | Promise<ControllerSnapshot>;
+  /** Shown in the dashboard's title bar, e.g. `pipeline "enricher"`. */
+  readonly title?: string;
+}
+
+export interface RunningStatusServer {
+  /** The address actually bound. */
+  readonly host: string;
+  readonly port: number;
+  /** Where a person on this machine opens it: `http://127.0.0.1:<port>/` when bound to every interface. */
+  readonly url: string;
+  /** Stops listening and drops open keep-alive connections (a browser tab holds one). Idempotent. */
+  close(): Promise<void>;
+}
+
+const DASHBOARD_FILE = new URL("./dashboard.html", import.meta.url);
+let dashboardTemplate: string | null = null;
+
+/**
+ * The observability endpoints of a Sluice process over plain HTTP (node:http, no framework):
+ *
+ *   GET /              the live dashboard page (controller only)
+ *   GET /api/snapshot  the ControllerSnapshot JSON the page polls every second (controller only)
+ *   GET /metrics       Prometheus text exposition
+ *   GET /healthz       200 "ok" while the process serves (for Docker and orchestrator health checks)
+ */
+export async function startStatusServer(options: StatusServerOptions): Promise<RunningStatusServer> {
+  const host = options.host ?? "127.0.0.1";
+  const page = options.snapshot ? dashboardPage(options.title ?? "Sluice") : null;
+  const server = createServer((request, response) => {
+    void route(request, response, options, page);
+  });
+  await new Promise<void>((resolve, reject) => {
+    const onError = (error: NodeJS.ErrnoException) => {
+      reject(new Error(`cannot serve HTTP on ${host}:${options.port}: ${error.code === "EADDRINUSE" ? "the port is in use" : error.message}`));
+    };
+    server.once("error", onError);
+    server.listen(options.port, host, () => {
+      server.off("error", onError);
+      resolve();
+    });
+  });
+  const bound = server.address() as AddressInfo;
+  const wildcard = bound.address === "0.0.0.0" || bound.address === "::";
+  const urlHost = wildcard ? "127.0.0.1" : bound.family === "IPv6" ? `[${bound.address}]` : bound.address;
+  let closing: Promise<void> | undefined;
+  return {
+    host: bound.address,
+    port: bound.port,
+    url: `http://${urlHost}:${bound.port}/`,
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}
+
+async function route(request: IncomingMessage, response: ServerResponse, options: StatusServerOptions, page: string | null): Promise<void> {
+  const path = new URL(request.url ?? "/", "http://localhost").pathname;
+  if (request.method !== "GET" && request.method !== "HEAD") {
+    return send(response, request, 405, "text/plain; charset=utf-8", `${request.method} is not served here; use GET\n`, { allow: "GET, HEAD" });
+  }
+  try {
+    switch (path) {
+      case "/metrics":
+        return send(response, request, 200, PROMETHEUS_CONTENT_TYPE, await options.metrics());
+      case "/healthz":
+        return send(response, request, 200, "text/plain; charset=utf-8", "ok\n");
+      case "/":
+      case "/index.html":
+        if (page === null) break;
+        return send(response, request, 200, "text/html; charset=utf-8", page);
+      case "/api/snapshot":
+        if (!options.snapshot) break;
+        return send(response, request, 200, "application/json; charset=utf-8", JSON.stringify(await options.snapshot()));
+      default:
+        break;
+    }
+    const served = page === null ? "/metrics and /healthz (this process has no controller: its dashboard is on the controller's --http-port)" : "/, /api/snapshot, /metrics and /healthz";
+    return send(response, request, 404, "text/plain; charset=utf-8", `nothing at ${path}; this server has ${served}\n`);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    return send(response, request, 500, "text/plain; charset=utf-8", `${path} failed: ${reason}\n`);
+  }
+}
+
+function send(
+  response: ServerResponse,
+  request: IncomingMessage,
+  status: number,
+  contentType: string,
+  body: string,
+  headers: Record<string, string> = {},
+): void {
+  response.writeHead(status, {
+    "content-type": contentType,
+    "content-length": Buffer.byteLength(body),
+    // Every answer is the state of this instant: a cached snapshot or scrape would be a lie.
+    "cache-control": "no-store",
+    ...headers,
+  });
+  response.end(request.method === "HEAD" ? undefined : body);
+}
+
+/** The page with its title filled in; the file is read once (it ships beside this module, no build step). */
+function dashboardPage(title: string): string {
+  dashboardTemplate ??= readFileSync(DASHBOARD_FILE, "utf8");
+  return dashboardTemplate.replaceAll("{{TITLE}}", escapeHtml(title));
+}
+
+function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}

@@ -1,0 +1,70 @@
+import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, type Tracer } from "@opentelemetry/api";
+import { SluiceError, type Clock } from "@sluice/core";
+import type { CallContext, RequestQuotaCall, RequestQuotaResult } from "@sluice/protocol";
+
+/** Span name of one RequestQuota call on the controller, as Jaeger lists it under `sluice-controller`. */
+export const REQUEST_QUOTA_SPAN = "RequestQuota";
+
+/**
+ * Runs one RequestQuota inside a server span that is a child of the caller's span: the job sends
+ * W3C `traceparent` in the call's metadata (from inside its Input.Throttle span), so in a trace the
+ * controller's queueing shows up under the wait it caused. The parent comes from the metadata only,
+ * never from the active context: the in-memory transport runs this handler in the caller's async
+ * context, and a refill may be sent from a callback whose active context belongs to an older span.
+ *
+ * Attributes carry the request as the controller saw it and how it ended: `granted` or the
+ * SluiceError code (QUOTA_TIMEOUT, CANCELLED, QUEUE_FULL, …).
+ */
+export async function traceRequestQuota(
+  tracer: Tracer,
+  clock: Clock,
+  call: RequestQuotaCall,
+  context: CallContext,
+  classId: string,
+  serve: () => Promise<RequestQuotaResult>,
+): Promise<RequestQuotaResult> {
+  const parent = propagation.extract(ROOT_CONTEXT, context.metadata);
+  const span = tracer.startSpan(
+    REQUEST_QUOTA_SPAN,
+    {
+      kind: SpanKind.SERVER,
+      attributes: {
+        "rpc.service": "sluice.throttler.v1.QuotaService",
+        "rpc.method": "RequestQuota",
+        "sluice.throttler_id": call.throttlerId,
+        "sluice.quota.class_id": classId,
+        // An undeclared class is served as `default` (DESIGN §4.2): say what was asked for.
+        ...(call.quotaClassId !== "" && call.quotaClassId !== classId ? { "sluice.quota.requested_class_id": call.quotaClassId } : {}),
+        "sluice.quota.amount": call.amount,
+        "sluice.quota.request_id": call.requestId,
+        "sluice.quota.client_id": call.clientId,
+        "sluice.quota.priority_ms": call.timestampMs,
+        ...(context.deadlineAt !== null ? { "sluice.quota.deadline_ms": Math.max(0, context.deadlineAt - clock.now()) } : {}),
+      },
+    },
+    parent,
+  );
+  const startedAt = clock.now();
+  try {
+    const result = await serve();
+    // waitedMs is the bucket's own figure: from the request's first arrival, across retries.
+    span.setAttributes({
+      "sluice.quota.outcome": "granted",
+      "sluice.quota.granted": result.granted,
+      "sluice.quota.waited_ms": result.waitedMs,
+    });
+    return result;
+  } catch (error) {
+    const code = error instanceof SluiceError ? error.code : "INTERNAL";
+    const message = error instanceof Error ? error.message : String(error);
+    span.setAttributes({
+      "sluice.quota.outcome": code,
+      "sluice.error.code": code,
+      "sluice.quota.waited_ms": clock.now() - startedAt,
+    });
+    span.setStatus({ code: SpanStatusCode.ERROR, message });
+    throw error;
+  } finally {
+    span.end();
+  }
+}

@@ -1,0 +1,79 @@
+// `sluice top` against a running pipeline (`sluice run --controller-port`): one frame with --once,
+// live frames until Ctrl-C, in-place redraws in a real terminal (a pty from util-linux `script`), and
+// a clear error for an address nobody serves. Every process is started here and ended by its own pid.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { after, before, describe, it } from "node:test";
+import { Child, ROOT, SLUICE_BIN, sluice } from "./helpers/processes.ts";
+import { writeTwoClassPipeline } from "./helpers/two-class-pipeline.ts";
+
+const children: Child[] = [];
+after(() => {
+  for (const child of children) child.kill("SIGKILL");
+});
+
+function track(child: Child): Child {
+  children.push(child);
+  return child;
+}
+
+describe("sluice top", { timeout: 90_000 }, () => {
+  let address = "";
+  before(async () => {
+    const run = track(sluice(["run", writeTwoClassPipeline(), "--controller-port", "0", "--quiet"]));
+    address = (await run.waitFor(/embedded controller listening on (127\.0\.0\.1:\d+)/))[1] ?? "";
+    // A few seconds of traffic, so the 5 s rate window and the class shares have settled somewhat.
+    await new Promise((resolve) => setTimeout(resolve, 4000));
+  });
+
+  it("--once prints one frame: limits, rates, queues, waits and class shares", async () => {
+    const top = track(sluice(["top", "--controller", address, "--once"]));
+    const { code } = await top.exited;
+    assert.equal(code, 0, top.stderr);
+    const lines = top.stdout.trimEnd().split("\n");
+    assert.match(lines[0] ?? "", new RegExp(`^sluice top · controller ${address.replace(/\./g, "\\.")} · dynamic_spec v1 · \\d\\d:\\d\\d:\\d\\d UTC`));
+    assert.doesNotMatch(top.stdout, /\x1b\[/, "no terminal control codes when stdout is not a terminal");
+    const api = lines.find((line) => line.startsWith("api_quota"));
+    assert.ok(api, top.stdout);
+    const [, limit, granted] = api.trim().split(/\s{2,}/);
+    assert.equal(limit, "300");
+    assert.ok(Number(granted) >= 150 && Number(granted) <= 400, `granted ${granted}/s near the limit of 300/s`);
+    assert.match(lines.find((line) => line.startsWith("bytes_quota")) ?? "", /^bytes_quota\s+20\.0k\s/);
+    const share = (id: string) => {
+      const match = new RegExp(`^\\s+${id}\\s.*\\s(\\d+)% → (\\d+)%`).exec(lines.find((line) => line.trimStart().startsWith(`${id} `)) ?? "");
+      assert.ok(match, `${id} row in\n${top.stdout}`);
+      return { byWeight: Number(match[1]), observed: Number(match[2]) };
+    };
+    assert.equal(share("interactive").byWeight, 75);
+    assert.equal(share("batch").byWeight, 25);
+    assert.ok(Math.abs(share("interactive").observed - 75) <= 15, `interactive observed ${share("interactive").observed} %`);
+  });
+
+  it("without --once it refreshes every --interval until Ctrl-C", async () => {
+    const top = track(sluice(["top", "--controller", address, "--interval", "300ms"]));
+    await top.waitFor(/(sluice top ·[^]*){3}/, 10_000);
+    top.kill("SIGINT");
+    assert.equal((await top.exited).code, 0, top.stderr);
+    assert.match(top.stdout, /avg and p95 over the last 300ms/, "later frames measure waits over the interval");
+  });
+
+  it("redraws in place in a terminal and restores the screen on Ctrl-C", { skip: existsSync("/usr/bin/script") ? false : "util-linux script not found" }, async () => {
+    // `script` gives the command a pseudo-terminal and copies what it draws to our pipe.
+    const command = `${JSON.stringify(process.execPath)} ${JSON.stringify(SLUICE_BIN)} top --controller ${address} --interval 300ms`;
+    const tty = track(new Child(spawn("script", ["-qfec", command, "/dev/null"], { cwd: ROOT, env: { ...process.env, COLUMNS: "120", TERM: "xterm" }, stdio: ["pipe", "pipe", "pipe"] })));
+    await tty.waitFor(/(\x1b\[H[^]*api_quota[^]*){2}/, 15_000);
+    tty.process.stdin?.write("\x03"); // Ctrl-C through the terminal, as a person presses it
+    const { code } = await Promise.race([tty.exited, new Promise<{ code: null }>((resolve) => setTimeout(() => resolve({ code: null }), 10_000))]);
+    assert.equal(code, 0, `exit ${code}; output:\n${JSON.stringify(tty.stdout.slice(-500))}`);
+    assert.ok(tty.stdout.includes("\x1b[?1049h"), "enters the alternate screen");
+    assert.ok(tty.stdout.includes("\x1b[?1049l"), "leaves it on exit, so the user's scrollback is back");
+    assert.match(tty.stdout, /\x1b\[1msluice top\x1b\[22m/, "bold title in a terminal");
+  });
+
+  it("fails with the address when nobody serves it", async () => {
+    const top = track(sluice(["top", "--controller", "127.0.0.1:1", "--once"]));
+    assert.equal((await top.exited).code, 1);
+    assert.match(top.stderr, /^sluice top: .*127\.0\.0\.1:1.*is `sluice controller` \(or `sluice run --controller-port`\) serving 127\.0\.0\.1:1\?/);
+  });
+});
