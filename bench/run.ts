@@ -1,0 +1,100 @@
+// `pnpm bench` — measures Sluice and its peers in the same run, on the same machine, and reports
+// ratios. A benchmark, not a timed test: nothing here fails because the machine is slow. It exits
+// non-zero only when a group could not run at all (an error), so CI's --quick run keeps it working.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+import { killAllChildrenNow, stopAllChildren } from "./lib/child.ts";
+import { GroupContext, type BenchGroup } from "./lib/group.ts";
+import { describeMachine } from "./lib/machine.ts";
+import { parseOptions, USAGE, UsageError, type BenchOptions } from "./lib/options.ts";
+import type { BenchResults, GroupResult } from "./lib/results.ts";
+import { renderGoals, renderGroup } from "./lib/table.ts";
+import { peerVersions } from "./lib/versions.ts";
+import { accuracy } from "./groups/accuracy.ts";
+import { controller } from "./groups/controller.ts";
+import { localHotPath } from "./groups/local-hot-path.ts";
+import { runtimeOverhead } from "./groups/runtime-overhead.ts";
+import { scale } from "./groups/scale.ts";
+
+const GROUPS: readonly BenchGroup[] = [localHotPath, controller, runtimeOverhead, accuracy, scale];
+
+async function main(): Promise<number> {
+  let options: BenchOptions;
+  try {
+    options = parseOptions(process.argv.slice(2));
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    if (error.message) process.stderr.write(`${error.message}\n`);
+    process.stderr.write(`${USAGE}\n`);
+    return error.message ? 2 : 0;
+  }
+  const unknown = (options.only ?? []).filter((id) => !GROUPS.some((group) => group.id === id));
+  if (unknown.length > 0) {
+    process.stderr.write(`unknown group ${unknown.join(", ")}; groups: ${GROUPS.map((group) => group.id).join(", ")}\n`);
+    return 2;
+  }
+  const selected = GROUPS.filter((group) => options.only === null || options.only.includes(group.id));
+  const print = (line: string) => process.stderr.write(`${line}\n`);
+  const machine = describeMachine();
+  const startedAt = Date.now();
+  const results: BenchResults = {
+    schema: 1,
+    mode: options.quick ? "quick" : "full",
+    startedAt: new Date(startedAt).toISOString(),
+    durationS: 0,
+    machine,
+    versions: peerVersions(),
+    groups: [],
+  };
+  print(
+    `sluice bench (${results.mode}): ${machine.nproc} cores, ${machine.cpuModel}, node ${machine.node}, load average ${machine.loadAverageAtStart}` +
+      (options.quick ? " — quick mode: tiny counts, the figures say nothing about speed" : ""),
+  );
+  let failed = 0;
+  for (const group of selected) {
+    const result: GroupResult = { id: group.id, title: group.title, status: "ok", messages: [], figures: [], goals: [], durationS: 0 };
+    results.groups.push(result);
+    const context = new GroupContext(options.quick, result, print);
+    const groupStartedAt = performance.now();
+    print(`\n>> ${group.title}`);
+    try {
+      await group.run(context);
+    } catch (error) {
+      result.status = "failed";
+      failed += 1;
+      context.note(`the group failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    } finally {
+      await stopAllChildren();
+    }
+    result.durationS = (performance.now() - groupStartedAt) / 1000;
+    process.stdout.write(`${renderGroup(result)}\n`);
+    write(options.out, results, startedAt);
+  }
+  write(options.out, results, startedAt);
+  const goals = results.groups.flatMap((group) => group.goals);
+  process.stdout.write(`\n== Goals\n${renderGoals(goals)}\n`);
+  process.stdout.write(`\n${results.mode} run finished in ${results.durationS.toFixed(0)} s; results in ${options.out}\n`);
+  if (failed > 0) process.stderr.write(`${failed} group(s) failed; see the notes above\n`);
+  return failed > 0 ? 1 : 0;
+}
+
+function write(path: string, results: BenchResults, startedAt: number): void {
+  results.durationS = (Date.now() - startedAt) / 1000;
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, `${JSON.stringify(results, null, 2)}\n`);
+}
+
+process.on("SIGINT", () => {
+  killAllChildrenNow();
+  process.exit(130);
+});
+process.on("exit", killAllChildrenNow);
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    killAllChildrenNow();
+    process.exit(1);
+  },
+);
