@@ -150,7 +150,14 @@ export class QuotaBucket {
   private readonly entries = new Map<string, Entry>();
   /** Detached entries in detach order, so the oldest goes first when too many pile up. */
   private readonly detached = new Map<string, Entry>();
+  /** Granted request ids, answered again (not granted again) when a retry comes within the grace. */
   private readonly completed = new Map<string, Completed>();
+  /**
+   * The same ids in grant order, so expiry looks only at the oldest — walking the Map from its
+   * start on every request cost time in proportion to the ids remembered (bench/README.md).
+   */
+  private readonly completedOrder: { readonly id: string; readonly expiresAt: number }[] = [];
+  private completedHead = 0;
   private timers = new MinHeap<Timer>(timerBefore);
   private readonly waitTime = new WaitHistogram();
   private readonly counters: QuotaBucketCounters = {
@@ -540,18 +547,28 @@ export class QuotaBucket {
   }
 
   private rememberGrant(id: string, amount: number, waitedMs: number, now: number): void {
-    this.completed.set(id, { amount, waitedMs, expiresAt: now + this.config.detachedGraceMs });
+    const expiresAt = now + this.config.detachedGraceMs;
+    this.completed.set(id, { amount, waitedMs, expiresAt });
+    this.completedOrder.push({ id, expiresAt });
     // Bounded like the queue, so a flood of distinct ids cannot grow memory without limit.
-    if (this.completed.size > this.config.maxQueueSize) {
-      const oldest = this.completed.keys().next();
-      if (!oldest.done) this.completed.delete(oldest.value);
-    }
+    while (this.completed.size > this.config.maxQueueSize) this.dropOldestGrant();
   }
 
   private forgetExpiredGrants(now: number): void {
-    for (const [id, grant] of this.completed) {
-      if (grant.expiresAt > now) return;
-      this.completed.delete(id);
+    for (let oldest = this.completedOrder[this.completedHead]; oldest && oldest.expiresAt <= now; oldest = this.completedOrder[this.completedHead]) {
+      this.dropOldestGrant();
+    }
+  }
+
+  private dropOldestGrant(): void {
+    const oldest = this.completedOrder[this.completedHead];
+    if (!oldest) return;
+    this.completedHead += 1;
+    // A retried id may have been granted again since: only its latest record counts.
+    if (this.completed.get(oldest.id)?.expiresAt === oldest.expiresAt) this.completed.delete(oldest.id);
+    if (this.completedHead > 1024 && this.completedHead * 2 > this.completedOrder.length) {
+      this.completedOrder.splice(0, this.completedHead);
+      this.completedHead = 0;
     }
   }
 
