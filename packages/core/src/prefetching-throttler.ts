@@ -32,7 +32,8 @@ export interface PrefetchConfig {
 const TOLERANCE = 1e-9;
 
 function fits(amount: number, available: number): boolean {
-  return amount <= available + TOLERANCE * Math.max(1, amount);
+  // Relative to what is there, so an infinite amount never fits.
+  return amount <= available + TOLERANCE * Math.max(1, Math.abs(available));
 }
 
 interface LocalRequest {
@@ -89,16 +90,16 @@ export class PrefetchingThrottler implements Throttler {
   }
 
   throttle(amount: number, options?: ThrottleOptions): Promise<void> {
-    if (this.liveQueued === 0 && amount >= 0 && amount <= this.available) {
-      this.available -= amount;
+    if (this.liveQueued === 0 && amount >= 0 && fits(amount, this.available)) {
+      this.available = Math.max(0, this.available - amount);
       return RESOLVED;
     }
     return this.enqueue(amount, options?.signal);
   }
 
   tryAcquire(amount: number): boolean {
-    if (this.liveQueued === 0 && amount >= 0 && amount <= this.available) {
-      this.available -= amount;
+    if (this.liveQueued === 0 && amount >= 0 && fits(amount, this.available)) {
+      this.available = Math.max(0, this.available - amount);
       return true;
     }
     // Stock up so that a later try can succeed without waiting (the reference's StockUp).
@@ -113,6 +114,10 @@ export class PrefetchingThrottler implements Throttler {
     if (!validAmount(amount)) throw invalidAmount(this.name, amount);
     this.available += amount;
     this.satisfy();
+  }
+
+  get isClosed(): boolean {
+    return this.closedWith !== null;
   }
 
   stats(): PrefetchStats {
@@ -185,6 +190,7 @@ export class PrefetchingThrottler implements Throttler {
       this.queue.push(request);
       this.liveQueued += 1;
       this.queuedAmount += amount;
+      this.satisfy();
       this.requestIfNeeded();
     });
   }

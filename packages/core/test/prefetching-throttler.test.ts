@@ -202,6 +202,23 @@ describe("PrefetchingThrottler", () => {
   });
 });
 
+describe("PrefetchingThrottler with fractional amounts", () => {
+  it("serves 100 calls of throttle(0.1) from refills of 1 without getting stuck on rounding", async () => {
+    const clock = new ManualClock();
+    const remote: QuotaRemote = { acquire: async () => {} };
+    const throttler = new PrefetchingThrottler(config({ minPrefetchAmount: 1, maxPrefetchAmount: 1 }), remote, clock, "api");
+    let done = 0;
+    const loop = (async () => {
+      for (let i = 0; i < 100; i++) {
+        await throttler.throttle(0.1);
+        done += 1;
+      }
+    })();
+    assert.ok(await clock.advanceUntil(() => done === 100, 1, 1000), `stuck after ${done} calls: ${JSON.stringify(throttler.stats())}`);
+    await loop;
+  });
+});
+
 describe("PrefetchingThrottler properties", () => {
   it("never leaves a caller waiting with nothing in flight, whatever fractional amounts add up to", async () => {
     const fc = (await import("fast-check")).default;

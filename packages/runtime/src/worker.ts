@@ -122,10 +122,15 @@ export class Worker {
       }),
     );
     const waitMs = this.options.dynamicSpecWaitMs ?? 5000;
+    const waited = new AbortController();
     const first = await Promise.race([
       this.watcher.start().then(() => true),
-      this.clock.sleep(waitMs).then(() => false),
+      this.clock.sleep(waitMs, waited.signal).then(
+        () => false,
+        () => true,
+      ),
     ]);
+    waited.abort(); // no timer left behind once the controller answered
     if (!first) this.log.warn(`no dynamic_spec from the controller after ${waitMs} ms; starting with the spec file's and applying the controller's when it arrives`);
     this.sink = this.options.io.createSink(pipeline);
     for (const { name, computation } of loaded) {

@@ -1,5 +1,5 @@
 import { SpanStatusCode, type Attributes, type Span, type Tracer } from "@opentelemetry/api";
-import { SluiceError, type Clock } from "@sluice/core";
+import { SluiceError, type Clock, type Throttler } from "@sluice/core";
 import type { DynamicSpec, PipelineSpec } from "@sluice/spec";
 import type { Batch, Computation, Logger, Message, OutputMessage, RuntimeContext } from "../computation.ts";
 import { recordByteSize } from "../io/record-byte-size.ts";
@@ -198,10 +198,13 @@ export class Job {
       try {
         // Asked inside the span: a throttle() that misses the pool sends its refill RPC right here,
         // and the RPC carries the active context, so the controller's span becomes this one's child.
-        await Promise.all([
-          ...(rowsId ? [throttlers.getThrottlerOrThrow(rowsId).throttle(rows, { signal })] : []),
-          ...(bytesId ? [throttlers.getThrottlerOrThrow(bytesId).throttle(bytes, { signal })] : []),
-        ]);
+        await this.acquireTogether(
+          [
+            ...(rowsId ? [[throttlers.getThrottlerOrThrow(rowsId), rows] as const] : []),
+            ...(bytesId ? [[throttlers.getThrottlerOrThrow(bytesId), bytes] as const] : []),
+          ],
+          signal,
+        );
       } catch (error) {
         failSpan(span, error);
         throw error;
@@ -212,6 +215,34 @@ export class Job {
         span.end();
       }
     });
+  }
+
+  /**
+   * Waits for every throttler at once. If one fails, the others stop waiting (their local requests
+   * leave the queue) and what they were already granted goes back, so no quota is held by an
+   * iteration that will not run, and the retried iteration does not queue behind its own orphans.
+   */
+  private async acquireTogether(asks: readonly (readonly [Throttler, number])[], signal: AbortSignal): Promise<void> {
+    if (asks.length === 1) {
+      const [only] = asks;
+      if (only) await only[0].throttle(only[1], { signal });
+      return;
+    }
+    const giveUp = new AbortController();
+    const linked = AbortSignal.any([signal, giveUp.signal]);
+    const granted: (readonly [Throttler, number])[] = [];
+    const waits = asks.map(async (ask) => {
+      await ask[0].throttle(ask[1], { signal: linked });
+      granted.push(ask);
+    });
+    try {
+      await Promise.all(waits);
+    } catch (error) {
+      giveUp.abort(error);
+      await Promise.allSettled(waits);
+      for (const [throttler, amount] of granted) throttler.release(amount);
+      throw error;
+    }
   }
 
   private async flushOutputs(): Promise<void> {

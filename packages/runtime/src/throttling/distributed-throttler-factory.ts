@@ -31,6 +31,7 @@ interface Built {
 export class DistributedThrottlerFactory {
   private readonly handles = new Map<string, ThrottlerHandle>();
   private readonly built = new Map<string, Built>();
+  private readonly retiring = new Set<PrefetchingThrottler>();
   private spec: DynamicSpec = { throttlers: {}, computations: {} };
   private priorityMs = 0;
   private closed = false;
@@ -60,13 +61,13 @@ export class DistributedThrottlerFactory {
       this.built.set(id, { spec: throttlerSpec, client });
       this.handle(id).attach(client);
       // Callers already waiting on the old client are still served by it; then it returns its pool.
-      previous?.client.retire();
+      if (previous) this.retire(previous.client);
     }
     for (const [id, previous] of [...this.built]) {
       if (Object.hasOwn(spec.throttlers, id)) continue;
       this.built.delete(id);
       this.handles.get(id)?.attach(null);
-      previous.client.retire();
+      this.retire(previous.client);
     }
   }
 
@@ -106,8 +107,18 @@ export class DistributedThrottlerFactory {
     if (this.closed) return;
     this.closed = true;
     for (const { client } of this.built.values()) client.close("the job stopped");
+    for (const client of this.retiring) client.close("the job stopped");
     this.built.clear();
+    this.retiring.clear();
     for (const handle of this.handles.values()) handle.attach(null);
+  }
+
+  /** A replaced client finishes its waiters on its own, but is closed with the job if it has not yet. */
+  private retire(client: PrefetchingThrottler): void {
+    this.retiring.add(client);
+    client.retire();
+    // Cheap sweep: clients that already finished retiring need no closing.
+    for (const old of this.retiring) if (old.isClosed) this.retiring.delete(old);
   }
 
   private handle(throttlerId: string): ThrottlerHandle {

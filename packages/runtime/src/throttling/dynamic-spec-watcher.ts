@@ -20,6 +20,7 @@ export interface DynamicSpecWatcherOptions {
 export class DynamicSpecWatcher {
   private readonly stop = new AbortController();
   private version = 0;
+  private json = "";
   private readonly firstSpec: Promise<void>;
   private resolveFirst: () => void = () => {};
   private running: Promise<void> | null = null;
@@ -68,7 +69,9 @@ export class DynamicSpecWatcher {
   }
 
   private apply(version: number, json: string): void {
-    if (version === this.version) return;
+    // A restarted controller numbers its versions from 1 again: the same number with other content
+    // is a new dynamic_spec too.
+    if (version === this.version && json === this.json) return;
     let parsed: unknown;
     try {
       parsed = JSON.parse(json);
@@ -83,6 +86,7 @@ export class DynamicSpecWatcher {
       return;
     }
     this.version = version;
+    this.json = json;
     this.options.onSpec(result.value, version);
     this.resolveFirst();
   }
