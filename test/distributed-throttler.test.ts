@@ -73,8 +73,11 @@ describe("distributed throttler across processes", () => {
         quotaClient({ controller: c.address, computation: "Reader", throttler: "shared", clientId: `p${i}`, startAt, durationMs: 10_500, amount: 1 }),
       ),
     );
-    await sleepUntil(startAt);
+    // Sampled just before the clients start (the bucket is already full and cannot fill further),
+    // so the window holds the whole initial bucket: sampling at startAt raced the first grants.
+    await sleepUntil(startAt - 300);
     const before = (await c.describe()).get("shared")?.counters.granted ?? -1;
+    assert.equal(before, 0, "no quota granted before the clients start");
     await sleepUntil(startAt + 10_000);
     const granted = ((await c.describe()).get("shared")?.counters.granted ?? 0) - before;
     const results = await Promise.all(runs.map((r) => r.result));
