@@ -36,6 +36,7 @@ import { request } from "node:http";
 import { connect } from "node:net";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { indent, isAlive, safeMtime, stopPid as stopOwnPid, tieToThisProcess } from "./local-process.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const toolDir = join(root, "tools", "jaeger");
@@ -113,12 +114,6 @@ function tailOfFile(file, lines = 40) {
   }
 }
 
-function indent(text) {
-  return text
-    .split("\n")
-    .map((l) => `    ${l}`)
-    .join("\n");
-}
 
 function commandLine(cmd, args) {
   return [cmd, ...args].map((a) => (/[\s"]/.test(a) ? JSON.stringify(a) : a)).join(" ");
@@ -166,21 +161,6 @@ async function jaegerAnswers() {
   }
 }
 
-/** Alive and not a zombie (a zombie answers kill(pid, 0) but is already dead). */
-function isAlive(pid) {
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    return err.code === "EPERM";
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-    return state !== "Z" && state !== "X";
-  } catch {
-    return true; // no /proc: trust kill(pid, 0)
-  }
-}
 
 /** The pid in .tools/jaeger/jaeger.pid if that process is alive and is our Jaeger, else undefined. */
 function recordedJaegerPid() {
@@ -209,36 +189,10 @@ function removePidFile(pid) {
 }
 
 /** SIGTERM this pid only, wait up to graceMs, then SIGKILL this pid only. */
-async function stopPid(pid, graceMs = 10_000) {
-  if (!isAlive(pid)) return "not running";
-  try {
-    process.kill(pid, "SIGTERM");
-  } catch {
-    return "not running";
-  }
-  const deadline = Date.now() + graceMs;
-  while (Date.now() < deadline) {
-    if (!isAlive(pid)) return "stopped";
-    await sleep(50);
-  }
-  say(`pid ${pid} still running ${graceMs / 1000} s after SIGTERM; sending SIGKILL`);
-  try {
-    process.kill(pid, "SIGKILL");
-  } catch {
-    return "stopped";
-  }
-  for (let i = 0; i < 100 && isAlive(pid); i++) await sleep(100);
-  if (isAlive(pid)) throw new JaegerError(`pid ${pid} survived SIGKILL`);
-  return "killed";
+function stopPid(pid, graceMs = 10_000) {
+  return stopOwnPid(pid, { graceMs, pollMs: 50, say, fail: (message) => new JaegerError(message) });
 }
 
-function safeMtime(p) {
-  try {
-    return statSync(p).mtimeMs;
-  } catch {
-    return Date.now();
-  }
-}
 
 /** A cross-process lock (mkdir is atomic); a lock whose owner pid is dead is taken over. */
 async function withLock(dir, maxWaitMs, fn) {
@@ -497,7 +451,7 @@ async function startOrReuse({ tiedToThisProcess }) {
     }
     const pid = await startJaeger();
     let stopped;
-    const untie = tiedToThisProcess ? tieToThisProcess(pid, () => stop()) : () => {};
+    const untie = tiedToThisProcess ? tieToThisProcess(pid, () => stop(), { say, what: "Jaeger" }) : () => {};
     const stop = () => {
       untie();
       stopped ??= stopPid(pid).finally(() => removePidFile(pid));
@@ -507,27 +461,6 @@ async function startOrReuse({ tiedToThisProcess }) {
   });
 }
 
-/** Stop the Jaeger when this process is interrupted or exits without calling stop(). */
-function tieToThisProcess(pid, stop) {
-  const signals = ["SIGINT", "SIGTERM", "SIGHUP"];
-  const onSignal = (signal) => {
-    say(`${signal}: stopping Jaeger pid ${pid}`);
-    stop().finally(() => process.kill(process.pid, signal)); // then the signal's usual effect
-  };
-  const onExit = () => {
-    try {
-      process.kill(pid, "SIGTERM"); // no waiting possible in 'exit'
-    } catch {
-      // already gone
-    }
-  };
-  for (const s of signals) process.once(s, onSignal);
-  process.once("exit", onExit);
-  return () => {
-    for (const s of signals) process.removeListener(s, onSignal);
-    process.removeListener("exit", onExit);
-  };
-}
 
 async function cli(command) {
   switch (command) {

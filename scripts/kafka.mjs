@@ -26,12 +26,12 @@ import {
   readdirSync,
   renameSync,
   rmSync,
-  statSync,
   writeFileSync,
 } from "node:fs";
 import { connect } from "node:net";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { indent, isAlive, safeMtime, stopPid as stopOwnPid, tieToThisProcess } from "./local-process.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const toolDir = join(root, "tools", "kafka");
@@ -116,21 +116,6 @@ function canConnect(p, timeoutMs = 1000) {
   });
 }
 
-/** Alive and not a zombie (a zombie answers kill(pid, 0) but is already dead). */
-function isAlive(pid) {
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    return err.code === "EPERM";
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-    return state !== "Z" && state !== "X";
-  } catch {
-    return true; // no /proc: trust kill(pid, 0)
-  }
-}
 
 /** The pid in .tools/kafka/kafka.pid if that process is alive and is a Kafka broker, else undefined. */
 function recordedBrokerPid() {
@@ -159,27 +144,8 @@ function removePidFile(pid) {
 }
 
 /** SIGTERM this pid only, wait up to graceMs, then SIGKILL this pid only. */
-async function stopPid(pid, graceMs = 30_000) {
-  if (!isAlive(pid)) return "not running";
-  try {
-    process.kill(pid, "SIGTERM");
-  } catch {
-    return "not running";
-  }
-  const deadline = Date.now() + graceMs;
-  while (Date.now() < deadline) {
-    if (!isAlive(pid)) return "stopped";
-    await sleep(100);
-  }
-  say(`pid ${pid} still running ${graceMs / 1000} s after SIGTERM; sending SIGKILL`);
-  try {
-    process.kill(pid, "SIGKILL");
-  } catch {
-    return "stopped";
-  }
-  for (let i = 0; i < 100 && isAlive(pid); i++) await sleep(100);
-  if (isAlive(pid)) throw new KafkaError(`pid ${pid} survived SIGKILL`);
-  return "killed";
+function stopPid(pid, graceMs = 30_000) {
+  return stopOwnPid(pid, { graceMs, pollMs: 100, say, fail: (message) => new KafkaError(message) });
 }
 
 /** A cross-process lock (mkdir is atomic) so that two callers never format/start at once. */
@@ -216,13 +182,6 @@ async function withLock(fn) {
   }
 }
 
-function safeMtime(p) {
-  try {
-    return statSync(p).mtimeMs;
-  } catch {
-    return Date.now();
-  }
-}
 
 /** Run a command to completion; on failure throw with the command line and the last 40 lines. */
 function run(cmd, args, what) {
@@ -241,12 +200,6 @@ function run(cmd, args, what) {
   return res.stdout;
 }
 
-function indent(text) {
-  return text
-    .split("\n")
-    .map((l) => `    ${l}`)
-    .join("\n");
-}
 
 /** Fetch the broker jars into .tools/kafka/lib unless the ones for this pom.xml are already there. */
 function fetchJars() {
@@ -488,7 +441,7 @@ async function startOrReuse({ tiedToThisProcess }) {
     }
     const pid = await startBroker();
     let stopped;
-    const untie = tiedToThisProcess ? tieToThisProcess(pid, () => stop()) : () => {};
+    const untie = tiedToThisProcess ? tieToThisProcess(pid, () => stop(), { say, what: "broker" }) : () => {};
     const stop = () => {
       untie();
       stopped ??= stopPid(pid).finally(() => removePidFile(pid));
@@ -498,27 +451,6 @@ async function startOrReuse({ tiedToThisProcess }) {
   });
 }
 
-/** Stop the broker when this process is interrupted or exits without calling stop(). */
-function tieToThisProcess(pid, stop) {
-  const signals = ["SIGINT", "SIGTERM", "SIGHUP"];
-  const onSignal = (signal) => {
-    say(`${signal}: stopping broker pid ${pid}`);
-    stop().finally(() => process.kill(process.pid, signal)); // then the signal's usual effect
-  };
-  const onExit = () => {
-    try {
-      process.kill(pid, "SIGTERM"); // no waiting possible in 'exit'
-    } catch {
-      // already gone
-    }
-  };
-  for (const s of signals) process.once(s, onSignal);
-  process.once("exit", onExit);
-  return () => {
-    for (const s of signals) process.removeListener(s, onSignal);
-    process.removeListener("exit", onExit);
-  };
-}
 
 async function cli(command) {
   switch (command) {

@@ -1,0 +1,88 @@
+// What scripts/kafka.mjs and scripts/jaeger.mjs share: handling a service process that this
+// repository started, by its own pid only. Plain Node ESM, no dependencies.
+import { readFileSync, statSync } from "node:fs";
+
+const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
+
+/** Whether the pid runs (a zombie that only waits to be reaped counts as gone). */
+export function isAlive(pid) {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    return err.code === "EPERM";
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+    return state !== "Z" && state !== "X";
+  } catch {
+    return true; // no /proc: trust kill(pid, 0)
+  }
+}
+
+/**
+ * SIGTERM this pid only, wait up to `graceMs`, then SIGKILL this pid only.
+ * Resolves "not running", "stopped" or "killed"; `fail(message)` builds the error if it survives.
+ */
+export async function stopPid(pid, { graceMs, pollMs = 100, say, fail }) {
+  if (!isAlive(pid)) return "not running";
+  try {
+    process.kill(pid, "SIGTERM");
+  } catch {
+    return "not running";
+  }
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline) {
+    if (!isAlive(pid)) return "stopped";
+    await sleep(pollMs);
+  }
+  say(`pid ${pid} still running ${graceMs / 1000} s after SIGTERM; sending SIGKILL`);
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    return "stopped";
+  }
+  for (let i = 0; i < 100 && isAlive(pid); i++) await sleep(100);
+  if (isAlive(pid)) throw fail(`pid ${pid} survived SIGKILL`);
+  return "killed";
+}
+
+/**
+ * Stops the service with this process: on SIGINT/SIGTERM/SIGHUP by `stop()` (then the signal's usual
+ * effect), on exit by a bare SIGTERM (nothing can be awaited in 'exit'). Returns the untie function.
+ */
+export function tieToThisProcess(pid, stop, { say, what }) {
+  const signals = ["SIGINT", "SIGTERM", "SIGHUP"];
+  const onSignal = (signal) => {
+    say(`${signal}: stopping ${what} pid ${pid}`);
+    stop().finally(() => process.kill(process.pid, signal));
+  };
+  const onExit = () => {
+    try {
+      process.kill(pid, "SIGTERM");
+    } catch {
+      // already gone
+    }
+  };
+  for (const s of signals) process.once(s, onSignal);
+  process.once("exit", onExit);
+  return () => {
+    for (const s of signals) process.removeListener(s, onSignal);
+    process.removeListener("exit", onExit);
+  };
+}
+
+export function safeMtime(p) {
+  try {
+    return statSync(p).mtimeMs;
+  } catch {
+    return Date.now();
+  }
+}
+
+export function indent(text) {
+  return text
+    .split("\n")
+    .map((l) => `    ${l}`)
+    .join("\n");
+}
