@@ -39,6 +39,14 @@ export const KAFKA_SOURCE_DEFAULTS = Object.freeze({
    * without buffering much; the partition is paused beyond that.
    */
   prefetchBatchesPerPartition: 1,
+  /**
+   * Shortest time between two offset commits of one consumer. Jobs ask for a commit after every
+   * iteration; the asks in between are merged into the next commit (newest offset per partition).
+   * A crash repeats at most about this much work more than a commit per iteration would.
+   */
+  commitIntervalMs: 50,
+  /** A commit the broker refuses because the group is rebalancing is retried after the join, this many attempts in all. */
+  maxCommitAttempts: 3,
   /** start() fails when the consumer has not joined its group by then. */
   joinTimeoutMs: 60_000,
 } as const);

@@ -3,6 +3,7 @@ import type { BatchContext, BatchHandler, PartitionRef, Source, SourceListener, 
 import type { ComputationSpec, PipelineSpec } from "@sluice/spec";
 import { KAFKA_SOURCE_DEFAULTS } from "./defaults.ts";
 import { fromKafkaHeaders } from "./kafka-headers.ts";
+import { CommitCoalescer } from "./commit-coalescer.ts";
 import { KafkaIoError, describeError, isKafkaIoError } from "./kafka-io-error.ts";
 import { isValidOffset, offsetAfter, offsetLessThan } from "./offset.ts";
 import { PartitionLease, PartitionSlot, slotKey, type QueuedBatch } from "./partition-lease.ts";
@@ -16,6 +17,8 @@ export interface KafkaSourceOptions {
   readonly maxBytesPerPartition?: number;
   readonly prefetchBatchesPerPartition?: number;
   readonly joinTimeoutMs?: number;
+  readonly commitIntervalMs?: number;
+  readonly maxCommitAttempts?: number;
   /**
    * Failures that have no caller to return to: a handler that threw (its partition is rewound), a
    * listener that threw, a consumer kafkajs will not restart. Default: a process warning.
@@ -44,7 +47,6 @@ interface JoinWaiter {
  * join. (Coordinator moves are retried by kafkajs itself and need no join.)
  */
 const GROUP_CHANGE_ERRORS = new Set(["REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID"]);
-const MAX_COMMIT_ATTEMPTS = 3;
 
 /**
  * The runtime's Source over one Kafka consumer group, `<pipeline>.<computation>`, subscribed to the
@@ -61,13 +63,15 @@ const MAX_COMMIT_ATTEMPTS = 3;
  * Ownership is tracked per partition as a PartitionLease, created by the group join that assigns
  * the partition and aborted (the handler's signal) by the join that takes it away, by the consumer
  * stopping, or by close(). Commits of an aborted lease are refused, so a late handler never commits
- * for the next owner. Offsets are committed only through `BatchContext.commit` (autoCommit off).
+ * for the next owner. Offsets are committed only through `BatchContext.commit` (autoCommit off),
+ * merged and sent asynchronously by a CommitCoalescer; close() sends what is left before leaving.
  */
 export class KafkaSource implements Source {
   readonly groupId: string;
   private readonly consumer: Consumer;
   private readonly settings: Settings;
   private readonly onError: (error: KafkaIoError) => void;
+  private readonly commits: CommitCoalescer;
   /** Input streams by topic. */
   private readonly inputs = new Map<string, StreamTopic>();
   private readonly slots = new Map<string, PartitionSlot>();
@@ -95,6 +99,8 @@ export class KafkaSource implements Source {
       maxBytesPerPartition: options.maxBytesPerPartition ?? KAFKA_SOURCE_DEFAULTS.maxBytesPerPartition,
       prefetchBatchesPerPartition: options.prefetchBatchesPerPartition ?? KAFKA_SOURCE_DEFAULTS.prefetchBatchesPerPartition,
       joinTimeoutMs: options.joinTimeoutMs ?? KAFKA_SOURCE_DEFAULTS.joinTimeoutMs,
+      commitIntervalMs: options.commitIntervalMs ?? KAFKA_SOURCE_DEFAULTS.commitIntervalMs,
+      maxCommitAttempts: options.maxCommitAttempts ?? KAFKA_SOURCE_DEFAULTS.maxCommitAttempts,
     };
     this.onError = options.onError ?? ((error) => process.emitWarning(error));
     this.consumer = kafka.consumer({
@@ -105,6 +111,14 @@ export class KafkaSource implements Source {
       maxWaitTimeInMs: this.settings.maxWaitTimeMs,
       maxBytesPerPartition: this.settings.maxBytesPerPartition,
       allowAutoTopicCreation: false,
+    });
+    this.commits = new CommitCoalescer({
+      groupId: this.groupId,
+      send: (offsets) => this.consumer.commitOffsets(offsets),
+      isGroupChange,
+      waitForJoin: () => this.waitForJoin(this.settings.sessionTimeoutMs + this.settings.rebalanceTimeoutMs),
+      intervalMs: this.settings.commitIntervalMs,
+      maxAttempts: this.settings.maxCommitAttempts,
     });
   }
 
@@ -172,11 +186,13 @@ export class KafkaSource implements Source {
 
   private async shutdown(): Promise<void> {
     const closed = this.closedError("close");
-    this.notifyRevoked(this.revokeWhere(() => true, () => closed));
+    this.notifyRevoked(this.revokeWhere(() => true, () => closed, { stillMember: true }));
     this.rejectJoinWaiters(closed);
     this.pauseAll();
     await this.launching?.catch(() => undefined);
     await Promise.all([...this.slots.values()].map((slot) => slot.drained));
+    // Still a member: what the jobs asked to commit goes out now, so the next owner does not redo it.
+    await this.commits.flush();
     try {
       await this.consumer.disconnect();
     } catch (error) {
@@ -366,54 +382,41 @@ export class KafkaSource implements Source {
     this.pause(slot);
   }
 
-  private async commit(lease: PartitionLease, nextOffset: string): Promise<void> {
+  /** Validates and records the offset; the coalescer sends it (merged with others) and settles the promise. */
+  private commit(lease: PartitionLease, nextOffset: string): Promise<void> {
     const where = `stream "${lease.stream}" (topic "${lease.topic}") partition ${lease.partition} in group "${this.groupId}"`;
     if (typeof nextOffset !== "string" || !isValidOffset(nextOffset)) {
-      throw new KafkaIoError("COMMIT_FAILED", `commit of ${JSON.stringify(nextOffset)} for ${where}: an offset is a decimal integer string ≥ 0`, {
-        groupId: this.groupId,
-        offset: nextOffset,
-      });
+      return Promise.reject(
+        new KafkaIoError("COMMIT_FAILED", `commit of ${JSON.stringify(nextOffset)} for ${where}: an offset is a decimal integer string ≥ 0`, {
+          groupId: this.groupId,
+          offset: nextOffset,
+        }),
+      );
     }
-    const details = { groupId: this.groupId, stream: lease.stream, topic: lease.topic, partition: lease.partition, offset: nextOffset };
-    for (let attempt = 1; ; attempt++) {
-      if (!lease.active) throw this.refusedCommit(lease, nextOffset, where);
-      try {
-        await this.consumer.commitOffsets([{ topic: lease.topic, partition: lease.partition, offset: nextOffset }]);
-        lease.committedOffset = nextOffset;
-        return;
-      } catch (error) {
-        if (!lease.active) throw this.refusedCommit(lease, nextOffset, where, error);
-        if (attempt < MAX_COMMIT_ATTEMPTS && isGroupChange(error)) {
-          // The group is rebalancing; if this member keeps the partition the commit is valid in the new generation.
-          await this.waitForJoin(this.settings.sessionTimeoutMs + this.settings.rebalanceTimeoutMs, lease.signal).catch(() => undefined);
-          continue;
-        }
-        throw new KafkaIoError("COMMIT_FAILED", `commit of offset ${nextOffset} for ${where} failed after ${attempt} attempt(s): ${describeError(error)}`, details, {
-          cause: error,
-        });
-      }
-    }
+    if (!lease.active) return Promise.reject(this.refusedCommit(lease, nextOffset, where));
+    if (lease.committedOffset === undefined || offsetLessThan(lease.committedOffset, nextOffset)) lease.committedOffset = nextOffset;
+    return this.commits.request(lease, nextOffset);
   }
 
-  private refusedCommit(lease: PartitionLease, offset: string, where: string, cause?: unknown): KafkaIoError {
+  private refusedCommit(lease: PartitionLease, offset: string, where: string): KafkaIoError {
     const reason: unknown = lease.signal.reason;
     const why = reason instanceof KafkaIoError ? reason.text : reason instanceof Error ? reason.message : "the partition was revoked";
     return new KafkaIoError(
       "PARTITION_REVOKED",
       `commit of offset ${offset} for ${where} refused: ${why}`,
       { groupId: this.groupId, stream: lease.stream, topic: lease.topic, partition: lease.partition, offset },
-      { cause: cause ?? reason },
+      { cause: reason },
     );
   }
 
   // ---- bookkeeping ----------------------------------------------------------------------------
 
-  private revokeWhere(predicate: (slot: PartitionSlot) => boolean, reason: (lease: PartitionLease) => Error): PartitionRef[] {
+  private revokeWhere(predicate: (slot: PartitionSlot) => boolean, reason: (lease: PartitionLease) => Error, options: { stillMember?: boolean } = {}): PartitionRef[] {
     const revoked: PartitionRef[] = [];
     for (const slot of this.slots.values()) {
       const lease = slot.lease;
       if (!lease?.active || !predicate(slot)) continue;
-      lease.revoke(reason(lease));
+      lease.revoke(reason(lease), options);
       slot.lease = null;
       slot.dropPending();
       revoked.push(lease.ref);

@@ -13,12 +13,16 @@ export class PartitionLease {
    */
   nextOffset: string | undefined;
   /**
-   * Where a rewind goes back to: the last offset committed through this lease, or the first offset
-   * this lease read (the group's committed offset, or the earliest one for a new group; records
-   * between that and the first delivered one do not exist or are not deliverable).
+   * Where a rewind goes back to: the last offset this lease asked to commit (its outputs were
+   * acknowledged, whether or not the commit has reached the broker yet), or the first offset this
+   * lease read (the group's committed offset, or the earliest one for a new group; records between
+   * that and the first delivered one do not exist or are not deliverable).
    */
   committedOffset: string | undefined;
+  /** The last offset the broker acknowledged for this lease. */
+  durableOffset: string | undefined;
   rewindRequested = false;
+  private stillMember = false;
 
   constructor(
     readonly stream: string,
@@ -38,8 +42,19 @@ export class PartitionLease {
     return { stream: this.stream, partition: this.partition };
   }
 
-  revoke(reason: Error): void {
+  /**
+   * Ends the lease. `stillMember`: this consumer still owns the partition until it leaves the group
+   * (close()), so offsets already asked for may still be committed; a rebalance or a stopped
+   * consumer gives the partition to someone else at once.
+   */
+  revoke(reason: Error, { stillMember = false }: { stillMember?: boolean } = {}): void {
+    this.stillMember = stillMember;
     this.controller.abort(reason);
+  }
+
+  /** Offsets asked for through this lease may be sent to the broker. */
+  get commitAllowed(): boolean {
+    return this.active || this.stillMember;
   }
 }
 

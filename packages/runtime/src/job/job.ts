@@ -163,7 +163,7 @@ export class Job {
         await this.child("Process", () => Promise.resolve(this.options.computation.process(batch, this.context)));
         if (signal.aborted) throw signal.reason;
         await this.child("Output", () => this.flushOutputs());
-        await this.child("Commit", () => context.commit((BigInt(last.offset) + 1n).toString()));
+        await this.child("Commit", () => this.commitInBackground(context, (BigInt(last.offset) + 1n).toString(), signal));
         stats.recordIteration(messages.length, bytes, last.timestampMs, clock.now());
       } catch (error) {
         failSpan(span, error);
@@ -263,6 +263,20 @@ export class Job {
     }
     this.outputs.clear();
     await Promise.all(sends);
+  }
+
+  /**
+   * Hands the offset to the source and goes on without waiting for the broker: the outputs before
+   * it are acknowledged, so the commit may land later (the Kafka source merges them) without
+   * weakening at-least-once. A commit that never lands only means a restart repeats these rows.
+   */
+  private commitInBackground(context: BatchContext, nextOffset: string, signal: AbortSignal): Promise<void> {
+    context.commit(nextOffset).catch((error: unknown) => {
+      if (signal.aborted) return; // revoked or stopping: the next owner resumes from the last durable commit
+      const reason = error instanceof Error ? error.message : String(error);
+      this.options.log.warn(`job ${this.id}: ${reason}; rows before offset ${nextOffset} are processed again if the job restarts before a later commit`);
+    });
+    return Promise.resolve();
   }
 
   private decode(record: SourceRecord): Message {

@@ -28,7 +28,10 @@ export interface BatchContext {
    * waiting and returns without committing; another owner continues from the last commit.
    */
   readonly signal: AbortSignal;
-  /** Records the position after the last processed record; resolves once durable. */
+  /**
+   * Records the position after the last processed record; resolves once it (or a later position)
+   * is durable. Jobs do not wait for it: a source may merge commits and send them later.
+   */
   commit(nextOffset: string): Promise<void>;
   /**
    * Processing failed: the partition is delivered again from its last committed offset (after the
