@@ -1,16 +1,21 @@
 import type { IHeaders } from "kafkajs";
 
 const encoder = new TextEncoder();
+/** Most records have no headers; they share one frozen empty set instead of one object each. */
+const NO_HEADERS: Readonly<Record<string, Uint8Array>> = Object.freeze({});
 
 /**
  * kafkajs hands headers over as Buffer, string or arrays of them (a header name may repeat in
  * Kafka). The runtime's records carry one Uint8Array per name: the first value wins, strings are
  * encoded as UTF-8, absent values are dropped.
  */
-export function fromKafkaHeaders(headers: IHeaders | undefined): Record<string, Uint8Array> {
+export function fromKafkaHeaders(headers: IHeaders | undefined): Readonly<Record<string, Uint8Array>> {
+  if (headers === undefined) return NO_HEADERS;
+  const names = Object.keys(headers);
+  if (names.length === 0) return NO_HEADERS;
   const result: Record<string, Uint8Array> = {};
-  if (headers === undefined) return result;
-  for (const [name, raw] of Object.entries(headers)) {
+  for (const name of names) {
+    const raw = headers[name];
     const first = Array.isArray(raw) ? raw[0] : raw;
     if (first === undefined) continue;
     define(result, name, typeof first === "string" ? encoder.encode(first) : first);

@@ -218,7 +218,8 @@ export class KafkaSource implements Source {
     const from = lease.nextOffset;
     // After a rejoin kafkajs may read a retained partition again from the committed offset; what
     // this lease already handed over is not handed over twice.
-    const messages = from === undefined ? batch.messages : batch.messages.filter((m) => !offsetLessThan(m.offset, from));
+    const head = batch.messages[0];
+    const messages = from === undefined || head === undefined || !offsetLessThan(head.offset, from) ? batch.messages : batch.messages.filter((m) => !offsetLessThan(m.offset, from));
     const lastOffset = batch.lastOffset();
     const first = messages[0];
     if (lease.committedOffset === undefined && first) lease.committedOffset = first.offset;

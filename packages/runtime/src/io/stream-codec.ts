@@ -4,8 +4,11 @@ import { SluiceError } from "@sluice/core";
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** Turns stored bytes into the value user code sees, by the stream's format. */
-export function decodeValue(format: StreamFormat, bytes: Uint8Array | null, where: string): unknown {
+/**
+ * Turns stored bytes into the value user code sees, by the stream's format. `where` names the record
+ * in an error; it may be a function so that the hot path builds no message for every record.
+ */
+export function decodeValue(format: StreamFormat, bytes: Uint8Array | null, where: string | (() => string)): unknown {
   if (bytes === null) return null;
   switch (format) {
     case "bytes":
@@ -19,7 +22,7 @@ export function decodeValue(format: StreamFormat, bytes: Uint8Array | null, wher
       } catch (error) {
         throw new SluiceError(
           "SPEC_INVALID",
-          `${where}: the stream's format is "json" but the value is not JSON (${error instanceof Error ? error.message : String(error)}): ${text.slice(0, 80)}`,
+          `${typeof where === "function" ? where() : where}: the stream's format is "json" but the value is not JSON (${error instanceof Error ? error.message : String(error)}): ${text.slice(0, 80)}`,
         );
       }
     }
@@ -48,9 +51,17 @@ export function encodeText(text: string | null | undefined): Uint8Array | null {
   return text === null || text === undefined ? null : encoder.encode(text);
 }
 
-export function decodeHeaders(headers: Readonly<Record<string, Uint8Array>>): Record<string, string> {
+/** Most records have no headers; their messages share one frozen empty set instead of one object each. */
+const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+
+export function decodeHeaders(headers: Readonly<Record<string, Uint8Array>>): Readonly<Record<string, string>> {
+  const names = Object.keys(headers);
+  if (names.length === 0) return NO_HEADERS;
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) out[name] = decoder.decode(value);
+  for (const name of names) {
+    const value = headers[name];
+    if (value !== undefined) Object.defineProperty(out, name, { value: decoder.decode(value), enumerable: true, writable: true, configurable: true });
+  }
   return out;
 }
 

@@ -285,7 +285,7 @@ export class Job {
     return {
       stream,
       key: decodeText(record.key),
-      value: decodeValue(format, record.value, `stream "${stream}" partition ${partition} offset ${record.offset}`),
+      value: decodeValue(format, record.value, () => `stream "${stream}" partition ${partition} offset ${record.offset}`),
       headers: decodeHeaders(record.headers),
       partition,
       offset: record.offset,
