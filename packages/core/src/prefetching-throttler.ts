@@ -7,7 +7,10 @@ import { RESOLVED, type ThrottleOptions, type Throttler } from "./throttler.ts";
 export interface QuotaRemote {
   /** Resolves once `amount` was granted in full; rejects with a SluiceError. */
   acquire(amount: number, signal: AbortSignal): Promise<void>;
-  /** Gives unused quota back when the client closes. */
+  /**
+   * Gives unused quota back: the pool when the client closes, and what a landing refill brings
+   * above the pool's bound. Without it, that quota stays in the pool (there is nowhere to return it).
+   */
   release?(amount: number): void | Promise<void>;
 }
 
@@ -16,7 +19,10 @@ export interface PrefetchConfig {
   /** Refill RPCs per second to steer toward: 1 / request_period. */
   readonly targetRps: number;
   readonly minPrefetchAmount: number;
-  /** `ceil(limit × request_period)`: the most quota a client holds ahead of use. */
+  /**
+   * `ceil(limit × request_period)`: the largest refill, and the most quota the pool holds once
+   * waiting callers took theirs (more comes back to the remote at once).
+   */
   readonly maxPrefetchAmount: number;
   /** Refills older than this no longer count when sizing the next one. */
   readonly windowMs: number;
@@ -51,13 +57,16 @@ export interface PrefetchStats {
   readonly prefetchAmount: number;
   readonly refills: number;
   readonly refillFailures: number;
+  /** Units given back to the remote: excess over the pool's bound when refills landed, and the pool on close. */
+  readonly returned: number;
 }
 
 /**
  * A client-side pool of quota (DESIGN §4.7). A `throttle(n)` that fits the pool and has nobody ahead
  * of it returns at once without a remote call; otherwise it waits in a local FIFO and the client
  * asks the remote for `max(prefetch, deficit)`. The prefetch size adapts so that refills run at about
- * `targetRps`, within [min, max].
+ * `targetRps`, within [min, max]. When a refill lands and the callers waiting for it took theirs, the
+ * pool keeps at most `maxPrefetchAmount` and returns the rest to the remote in one release.
  *
  * Better than the reference: an aborted caller leaves the queue at once (its share of an arriving
  * refill stays in the pool for the next caller), and a refill that fails with a retriable error fails
@@ -75,6 +84,9 @@ export class PrefetchingThrottler implements Throttler {
   private windowAmount = 0;
   private refills = 0;
   private refillFailures = 0;
+  private returned = 0;
+  /** What the latest failed tryAcquire asked for: it will come back for it (see `returnExcess`). */
+  private stockedUpFor = 0;
   private retryPending = false;
   private retiring = false;
   private closedWith: SluiceError | null = null;
@@ -100,10 +112,12 @@ export class PrefetchingThrottler implements Throttler {
   tryAcquire(amount: number): boolean {
     if (this.liveQueued === 0 && amount >= 0 && fits(amount, this.available)) {
       this.available = Math.max(0, this.available - amount);
+      this.stockedUpFor = 0;
       return true;
     }
     // Stock up so that a later try can succeed without waiting (the reference's StockUp).
     if (this.closedWith === null && validAmount(amount)) {
+      this.stockedUpFor = amount;
       const forecast = this.available + this.inFlight - this.queuedAmount;
       if (forecast < amount) this.refill(Math.max(this.prefetchAmount, amount - forecast));
     }
@@ -129,6 +143,7 @@ export class PrefetchingThrottler implements Throttler {
       prefetchAmount: this.prefetchAmount,
       refills: this.refills,
       refillFailures: this.refillFailures,
+      returned: this.returned,
     };
   }
 
@@ -242,12 +257,13 @@ export class PrefetchingThrottler implements Throttler {
   private onRefilled(amount: number): void {
     this.inFlight = settleToZero(this.inFlight - amount);
     if (this.closedWith) {
-      void this.remote.release?.(amount);
+      this.giveToRemote(amount);
       return;
     }
     const demandOutranPool = this.liveQueued > 0;
     this.available += amount;
     this.satisfy();
+    this.returnExcess();
     if (demandOutranPool && this.inFlight === 0 && this.liveQueued === 0 && !this.retiring) {
       // Keep one refill queued while callers outrun the pool. Otherwise the controller sees this
       // client's class go idle between refills (for the time it takes to use up the pool) and, since
@@ -257,6 +273,26 @@ export class PrefetchingThrottler implements Throttler {
       return;
     }
     this.requestIfNeeded();
+  }
+
+  /**
+   * Keeps the pool within its bound once a refill landed and waiting callers took theirs. The refill
+   * kept queued while callers outrun the pool is sized before anyone knows whether the burst goes on
+   * (sizing it to the room left doubled the refills: the pool is nearly full whenever it is sent),
+   * so a burst that ends as it lands leaves it on top of the leftover; that excess goes back at once,
+   * for other clients. Not excess: what callers still wait for (a head request larger than the bound
+   * must be able to collect its amount), and what a failed tryAcquire stocked up for (else a try for
+   * more than the bound could never succeed). The bound is the one in force at landing; a limit change
+   * that resizes it rebuilds the client, and the retired one returns its whole pool.
+   */
+  private returnExcess(): void {
+    if (this.closedWith || !this.remote.release) return;
+    const room = Math.max(this.config.maxPrefetchAmount, this.queuedAmount + this.stockedUpFor);
+    // Within float residue of the bound is not worth a release call.
+    if (fits(this.available, room)) return;
+    const excess = this.available - room;
+    this.available = room;
+    this.giveToRemote(excess);
   }
 
   private onRefillFailed(amount: number, thrown: unknown): void {
@@ -324,8 +360,15 @@ export class PrefetchingThrottler implements Throttler {
   }
 
   private giveBack(): void {
-    if (this.available > 0) void this.remote.release?.(this.available);
+    const pool = this.available;
     this.available = 0;
+    this.giveToRemote(pool);
+  }
+
+  private giveToRemote(amount: number): void {
+    if (amount <= 0 || !this.remote.release) return;
+    this.returned += amount;
+    void this.remote.release(amount);
   }
 }
 
