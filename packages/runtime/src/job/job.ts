@@ -10,6 +10,7 @@ import type { DistributedThrottlerFactory } from "../throttling/distributed-thro
 import type { ComputationStats } from "./computation-stats.ts";
 import type { ThrottlerMetricsView } from "./throttler-metrics-view.ts";
 import { lagTimestamp } from "./lag-timestamp.ts";
+import { LinkedAbort } from "./linked-abort.ts";
 
 export interface JobOptions {
   readonly pipeline: PipelineSpec;
@@ -78,7 +79,8 @@ export class Job {
 
   /** The source's handler for this job's partition. Never throws: failures rewind and back off. */
   async handle(batch: SourceBatch, context: BatchContext): Promise<void> {
-    const signal = AbortSignal.any([context.signal, this.stop.signal]);
+    const linked = new LinkedAbort([context.signal, this.stop.signal]);
+    const signal = linked.signal;
     const maxRows = this.options.pipeline.computations[this.options.computationName]?.max_rows_per_batch ?? 100;
     try {
       await this.ensureInitialized();
@@ -91,6 +93,8 @@ export class Job {
       this.outputs.clear();
       if (signal.aborted) return; // stopped mid-iteration: not a failure; the next owner resumes from the commit
       await this.fail(error, context, signal);
+    } finally {
+      linked.dispose();
     }
   }
 
@@ -228,11 +232,10 @@ export class Job {
       if (only) await only[0].throttle(only[1], { signal });
       return;
     }
-    const giveUp = new AbortController();
-    const linked = AbortSignal.any([signal, giveUp.signal]);
+    const giveUp = new LinkedAbort([signal]);
     const granted: (readonly [Throttler, number])[] = [];
     const waits = asks.map(async (ask) => {
-      await ask[0].throttle(ask[1], { signal: linked });
+      await ask[0].throttle(ask[1], { signal: giveUp.signal });
       granted.push(ask);
     });
     try {
@@ -242,6 +245,8 @@ export class Job {
       await Promise.allSettled(waits);
       for (const [throttler, amount] of granted) throttler.release(amount);
       throw error;
+    } finally {
+      giveUp.dispose();
     }
   }
 
