@@ -1,9 +1,18 @@
-import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, type Tracer } from "@opentelemetry/api";
+import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, type TextMapGetter, type Tracer } from "@opentelemetry/api";
 import { SluiceError, type Clock } from "@sluice/core";
 import type { CallContext, RequestQuotaCall, RequestQuotaResult } from "@sluice/protocol";
 
 /** Span name of one RequestQuota call on the controller, as Jaeger lists it under `sluice-controller`. */
 export const REQUEST_QUOTA_SPAN = "RequestQuota";
+
+/**
+ * Reads the trace context from the call's metadata only when a propagator asks for it: without a
+ * tracing SDK nothing asks, and the call's metadata is never copied.
+ */
+const FROM_CALL_METADATA: TextMapGetter<CallContext> = {
+  get: (carrier, key) => carrier.metadata[key],
+  keys: (carrier) => Object.keys(carrier.metadata),
+};
 
 /**
  * Runs one RequestQuota inside a server span that is a child of the caller's span: the job sends
@@ -23,7 +32,7 @@ export async function traceRequestQuota(
   classId: string,
   serve: () => Promise<RequestQuotaResult>,
 ): Promise<RequestQuotaResult> {
-  const parent = propagation.extract(ROOT_CONTEXT, context.metadata);
+  const parent = propagation.extract(ROOT_CONTEXT, context, FROM_CALL_METADATA);
   const span = tracer.startSpan(
     REQUEST_QUOTA_SPAN,
     {

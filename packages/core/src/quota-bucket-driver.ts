@@ -69,6 +69,12 @@ export class QuotaBucketDriver {
     if (admission.kind === "refused") return Promise.reject(admission.error);
     if (admission.kind === "granted") return Promise.resolve({ granted: admission.amount, waitedMs: admission.waitedMs });
     const { requestId } = admission;
+    if (admission.kind === "queued") {
+      // Fast path: a new request the bucket can settle right now (it had the tokens) needs no waiter,
+      // no abort listener and no second pump; under load that is most of them.
+      const own = this.pump(requestId);
+      if (own) return own.kind === "granted" ? Promise.resolve({ granted: own.amount, waitedMs: own.waitedMs }) : Promise.reject(own.error);
+    }
     const promise = new Promise<Grant>((resolve, reject) => {
       const waiter: Waiter = {
         resolve: (grant) => {
@@ -100,7 +106,7 @@ export class QuotaBucketDriver {
       }
       set.add(waiter);
     });
-    this.pump();
+    if (admission.kind !== "queued") this.pump(); // a new one was pumped above
     return promise;
   }
 
@@ -133,11 +139,23 @@ export class QuotaBucketDriver {
     for (const set of waiting) for (const waiter of set) waiter.reject(error);
   }
 
-  /** Collects what became due and sleeps until the next due time. */
-  private pump(): void {
-    if (this.closedWith) return;
+  /**
+   * Collects what became due and sleeps until the next due time. The settlement of `ownId` (a request
+   * submitted just now, with no waiter yet) is returned to the caller instead of being settled here.
+   */
+  private pump(ownId?: string): Settlement | null {
+    if (this.closedWith) return null;
     const now = this.clock.now();
-    for (const settlement of this.bucket.poll(now)) this.settle(settlement);
+    let own: Settlement | null = null;
+    for (const settlement of this.bucket.poll(now)) {
+      if (settlement.requestId === ownId) own = settlement;
+      else this.settle(settlement);
+    }
+    this.sleepUntilDue(now);
+    return own;
+  }
+
+  private sleepUntilDue(now: number): void {
     const next = this.bucket.nextWakeAt(now);
     if (next === null) {
       this.cancelWake();

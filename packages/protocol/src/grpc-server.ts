@@ -254,8 +254,16 @@ function callContext(call: CancellableCall): { context: CallContext; dispose(): 
   };
   if (call.cancelled) onCancel();
   else call.on("cancelled", onCancel);
-  return {
-    context: { deadlineAt, signal: abort.signal, metadata: fromGrpcMetadata(call.metadata) },
-    dispose: () => call.off("cancelled", onCancel),
+  // Metadata is read only by what needs it (the trace context of a RequestQuota span): copying it
+  // for every call cost more than the quota decision itself.
+  let metadata: Record<string, string> | undefined;
+  const context: CallContext = {
+    deadlineAt,
+    signal: abort.signal,
+    get metadata() {
+      metadata ??= fromGrpcMetadata(call.metadata);
+      return metadata;
+    },
   };
+  return { context, dispose: () => call.off("cancelled", onCancel) };
 }
