@@ -50,7 +50,7 @@ export class CommitCoalescer {
       let entry = this.pending.get(key);
       if (entry && entry.lease !== lease) {
         // The partition changed hands in between: the old lease's offset must not be committed.
-        this.settle(entry, revokedError(this.options.groupId, entry));
+        this.settle(entry, revokedCommitError(this.options.groupId, entry.lease, entry.offset));
         entry = undefined;
       }
       if (!entry) {
@@ -90,7 +90,7 @@ export class CommitCoalescer {
     for (const [key, entry] of this.pending) {
       this.pending.delete(key);
       if (entry.lease.commitAllowed) batch.push(entry);
-      else this.settle(entry, revokedError(this.options.groupId, entry));
+      else this.settle(entry, revokedCommitError(this.options.groupId, entry.lease, entry.offset));
     }
     if (batch.length === 0) return;
     this.lastSentAt = Date.now();
@@ -111,7 +111,7 @@ export class CommitCoalescer {
     const retry: PendingCommit[] = [];
     for (const entry of batch) {
       entry.attempts += 1;
-      if (!entry.lease.commitAllowed) this.settle(entry, revokedError(this.options.groupId, entry, error));
+      if (!entry.lease.commitAllowed) this.settle(entry, revokedCommitError(this.options.groupId, entry.lease, entry.offset, error));
       else if (entry.attempts < this.options.maxAttempts && this.options.isGroupChange(error)) retry.push(entry);
       else this.settle(entry, failedError(this.options.groupId, entry, error));
     }
@@ -129,7 +129,7 @@ export class CommitCoalescer {
       return;
     }
     if (newer.lease !== entry.lease) {
-      this.settle(entry, revokedError(this.options.groupId, entry));
+      this.settle(entry, revokedCommitError(this.options.groupId, entry.lease, entry.offset));
       return;
     }
     if (offsetLessThan(newer.offset, entry.offset)) newer.offset = entry.offset;
@@ -149,7 +149,8 @@ function where(groupId: string, lease: PartitionLease): string {
   return `stream "${lease.stream}" (topic "${lease.topic}") partition ${lease.partition} in group "${groupId}"`;
 }
 
-function revokedError(groupId: string, { lease, offset }: PendingCommit, cause?: unknown): KafkaIoError {
+/** A commit refused because the lease ended: the partition's next owner resumes from the last durable commit. */
+export function revokedCommitError(groupId: string, lease: PartitionLease, offset: string, cause?: unknown): KafkaIoError {
   const reason: unknown = lease.signal.reason;
   const why = reason instanceof KafkaIoError ? reason.text : reason instanceof Error ? reason.message : "the partition was revoked";
   return new KafkaIoError(

@@ -3,7 +3,7 @@ import type { BatchContext, BatchHandler, PartitionRef, Source, SourceListener, 
 import type { ComputationSpec, PipelineSpec } from "@sluice/spec";
 import { KAFKA_SOURCE_DEFAULTS } from "./defaults.ts";
 import { fromKafkaHeaders } from "./kafka-headers.ts";
-import { CommitCoalescer } from "./commit-coalescer.ts";
+import { CommitCoalescer, revokedCommitError } from "./commit-coalescer.ts";
 import { KafkaIoError, describeError, isKafkaIoError } from "./kafka-io-error.ts";
 import { isValidOffset, offsetAfter, offsetLessThan } from "./offset.ts";
 import { PartitionLease, PartitionSlot, slotKey, type QueuedBatch } from "./partition-lease.ts";
@@ -385,8 +385,8 @@ export class KafkaSource implements Source {
 
   /** Validates and records the offset; the coalescer sends it (merged with others) and settles the promise. */
   private commit(lease: PartitionLease, nextOffset: string): Promise<void> {
-    const where = `stream "${lease.stream}" (topic "${lease.topic}") partition ${lease.partition} in group "${this.groupId}"`;
     if (typeof nextOffset !== "string" || !isValidOffset(nextOffset)) {
+      const where = `stream "${lease.stream}" (topic "${lease.topic}") partition ${lease.partition} in group "${this.groupId}"`;
       return Promise.reject(
         new KafkaIoError("COMMIT_FAILED", `commit of ${JSON.stringify(nextOffset)} for ${where}: an offset is a decimal integer string ≥ 0`, {
           groupId: this.groupId,
@@ -394,20 +394,9 @@ export class KafkaSource implements Source {
         }),
       );
     }
-    if (!lease.active) return Promise.reject(this.refusedCommit(lease, nextOffset, where));
+    if (!lease.active) return Promise.reject(revokedCommitError(this.groupId, lease, nextOffset));
     if (lease.committedOffset === undefined || offsetLessThan(lease.committedOffset, nextOffset)) lease.committedOffset = nextOffset;
     return this.commits.request(lease, nextOffset);
-  }
-
-  private refusedCommit(lease: PartitionLease, offset: string, where: string): KafkaIoError {
-    const reason: unknown = lease.signal.reason;
-    const why = reason instanceof KafkaIoError ? reason.text : reason instanceof Error ? reason.message : "the partition was revoked";
-    return new KafkaIoError(
-      "PARTITION_REVOKED",
-      `commit of offset ${offset} for ${where} refused: ${why}`,
-      { groupId: this.groupId, stream: lease.stream, topic: lease.topic, partition: lease.partition, offset },
-      { cause: reason },
-    );
   }
 
   // ---- bookkeeping ----------------------------------------------------------------------------
