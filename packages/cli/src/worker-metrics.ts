@@ -41,7 +41,12 @@ export function writeWorkerMetrics(out: PrometheusText, pipeline: string, worker
 
   out
     .counter("sluice_worker_throttler_consumed_total", "Units handed to callers by the throttler client (automatic input throttling and ctx.getThrottlerOrThrow).", perThrottler((m) => m.consumed))
-    .counter("sluice_worker_throttler_released_total", "Units given back with release().", perThrottler((m) => m.released));
+    .counter("sluice_worker_throttler_released_total", "Units given back with release().", perThrottler((m) => m.released))
+    .counter(
+      "sluice_worker_throttler_returned_total",
+      "Prefetched units handed back to the controller with ReleaseQuota: what a landing refill brings above limit x request_period, and the pool when a client closes.",
+      perThrottler((m) => m.returned),
+    );
   histogramWithMax(
     out,
     "sluice_worker_throttler_wait_time_ms",

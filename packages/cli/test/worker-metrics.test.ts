@@ -13,7 +13,7 @@ const stats = (computation: string, lagMs: number | null): ComputationStatsView 
 });
 
 const throttler: ThrottlerMetricsView = {
-  computation: "Enricher", throttlerId: "api", consumed: 118, released: 2, waitCount: 3, waitSumMs: 330, waitMaxMs: 200,
+  computation: "Enricher", throttlerId: "api", consumed: 118, released: 2, returned: 40, waitCount: 3, waitSumMs: 330, waitMaxMs: 200,
   waitBuckets: WAIT_BUCKETS_MS.map((bound) => [10, 120, 200].filter((w) => w <= bound).length), rpcCount: 7, rpcFailures: 1,
 };
 
@@ -36,6 +36,7 @@ describe("worker metrics", () => {
       'sluice_worker_computation_lag_ms{computation_id="Enricher"} 1500',
       'sluice_worker_throttler_consumed_total{computation_id="Enricher",throttler_id="api"} 118',
       'sluice_worker_throttler_released_total{computation_id="Enricher",throttler_id="api"} 2',
+      'sluice_worker_throttler_returned_total{computation_id="Enricher",throttler_id="api"} 40',
       'sluice_worker_quota_rpc_total{computation_id="Enricher",throttler_id="api"} 7',
       'sluice_worker_quota_rpc_failures_total{computation_id="Enricher",throttler_id="api"} 1',
       'sluice_worker_throttler_wait_time_ms_bucket{computation_id="Enricher",throttler_id="api",le="10"} 1',

@@ -228,6 +228,7 @@ function sumMetrics(a: ThrottlerMetricsView, b: ThrottlerMetricsView): Throttler
     throttlerId: a.throttlerId,
     consumed: a.consumed + b.consumed,
     released: a.released + b.released,
+    returned: a.returned + b.returned,
     waitCount: a.waitCount + b.waitCount,
     waitSumMs: a.waitSumMs + b.waitSumMs,
     waitMaxMs: Math.max(a.waitMaxMs, b.waitMaxMs),

@@ -115,6 +115,21 @@ describe("DistributedThrottlerFactory", () => {
     assert.ok(metrics.rpcCount >= 4);
   });
 
+  it("counts as returned the prefetched quota a client hands back to the controller", async () => {
+    const { client, factory } = setup();
+    const api = factory.getThrottlerOrThrow("api");
+    await api.throttle(1);
+    await new Promise((resolve) => setImmediate(resolve)); // let the refill queued ahead of demand land
+    api.release(2); // the caller's own release: counted as released, and it stays in the pool
+    factory.close();
+    await new Promise((resolve) => setImmediate(resolve));
+    const sent = client.releases.filter((r) => r.throttlerId === "api").reduce((sum, r) => sum + r.amount, 0);
+    const metrics = api.metrics();
+    assert.ok(sent > 0, "the pool went back on close");
+    assert.equal(metrics.returned, sent, "returned = what ReleaseQuota carried");
+    assert.equal(metrics.released, 2);
+  });
+
   it("fails with RETRIES_EXHAUSTED once retry_attempts are spent", async () => {
     const { client, clock, factory } = setup({
       throttlers: { api: { limit: 10, retrying_channel: { retry_attempts: 3, min_backoff: "10ms", max_backoff: "10ms" } } },

@@ -109,6 +109,7 @@ export class Job {
       throttlerId: m.throttlerId,
       consumed: m.consumed,
       released: m.released,
+      returned: m.returned,
       waitCount: m.waitTime.count,
       waitSumMs: m.waitTime.sumMs,
       waitMaxMs: m.waitTime.maxMs,

@@ -4,6 +4,8 @@ export interface ThrottlerMetricsView {
   readonly throttlerId: string;
   readonly consumed: number;
   readonly released: number;
+  /** Prefetched units handed back to the controller (ReleaseQuota). */
+  readonly returned: number;
   readonly waitCount: number;
   readonly waitSumMs: number;
   readonly waitMaxMs: number;

@@ -147,6 +147,7 @@ export class DistributedThrottlerFactory {
         if (!outcome.ok) handle.rpcFailures += 1;
         this.options.onRpc?.(outcome);
       },
+      onRelease: (amount) => handle.recordReturned(amount),
     });
     return new PrefetchingThrottler(prefetchWindow(spec), remote, this.options.clock, throttlerId);
   }

@@ -31,6 +31,8 @@ export interface RetryingQuotaRemoteOptions {
   readonly clock: Clock;
   readonly random?: () => number;
   readonly onRpc?: (outcome: QuotaRpcOutcome) => void;
+  /** Called with each amount handed back to the controller (ReleaseQuota), before it is sent. */
+  readonly onRelease?: (amount: number) => void;
 }
 
 /**
@@ -101,6 +103,7 @@ export class RetryingQuotaRemote implements QuotaRemote {
   /** Best effort: quota that cannot be returned simply expires with the bucket's refill. */
   async release(amount: number): Promise<void> {
     if (amount <= 0) return;
+    this.options.onRelease?.(amount);
     try {
       await this.options.client().releaseQuota(
         { throttlerId: this.options.throttlerId, clientId: this.options.clientId, amount, quotaClassId: this.options.classId() },

@@ -6,6 +6,8 @@ export interface ThrottlerHandleMetrics {
   /** Units handed to callers (the reference's worker sensor `consumed`). */
   readonly consumed: number;
   readonly released: number;
+  /** Prefetched units the client handed back to the controller: a pool's excess, or the pool on close. */
+  readonly returned: number;
   /** Time callers waited in throttle() when the local pool could not answer at once. */
   readonly waitTime: WaitHistogramView;
   readonly rpcCount: number;
@@ -21,6 +23,7 @@ export class ThrottlerHandle implements Throttler {
   private current: Throttler | null = null;
   private consumed = 0;
   private released = 0;
+  private returned = 0;
   private readonly waits = new WaitHistogram();
   private lastCaller: Context = ROOT_CONTEXT;
   rpcCount = 0;
@@ -85,11 +88,16 @@ export class ThrottlerHandle implements Throttler {
     this.released += amount;
   }
 
+  recordReturned(amount: number): void {
+    this.returned += amount;
+  }
+
   metrics(): ThrottlerHandleMetrics {
     return {
       throttlerId: this.throttlerId,
       consumed: this.consumed,
       released: this.released,
+      returned: this.returned,
       waitTime: this.waits.view(),
       rpcCount: this.rpcCount,
       rpcFailures: this.rpcFailures,
