@@ -40,6 +40,8 @@ export class CommitCoalescer {
   private readonly pending = new Map<string, PendingCommit>();
   private flushing: Promise<void> | null = null;
   private lastSentAt = Number.NEGATIVE_INFINITY;
+  /** Ends the flush loop's wait for the interval early (hurry, flush). */
+  private wakeEarly: (() => void) | null = null;
 
   constructor(private readonly options: CommitCoalescerOptions) {}
 
@@ -64,9 +66,20 @@ export class CommitCoalescer {
     });
   }
 
+  /**
+   * Sends what is recorded now, without waiting out the interval: the group is about to rebalance,
+   * and until the new generation starts this member may still commit for what it owns.
+   */
+  hurry(): void {
+    this.lastSentAt = Number.NEGATIVE_INFINITY;
+    this.wakeEarly?.();
+    if (this.pending.size > 0) this.flushing ??= this.flushLoop();
+  }
+
   /** Sends everything recorded so far at once (close() calls it before leaving the group). */
   async flush(): Promise<void> {
     this.lastSentAt = Number.NEGATIVE_INFINITY;
+    this.wakeEarly?.();
     while (this.pending.size > 0 || this.flushing) {
       this.flushing ??= this.flushLoop();
       await this.flushing;
@@ -77,12 +90,24 @@ export class CommitCoalescer {
     try {
       while (this.pending.size > 0) {
         const wait = this.lastSentAt + this.options.intervalMs - Date.now();
-        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        if (wait > 0) await this.sleep(wait);
         await this.sendPending();
       }
     } finally {
       this.flushing = null;
     }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const wake = (): void => {
+        clearTimeout(timer);
+        if (this.wakeEarly === wake) this.wakeEarly = null;
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      this.wakeEarly = wake;
+    });
   }
 
   private async sendPending(): Promise<void> {

@@ -143,9 +143,12 @@ export class KafkaSource implements Source {
   private async begin(handler: BatchHandler, listener: SourceListener): Promise<void> {
     this.handler = handler;
     this.listener = listener;
-    const { GROUP_JOIN, STOP, CRASH } = this.consumer.events;
+    const { GROUP_JOIN, STOP, CRASH, REBALANCING } = this.consumer.events;
     this.removeListeners.push(
       this.consumer.on(GROUP_JOIN, (event: ConsumerGroupJoinEvent) => this.onGroupJoin(event.payload)),
+      // Best effort, since kafkajs has no revoke hook: the offsets asked for so far go out before the
+      // partitions may move, so their next owner redoes less.
+      this.consumer.on(REBALANCING, () => this.commits.hurry()),
       this.consumer.on(STOP, () => this.onStop()),
       this.consumer.on(CRASH, (event: ConsumerCrashEvent) => this.onCrash(event.payload)),
     );

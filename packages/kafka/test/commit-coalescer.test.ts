@@ -71,6 +71,19 @@ test("commits are at least intervalMs apart", async () => {
   for (let i = 1; i < sentAt.length; i++) assert.ok(sentAt[i]! - sentAt[i - 1]! >= 55, `gap ${sentAt[i]! - sentAt[i - 1]!} ms`);
 });
 
+test("hurry() sends at once what waits for the interval (a rebalance is starting)", async () => {
+  const { commits, sentAt } = coalescer({ intervalMs: 10_000 });
+  const p0 = lease();
+  await commits.request(p0, "1");
+  const second = commits.request(p0, "2");
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(sentAt.length, 1, "the second waits for the interval");
+  commits.hurry();
+  await second;
+  assert.equal(sentAt.length, 2);
+  assert.ok(sentAt[1]! - sentAt[0]! < 1_000, "sent long before the interval");
+});
+
 test("a lease taken away by a rebalance has its pending offset refused, never sent", async () => {
   const { commits, sent, holdSends, releaseSend } = coalescer();
   const p0 = lease(0);
