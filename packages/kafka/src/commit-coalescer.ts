@@ -10,6 +10,8 @@ export interface CommitCoalescerOptions {
   readonly isGroupChange: (error: unknown) => boolean;
   /** Waits for the next group join; rejects when there will be none (closed, crashed, timed out). */
   readonly waitForJoin: () => Promise<void>;
+  /** How many group joins this consumer has seen: a join between a send and its failure needs no wait. */
+  readonly joins: () => number;
   /** Shortest time between two OffsetCommit requests; requests in between are merged. */
   readonly intervalMs: number;
   readonly maxAttempts: number;
@@ -119,10 +121,11 @@ export class CommitCoalescer {
     }
     if (batch.length === 0) return;
     this.lastSentAt = Date.now();
+    const joinsAtSend = this.options.joins();
     try {
       await this.options.send(batch.map(({ lease, offset }) => ({ topic: lease.topic, partition: lease.partition, offset })));
     } catch (error) {
-      await this.retryOrFail(batch, error);
+      await this.retryOrFail(batch, error, joinsAtSend);
       return;
     }
     for (const entry of batch) {
@@ -132,7 +135,7 @@ export class CommitCoalescer {
   }
 
   /** A rebalance in progress: the commit is valid again in the next generation if the partition stays. */
-  private async retryOrFail(batch: PendingCommit[], error: unknown): Promise<void> {
+  private async retryOrFail(batch: PendingCommit[], error: unknown, joinsAtSend: number): Promise<void> {
     const retry: PendingCommit[] = [];
     for (const entry of batch) {
       entry.attempts += 1;
@@ -141,8 +144,14 @@ export class CommitCoalescer {
       else this.settle(entry, failedError(this.options.groupId, entry, error));
     }
     if (retry.length === 0) return;
-    await this.options.waitForJoin().catch(() => undefined);
-    for (const entry of retry) this.requeue(entry);
+    // The join that answers this rebalance may already have happened while the commit was on its way.
+    const joined = this.options.joins() > joinsAtSend || (await this.options.waitForJoin().then(() => true, () => false));
+    for (const entry of retry) {
+      // No join to confirm that this member still owns the partition (closing, crashed, timed out):
+      // sending again could land in a generation where it belongs to someone else.
+      if (joined) this.requeue(entry);
+      else this.settle(entry, failedError(this.options.groupId, entry, error));
+    }
   }
 
   /** Puts a retried entry back, merged with whatever the same lease asked for meanwhile. */

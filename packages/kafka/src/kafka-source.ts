@@ -86,6 +86,10 @@ export class KafkaSource implements Source {
   /** connect + subscribe + run; close() waits for it so that it never races a starting consumer. */
   private launching: Promise<void> | null = null;
   private closing: Promise<void> | null = null;
+  /** Group joins seen; the commit coalescer compares counts to know whether a rebalance was answered. */
+  private joins = 0;
+  /** Leases ended by close() whose offsets may still be committed until the member leaves the group. */
+  private leftAtClose: PartitionLease[] = [];
 
   constructor(init: KafkaSourceInit, options: KafkaSourceOptions = {}) {
     const { kafka, pipeline, computation } = init;
@@ -117,6 +121,7 @@ export class KafkaSource implements Source {
       send: (offsets) => this.consumer.commitOffsets(offsets),
       isGroupChange,
       waitForJoin: () => this.waitForJoin(this.settings.sessionTimeoutMs + this.settings.rebalanceTimeoutMs),
+      joins: () => this.joins,
       intervalMs: this.settings.commitIntervalMs,
       maxAttempts: this.settings.maxCommitAttempts,
     });
@@ -189,6 +194,7 @@ export class KafkaSource implements Source {
 
   private async shutdown(): Promise<void> {
     const closed = this.closedError("close");
+    this.leftAtClose = [...this.slots.values()].flatMap((slot) => (slot.lease?.active ? [slot.lease] : []));
     this.notifyRevoked(this.revokeWhere(() => true, () => closed, { stillMember: true }));
     this.rejectJoinWaiters(closed);
     this.pauseAll();
@@ -236,7 +242,12 @@ export class KafkaSource implements Source {
   }
 
   private onGroupJoin({ memberId, memberAssignment }: ConsumerGroupJoinEvent["payload"]): void {
-    if (this.closing) return;
+    this.joins += 1;
+    if (this.closing) {
+      // kafkajs may complete a rebalance while this member is leaving; whatever it owned may have moved.
+      for (const lease of this.leftAtClose.splice(0)) lease.endMembership();
+      return;
+    }
     const expelled = this.memberId !== null && memberId !== this.memberId;
     this.memberId = memberId;
     const assigned = new Set<string>();

@@ -52,6 +52,11 @@ export class PartitionLease {
     this.controller.abort(reason);
   }
 
+  /** The group moved on while this member was leaving (a join during close): the partition may be someone else's now. */
+  endMembership(): void {
+    this.stillMember = false;
+  }
+
   /** Offsets asked for through this lease may be sent to the broker. */
   get commitAllowed(): boolean {
     return this.active || this.stillMember;

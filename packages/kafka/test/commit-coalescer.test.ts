@@ -23,6 +23,7 @@ function coalescer(overrides: Partial<CommitCoalescerOptions> = {}) {
     },
     isGroupChange: (error) => error instanceof Error && error.message === "REBALANCE_IN_PROGRESS",
     waitForJoin: () => Promise.resolve(),
+    joins: () => 0,
     intervalMs: 0,
     maxAttempts: 3,
     ...overrides,
@@ -153,4 +154,48 @@ test("a rebalance answer is retried after the next join; other failures are refu
 
   failures = ["REBALANCE_IN_PROGRESS", "REBALANCE_IN_PROGRESS", "REBALANCE_IN_PROGRESS"];
   await assert.rejects(commits.request(lease(3), "9"), (error) => isKafkaIoError(error, "COMMIT_FAILED") && /after 3 attempt\(s\)/.test(error.message));
+});
+
+test("a rebalance already answered by a join while the commit was on its way is retried without waiting", async () => {
+  let joins = 0;
+  let first = true;
+  const sent: Offsets[] = [];
+  const { commits } = coalescer({
+    joins: () => joins,
+    waitForJoin: () => new Promise<void>(() => {}), // the join already happened: nothing more will come
+    send: async (offsets) => {
+      sent.push(offsets);
+      if (first) {
+        first = false;
+        joins++; // the member rejoined while this commit was in flight
+        throw new Error("REBALANCE_IN_PROGRESS");
+      }
+    },
+  });
+  await commits.request(lease(0), "4");
+  assert.equal(sent.length, 2);
+});
+
+test("with no join to follow a rebalance answer (the member is leaving), the offset is not sent again", async () => {
+  const sent: Offsets[] = [];
+  const { commits } = coalescer({
+    waitForJoin: () => Promise.reject(new Error("closed")),
+    send: async (offsets) => {
+      sent.push(offsets);
+      throw new Error("REBALANCE_IN_PROGRESS");
+    },
+  });
+  const p0 = lease(0);
+  p0.revoke(new Error("closed"), { stillMember: true });
+  await assert.rejects(commits.request(p0, "6"), (error) => isKafkaIoError(error, "COMMIT_FAILED"));
+  assert.equal(sent.length, 1);
+});
+
+test("a lease ended by close() stops committing once the group moves on (endMembership)", async () => {
+  const { commits, sent } = coalescer();
+  const p0 = lease(0);
+  p0.revoke(new Error("closed"), { stillMember: true });
+  p0.endMembership();
+  await assert.rejects(commits.request(p0, "3"), (error) => isKafkaIoError(error, "PARTITION_REVOKED"));
+  assert.equal(sent.length, 0);
 });

@@ -278,7 +278,8 @@ export class Job {
    */
   private commitInBackground(context: BatchContext, nextOffset: string, signal: AbortSignal): Promise<void> {
     context.commit(nextOffset).catch((error: unknown) => {
-      if (signal.aborted) return; // revoked or stopping: the next owner resumes from the last durable commit
+      // Read the sources, not `signal`: the commit may settle after the batch's linked signal was disposed.
+      if (signal.aborted || context.signal.aborted || this.stop.signal.aborted) return; // revoked or stopping: the next owner resumes from the last durable commit
       const reason = error instanceof Error ? error.message : String(error);
       this.options.log.warn(`job ${this.id}: ${reason}; rows before offset ${nextOffset} are processed again if the job restarts before a later commit`);
     });
