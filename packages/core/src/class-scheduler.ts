@@ -110,6 +110,20 @@ export class ClassScheduler {
     return delta;
   }
 
+  /**
+   * Gives back the virtual time of `amount` units a class returned unused (ReleaseQuota), so that a
+   * class whose clients hand back what they prefetched is not served less than its weight for it.
+   * Never below the system virtual time: returned quota cancels a charge, it does not bank credit
+   * for later. Returns the virtual time given back.
+   */
+  refund(id: string, amount: number): number {
+    const state = this.classes.get(id);
+    if (!state || amount <= 0) return 0;
+    const delta = Math.min(amount / state.weight, Math.max(0, state.virtualTime - this.systemVirtualTime));
+    if (delta > 0) this.chargeVirtualTime(id, -delta);
+    return delta;
+  }
+
   /** Adds (or, for a refund, subtracts) virtual time exactly as recorded at grant time. */
   chargeVirtualTime(id: string, delta: number): void {
     this.state(id).virtualTime += delta;

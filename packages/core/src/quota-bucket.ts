@@ -316,8 +316,12 @@ export class QuotaBucket {
     if (error) throw error;
     this.tokens.release(amount, now);
     this.counters.released += amount;
-    const queue = this.classes.get(classId === "" ? DEFAULT_CLASS : classId);
-    if (queue) queue.released += amount;
+    const id = classId === "" ? DEFAULT_CLASS : classId;
+    const queue = this.classes.get(id);
+    if (queue) {
+      queue.released += amount;
+      this.scheduler.refund(id, amount);
+    }
   }
 
   /**
