@@ -87,6 +87,8 @@ export class PrefetchingThrottler implements Throttler {
   private returned = 0;
   /** What the latest failed tryAcquire asked for: it will come back for it (see `returnExcess`). */
   private stockedUpFor = 0;
+  /** When that try failed: a caller that has not come back within a request_period no longer holds room. */
+  private stockedUpAt = 0;
   private retryPending = false;
   private retiring = false;
   private closedWith: SluiceError | null = null;
@@ -112,12 +114,16 @@ export class PrefetchingThrottler implements Throttler {
   tryAcquire(amount: number): boolean {
     if (this.liveQueued === 0 && amount >= 0 && fits(amount, this.available)) {
       this.available = Math.max(0, this.available - amount);
-      this.stockedUpFor = 0;
+      // Only the try it stocked up for (or a larger one) ends the stock-up: a small try in between
+      // must not let the landing refill be trimmed away before the large one comes back for it.
+      if (amount + TOLERANCE >= this.stockedUpFor) this.stockedUpFor = 0;
       return true;
     }
     // Stock up so that a later try can succeed without waiting (the reference's StockUp).
     if (this.closedWith === null && validAmount(amount)) {
-      this.stockedUpFor = amount;
+      // The largest pending try decides; a smaller failed try in between does not shrink the room.
+      this.stockedUpFor = Math.max(this.stockedUpFor, amount);
+      this.stockedUpAt = this.clock.now();
       const forecast = this.available + this.inFlight - this.queuedAmount;
       if (forecast < amount) this.refill(Math.max(this.prefetchAmount, amount - forecast));
     }
@@ -287,7 +293,8 @@ export class PrefetchingThrottler implements Throttler {
    */
   private returnExcess(): void {
     if (this.closedWith || !this.remote.release) return;
-    const room = Math.max(this.config.maxPrefetchAmount, this.queuedAmount + this.stockedUpFor);
+    const stockedUp = this.clock.now() - this.stockedUpAt <= 1000 / this.config.targetRps ? this.stockedUpFor : 0;
+    const room = Math.max(this.config.maxPrefetchAmount, this.queuedAmount + stockedUp);
     // Within float residue of the bound is not worth a release call.
     if (fits(this.available, room)) return;
     const excess = this.available - room;

@@ -357,6 +357,27 @@ describe("PrefetchingThrottler pool bound (maxPrefetchAmount ≈ limit × reques
     assert.equal(throttler.stats().available, 10);
   });
 
+  it("a small try in between does not undo the stock-up of a large one; an abandoned one expires after a request_period", async () => {
+    const clock = new ManualClock();
+    const { remote, released, land } = steppedRemote();
+    const throttler = new PrefetchingThrottler(config({ minPrefetchAmount: 10, maxPrefetchAmount: 10 }), remote, clock, "api");
+    throttler.release(10);
+    assert.equal(throttler.tryAcquire(40), false); // stocks up: a refill of 30
+    assert.equal(throttler.tryAcquire(1), true);
+    assert.equal(throttler.tryAcquire(2), true);
+    await land(clock); // 7 + 30
+    assert.deepEqual(released, [], "held for the try of 40");
+    assert.equal(throttler.tryAcquire(40), false, "37 is not 40 yet");
+    await land(clock);
+    assert.equal(throttler.tryAcquire(40), true, "it comes back and succeeds");
+    // Nobody comes back for this one: after a request_period its room is gone.
+    assert.equal(throttler.tryAcquire(45), false);
+    await clock.advance(2_000); // two request periods of 1 s
+    await land(clock);
+    assert.equal(throttler.stats().available, 10, "trimmed back to the bound");
+    assert.ok(released.length > 0);
+  });
+
   it("returns a refill that lands after close() whole, and counts it", async () => {
     const clock = new ManualClock();
     const { remote, released, land } = steppedRemote();
