@@ -36,7 +36,7 @@ import { request } from "node:http";
 import { connect } from "node:net";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { indent, isAlive, safeMtime, stopPid as stopOwnPid, tieToThisProcess } from "./local-process.mjs";
+import { indent, isAlive, stopPid as stopOwnPid, tieToThisProcess, withDirLock } from "./local-process.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const toolDir = join(root, "tools", "jaeger");
@@ -194,38 +194,9 @@ function stopPid(pid, graceMs = 10_000) {
 }
 
 
-/** A cross-process lock (mkdir is atomic); a lock whose owner pid is dead is taken over. */
-async function withLock(dir, maxWaitMs, fn) {
-  mkdirSync(home, { recursive: true });
-  const deadline = Date.now() + maxWaitMs;
-  for (;;) {
-    try {
-      mkdirSync(dir);
-      writeFileSync(join(dir, "owner"), String(process.pid));
-      break;
-    } catch (err) {
-      if (err.code !== "EEXIST") throw err;
-      let owner = NaN;
-      try {
-        owner = Number(readFileSync(join(dir, "owner"), "utf8"));
-      } catch {
-        // owner file not written yet, or lock just released
-      }
-      const stale = Number.isInteger(owner) && owner > 0 && !isAlive(owner);
-      const orphan = !Number.isInteger(owner) && Date.now() - safeMtime(dir) > 5_000;
-      if (stale || orphan) {
-        rmSync(dir, { recursive: true, force: true });
-        continue;
-      }
-      if (Date.now() > deadline) throw new JaegerError(`timed out waiting for lock ${rel(dir)} held by pid ${owner}`);
-      await sleep(250);
-    }
-  }
-  try {
-    return await fn();
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+/** A cross-process lock, so that two callers never build or start at once. */
+function withLock(dir, maxWaitMs, fn) {
+  return withDirLock(dir, { maxWaitMs, pollMs: 250, fail: (m) => new JaegerError(m), describe: rel }, fn);
 }
 
 // ---------------------------------------------------------------------------------------- build

@@ -31,7 +31,7 @@ import {
 import { connect } from "node:net";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { indent, isAlive, safeMtime, stopPid as stopOwnPid, tieToThisProcess } from "./local-process.mjs";
+import { indent, isAlive, stopPid as stopOwnPid, tieToThisProcess, withDirLock } from "./local-process.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const toolDir = join(root, "tools", "kafka");
@@ -148,42 +148,11 @@ function stopPid(pid, graceMs = 30_000) {
   return stopOwnPid(pid, { graceMs, pollMs: 100, say, fail: (message) => new KafkaError(message) });
 }
 
-/** A cross-process lock (mkdir is atomic) so that two callers never format/start at once. */
-async function withLock(fn) {
-  mkdirSync(home, { recursive: true });
-  const deadline = Date.now() + 10 * 60_000;
-  for (;;) {
-    try {
-      mkdirSync(lockDir);
-      writeFileSync(join(lockDir, "owner"), String(process.pid));
-      break;
-    } catch (err) {
-      if (err.code !== "EEXIST") throw err;
-      let owner = NaN;
-      try {
-        owner = Number(readFileSync(join(lockDir, "owner"), "utf8"));
-      } catch {
-        // owner file not written yet, or lock just released
-      }
-      const stale = Number.isInteger(owner) && owner > 0 && !isAlive(owner);
-      const orphan = !Number.isInteger(owner) && Date.now() - safeMtime(lockDir) > 5_000;
-      if (stale || orphan) {
-        rmSync(lockDir, { recursive: true, force: true });
-        continue;
-      }
-      if (Date.now() > deadline) throw new KafkaError(`timed out waiting for lock ${rel(lockDir)} held by pid ${owner}`);
-      await sleep(200);
-    }
-  }
-  try {
-    return await fn();
-  } finally {
-    rmSync(lockDir, { recursive: true, force: true });
-  }
+/** Two callers never fetch, format or start at once. */
+function withLock(fn) {
+  return withDirLock(lockDir, { maxWaitMs: 10 * 60_000, pollMs: 200, fail: (m) => new KafkaError(m), describe: rel }, fn);
 }
 
-
-/** Run a command to completion; on failure throw with the command line and the last 40 lines. */
 function run(cmd, args, what) {
   const res = spawnSync(cmd, args, { cwd: root, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
   const line = [cmd, ...args].map((a) => (/\s/.test(a) ? JSON.stringify(a) : a)).join(" ");

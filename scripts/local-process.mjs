@@ -1,6 +1,7 @@
 // What scripts/kafka.mjs and scripts/jaeger.mjs share: handling a service process that this
 // repository started, by its own pid only. Plain Node ESM, no dependencies.
-import { readFileSync, statSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 
 const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
 
@@ -85,4 +86,42 @@ export function indent(text) {
     .split("\n")
     .map((l) => `    ${l}`)
     .join("\n");
+}
+
+/**
+ * Runs `fn` holding a cross-process lock: the directory `dir` (mkdir is atomic) with the owner's pid
+ * inside. A lock whose owner is dead, or that has had no owner for 5 s, is taken over. After
+ * `maxWaitMs` the wait fails with `fail(message)`.
+ */
+export async function withDirLock(dir, { maxWaitMs, pollMs, fail, describe = (p) => p }, fn) {
+  mkdirSync(dirname(dir), { recursive: true });
+  const deadline = Date.now() + maxWaitMs;
+  for (;;) {
+    try {
+      mkdirSync(dir);
+      writeFileSync(join(dir, "owner"), String(process.pid));
+      break;
+    } catch (err) {
+      if (err.code !== "EEXIST") throw err;
+      let owner = NaN;
+      try {
+        owner = Number(readFileSync(join(dir, "owner"), "utf8"));
+      } catch {
+        // owner file not written yet, or lock just released
+      }
+      const stale = Number.isInteger(owner) && owner > 0 && !isAlive(owner);
+      const orphan = !Number.isInteger(owner) && Date.now() - safeMtime(dir) > 5_000;
+      if (stale || orphan) {
+        rmSync(dir, { recursive: true, force: true });
+        continue;
+      }
+      if (Date.now() > deadline) throw fail(`timed out waiting for lock ${describe(dir)} held by pid ${owner}`);
+      await sleep(pollMs);
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
