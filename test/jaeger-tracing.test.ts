@@ -12,7 +12,7 @@ import { pathToFileURL } from "node:url";
 import { after, before, describe, it } from "node:test";
 import { queryJaegerTraces } from "./helpers/jaeger-query.ts";
 import type { CollectedSpan } from "./helpers/otlp-collector.ts";
-import { Child, ROOT, sluice, writeSpec } from "./helpers/processes.ts";
+import { Child, ROOT, sluice, writeSpec, exitCodeWithin } from "./helpers/processes.ts";
 import { checkThrottleTraces, type ThrottleTraceExpectation, type ThrottleTraceSummary } from "./helpers/throttle-traces.ts";
 import { otelEnv, THROTTLED_EXPECTATION, throttledSpec } from "./helpers/traced-pipeline.ts";
 
@@ -32,13 +32,6 @@ const children: Child[] = [];
 after(() => {
   for (const child of children) child.kill("SIGKILL");
 });
-
-async function exited(child: Child, timeoutMs: number): Promise<number | null> {
-  const timer = new Promise<"timeout">((resolve) => setTimeout(() => resolve("timeout"), timeoutMs).unref());
-  const result = await Promise.race([child.exited, timer]);
-  assert.notEqual(result, "timeout", `the process did not exit within ${timeoutMs} ms\nstdout:\n${child.stdout}\nstderr:\n${child.stderr}`);
-  return result === "timeout" ? null : result.code;
-}
 
 /**
  * Polls Jaeger until the pipeline's traces pass the checks (spans of one trace may arrive from two
@@ -90,7 +83,7 @@ describe("traces in Jaeger", { skip: existsSync(JAEGER_SCRIPT) ? false : "script
     const startedAt = Date.now();
     const run = sluice(["run", writeSpec(throttledSpec(pipeline)), "--drain", "--quiet", "--worker-id", "w-jaeger"], otelEnv(jaeger.otlpHttpEndpoint));
     children.push(run);
-    assert.equal(await exited(run, 60_000), 0, run.stderr);
+    assert.equal(await exitCodeWithin(run, 60_000), 0, run.stderr);
 
     const { spans, summary } = await tracesInJaeger(jaeger, pipeline, startedAt, { ...THROTTLED_EXPECTATION, controllerInAnotherProcess: false });
     t.diagnostic(`Jaeger: ${JSON.stringify(summary)}`);
@@ -112,9 +105,9 @@ describe("traces in Jaeger", { skip: existsSync(JAEGER_SCRIPT) ? false : "script
       otelEnv(jaeger.otlpHttpEndpoint),
     );
     children.push(run);
-    assert.equal(await exited(run, 60_000), 0, run.stderr);
+    assert.equal(await exitCodeWithin(run, 60_000), 0, run.stderr);
     controller.kill("SIGTERM"); // its shutdown exports the RequestQuota spans still batched
-    assert.equal(await exited(controller, 15_000), 0, controller.stderr);
+    assert.equal(await exitCodeWithin(controller, 15_000), 0, controller.stderr);
 
     const { spans, summary } = await tracesInJaeger(jaeger, pipeline, startedAt, { ...THROTTLED_EXPECTATION, controllerInAnotherProcess: true });
     t.diagnostic(`Jaeger: ${JSON.stringify(summary)}`);

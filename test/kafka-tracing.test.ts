@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { brokers, consumeAll, createTopic, produce, uniqueName } from "./helpers/kafka.ts";
 import { OtlpCollector } from "./helpers/otlp-collector.ts";
-import { Child, ROOT, sluice, writeSpec } from "./helpers/processes.ts";
+import { Child, ROOT, sluice, writeSpec, exitCodeWithin } from "./helpers/processes.ts";
 import { checkThrottleTraces } from "./helpers/throttle-traces.ts";
 import { otelEnv, THROTTLED_EXPECTATION } from "./helpers/traced-pipeline.ts";
 
@@ -19,13 +19,6 @@ const children: Child[] = [];
 after(() => {
   for (const child of children) child.kill("SIGKILL");
 });
-
-async function exited(child: Child, timeoutMs: number): Promise<number | null> {
-  const timer = new Promise<"timeout">((resolve) => setTimeout(() => resolve("timeout"), timeoutMs).unref());
-  const result = await Promise.race([child.exited, timer]);
-  assert.notEqual(result, "timeout", `the process did not exit within ${timeoutMs} ms\nstdout:\n${child.stdout}\nstderr:\n${child.stderr}`);
-  return result === "timeout" ? null : result.code;
-}
 
 describe("sluice controller + sluice worker on Kafka export connected traces", { timeout: 180_000 }, () => {
   let collector: OtlpCollector;
@@ -67,9 +60,9 @@ describe("sluice controller + sluice worker on Kafka export connected traces", {
 
     // Both export what they still buffer on SIGTERM (the batch processor's delay is 5 s).
     worker.kill("SIGTERM");
-    assert.equal(await exited(worker, 30_000), 0, worker.stderr);
+    assert.equal(await exitCodeWithin(worker, 30_000), 0, worker.stderr);
     controller.kill("SIGTERM");
-    assert.equal(await exited(controller, 15_000), 0, controller.stderr);
+    assert.equal(await exitCodeWithin(controller, 15_000), 0, controller.stderr);
 
     const spans = collector.spans.filter((s) => s.resource["sluice.pipeline"] === name);
     const summary = checkThrottleTraces(spans, { ...THROTTLED_EXPECTATION, computation: "Relay", controllerInAnotherProcess: true });

@@ -1,3 +1,4 @@
+import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -64,4 +65,12 @@ export async function startController(specPath: string, port = 0): Promise<{ chi
   const match = await child.waitFor(/listening on 127\.0\.0\.1:(\d+)/);
   const actual = Number(match[1]);
   return { child, port: actual, address: `127.0.0.1:${actual}` };
+}
+
+/** The child's exit code; fails the test, with the child's output, when it has not exited within `timeoutMs`. */
+export async function exitCodeWithin(child: Child, timeoutMs: number): Promise<number | null> {
+  const timer = new Promise<"timeout">((resolve) => setTimeout(() => resolve("timeout"), timeoutMs).unref());
+  const result = await Promise.race([child.exited, timer]);
+  assert.notEqual(result, "timeout", `the process did not exit within ${timeoutMs} ms\nstdout:\n${child.stdout}\nstderr:\n${child.stderr}`);
+  return result === "timeout" ? null : result.code;
 }
