@@ -1,9 +1,23 @@
 import { ClassScheduler, DEFAULT_CLASS } from "./class-scheduler.ts";
-import { MinHeap } from "./min-heap.ts";
+import { headOf, newClassQueue, type ClassQueue } from "./class-queue.ts";
+import { DeadlineTimers } from "./deadline-timers.ts";
 import { effectiveLimitOf, type QuotaBucketConfig } from "./quota-bucket-config.ts";
-import { SluiceError } from "./sluice-error.ts";
+import { checkAmount, queueFullError, timeoutError } from "./quota-bucket-errors.ts";
+import {
+  newQuotaBucketCounters,
+  type QuotaBucketCounters,
+  type QuotaBucketSnapshot,
+  type QuotaClassSnapshot,
+} from "./quota-bucket-snapshot.ts";
+import { laterDeadline, type Entry } from "./quota-entry.ts";
+import type { Admission, QuotaRequest, Settlement } from "./quota-request.ts";
+import { RememberedGrants } from "./remembered-grants.ts";
+import type { SluiceError } from "./sluice-error.ts";
 import { TokenBucket } from "./token-bucket.ts";
-import { WaitHistogram, type WaitHistogramView } from "./wait-histogram.ts";
+import { WaitHistogram } from "./wait-histogram.ts";
+
+export { MAX_REQUEST_AMOUNT, type Admission, type QuotaRequest, type Settlement } from "./quota-request.ts";
+export type { QuotaBucketCounters, QuotaBucketSnapshot, QuotaClassSnapshot } from "./quota-bucket-snapshot.ts";
 
 /**
  * One named throttler on the controller (DESIGN §4): a token bucket shared among weighted classes by
@@ -14,133 +28,6 @@ import { WaitHistogram, type WaitHistogramView } from "./wait-histogram.ts";
  * `reconfigure`, then `poll(now)` to collect what became due, and sleeps until `nextWakeAt(now)`.
  * There is no polling loop: nothing happens between the wake-ups the bucket asks for.
  */
-
-/** Amounts are doubles; above 2^53 integer token counts lose precision, so nothing larger is accepted. */
-export const MAX_REQUEST_AMOUNT = Number.MAX_SAFE_INTEGER;
-
-export interface QuotaRequest {
-  /** Idempotency key; "" makes the request non-idempotent. */
-  readonly requestId: string;
-  readonly clientId: string;
-  readonly amount: number;
-  /** Lag priority: smaller is served first inside its class; 0 = no information yet. */
-  readonly timestampMs: number;
-  /** Requested class; "" or unknown → `default`. */
-  readonly classId: string;
-  /** Absolute time after which the request stops waiting (and keeps its place for a grace period). */
-  readonly deadlineAt: number | null;
-}
-
-export type Admission =
-  /** Waiting; it settles through `poll`. */
-  | { readonly kind: "queued"; readonly requestId: string }
-  /** The same id already waits; both settle together and the quota is granted once. */
-  | { readonly kind: "joined"; readonly requestId: string }
-  /** The same id had been detached; it is back at its original place. */
-  | { readonly kind: "reattached"; readonly requestId: string }
-  /** Settled at once: amount 0, or a retry of a request already granted (answered, not granted again). */
-  | { readonly kind: "granted"; readonly requestId: string; readonly amount: number; readonly waitedMs: number }
-  | { readonly kind: "refused"; readonly requestId: string; readonly error: SluiceError };
-
-export type Settlement =
-  | { readonly kind: "granted"; readonly requestId: string; readonly amount: number; readonly waitedMs: number }
-  | { readonly kind: "timed_out"; readonly requestId: string; readonly error: SluiceError };
-
-type EntryState = "queued" | "detached" | "done";
-
-interface Entry {
-  readonly id: string;
-  readonly clientId: string;
-  classId: string;
-  readonly timestampMs: number;
-  /** Arrival order: ties of timestamp go to the earlier arrival; kept across detach/reattach. */
-  readonly seq: number;
-  readonly enqueuedAt: number;
-  readonly amount: number;
-  remaining: number;
-  granted: number;
-  /** Virtual time charged for this request's chunks, replayed exactly on refund. */
-  chargedVirtualTime: number;
-  deadlineAt: number | null;
-  detachedUntil: number | null;
-  started: boolean;
-  state: EntryState;
-  inHeap: boolean;
-}
-
-interface ClassQueue {
-  /** Entries by (lag timestamp, arrival); detached and finished entries are dropped lazily at the head. */
-  readonly heap: MinHeap<Entry>;
-  pendingRequests: number;
-  pendingAmount: number;
-  granted: number;
-  refunded: number;
-  released: number;
-  /** Wait until a request's first chunk (the reference's quota_class.wait_time). */
-  readonly firstGrantWait: WaitHistogram;
-}
-
-interface Timer {
-  readonly at: number;
-  readonly id: string;
-  readonly kind: "deadline" | "grace";
-}
-
-interface Completed {
-  readonly amount: number;
-  readonly waitedMs: number;
-  readonly expiresAt: number;
-}
-
-export interface QuotaBucketCounters {
-  /** Total granted (the reference's `value`). */
-  granted: number;
-  released: number;
-  refunded: number;
-  classlessRequests: number;
-  unknownClassRequests: number;
-  refusedQueueFull: number;
-  refusedInvalidAmount: number;
-  timedOut: number;
-  cancelled: number;
-  joined: number;
-  reattached: number;
-  replayed: number;
-}
-
-export interface QuotaClassSnapshot {
-  readonly id: string;
-  readonly weight: number;
-  readonly accepting: boolean;
-  readonly active: boolean;
-  readonly virtualTime: number;
-  readonly pendingRequests: number;
-  readonly pendingAmount: number;
-  readonly granted: number;
-  readonly refunded: number;
-  readonly released: number;
-  readonly waitTime: WaitHistogramView;
-}
-
-export interface QuotaBucketSnapshot {
-  readonly id: string;
-  /** The rate in force (units/s), null when unlimited. */
-  readonly limit: number | null;
-  readonly periodMs: number;
-  readonly capacity: number | null;
-  readonly balance: number | null;
-  readonly useClassWeightsAsLimit: boolean;
-  readonly maxGrantAmount: number | null;
-  readonly maxQueueSize: number;
-  readonly pendingRequests: number;
-  readonly pendingAmount: number;
-  readonly detachedRequests: number;
-  readonly counters: Readonly<QuotaBucketCounters>;
-  /** Enqueue to final grant. */
-  readonly waitTime: WaitHistogramView;
-  readonly classes: readonly QuotaClassSnapshot[];
-}
-
 export class QuotaBucket {
   readonly id: string;
   private config: QuotaBucketConfig;
@@ -151,29 +38,10 @@ export class QuotaBucket {
   /** Detached entries in detach order, so the oldest goes first when too many pile up. */
   private readonly detached = new Map<string, Entry>();
   /** Granted request ids, answered again (not granted again) when a retry comes within the grace. */
-  private readonly completed = new Map<string, Completed>();
-  /**
-   * The same ids in grant order, so expiry looks only at the oldest — walking the Map from its
-   * start on every request cost time in proportion to the ids remembered (bench/README.md).
-   */
-  private readonly completedOrder: { readonly id: string; readonly expiresAt: number }[] = [];
-  private completedHead = 0;
-  private timers = new MinHeap<Timer>(timerBefore);
+  private readonly completed = new RememberedGrants();
+  private readonly timers = new DeadlineTimers();
   private readonly waitTime = new WaitHistogram();
-  private readonly counters: QuotaBucketCounters = {
-    granted: 0,
-    released: 0,
-    refunded: 0,
-    classlessRequests: 0,
-    unknownClassRequests: 0,
-    refusedQueueFull: 0,
-    refusedInvalidAmount: 0,
-    timedOut: 0,
-    cancelled: 0,
-    joined: 0,
-    reattached: 0,
-    replayed: 0,
-  };
+  private readonly counters: QuotaBucketCounters = newQuotaBucketCounters();
   private pendingRequests = 0;
   private seq = 0;
 
@@ -196,7 +64,7 @@ export class QuotaBucket {
       this.counters.refusedInvalidAmount += 1;
       return { kind: "refused", requestId, error: amountError };
     }
-    this.forgetExpiredGrants(now);
+    this.completed.forgetExpired(now);
     const replay = this.completed.get(requestId);
     if (replay) {
       this.counters.replayed += 1;
@@ -205,7 +73,7 @@ export class QuotaBucket {
     const existing = this.entries.get(requestId);
     if (existing?.state === "queued") {
       existing.deadlineAt = laterDeadline(existing.deadlineAt, request.deadlineAt);
-      this.armDeadline(existing);
+      this.timers.armDeadline(existing);
       this.counters.joined += 1;
       return { kind: "joined", requestId };
     }
@@ -218,7 +86,7 @@ export class QuotaBucket {
     }
     if (this.pendingRequests >= this.config.maxQueueSize) {
       this.counters.refusedQueueFull += 1;
-      return { kind: "refused", requestId, error: this.queueFullError() };
+      return { kind: "refused", requestId, error: queueFullError(this.id, this.pendingRequests, this.config.maxQueueSize) };
     }
     const entry: Entry = {
       id: requestId,
@@ -239,7 +107,7 @@ export class QuotaBucket {
     };
     this.entries.set(requestId, entry);
     this.enqueue(entry);
-    this.armDeadline(entry);
+    this.timers.armDeadline(entry);
     return { kind: "queued", requestId };
   }
 
@@ -248,13 +116,13 @@ export class QuotaBucket {
     const settlements: Settlement[] = [];
     this.fireTimers(now, settlements);
     this.drain(now, settlements);
-    this.compactTimers();
+    this.timers.compact(this.entries);
     return settlements;
   }
 
   /** When `poll` should run next, or null when nothing will become due by itself. */
   nextWakeAt(now: number): number | null {
-    let wake: number | null = this.timers.peek()?.at ?? null;
+    let wake = this.timers.nextAt();
     if (this.pendingRequests > 0) {
       const ms = this.tokens.msUntilGrantable(now);
       if (ms !== null && (wake === null || now + ms < wake)) wake = now + ms;
@@ -289,7 +157,7 @@ export class QuotaBucket {
     entry.remaining = entry.amount;
     entry.detachedUntil = now + this.config.detachedGraceMs;
     this.detached.set(entry.id, entry);
-    this.timers.push({ at: entry.detachedUntil, id: entry.id, kind: "grace" });
+    this.timers.armGrace(entry, entry.detachedUntil);
     this.refreshClass(entry.classId);
     this.boundDetached();
     return true;
@@ -373,7 +241,7 @@ export class QuotaBucket {
       const classId = this.scheduler.select();
       if (classId === null) return;
       const queue = this.classQueue(classId);
-      const entry = this.headOf(queue);
+      const entry = headOf(queue);
       if (!entry) {
         this.refreshClass(classId);
         continue;
@@ -408,35 +276,25 @@ export class QuotaBucket {
   }
 
   private fireTimers(now: number, settlements: Settlement[]): void {
-    for (let timer = this.timers.peek(); timer && timer.at <= now; timer = this.timers.peek()) {
-      this.timers.pop();
+    for (let timer = this.timers.popDue(now); timer; timer = this.timers.popDue(now)) {
       const entry = this.entries.get(timer.id);
       if (!entry) continue;
       if (timer.kind === "deadline" && entry.state === "queued" && entry.deadlineAt === timer.at) {
         const waitedMs = now - entry.enqueuedAt;
         this.detach(entry.id, now);
         this.counters.timedOut += 1;
-        settlements.push({ kind: "timed_out", requestId: entry.id, error: this.timeoutError(entry, waitedMs) });
+        const error = timeoutError(entry, {
+          throttlerId: this.id,
+          waitedMs,
+          limit: effectiveLimitOf(this.config),
+          pendingRequests: this.pendingRequests,
+          detachedGraceMs: this.config.detachedGraceMs,
+        });
+        settlements.push({ kind: "timed_out", requestId: entry.id, error });
       } else if (timer.kind === "grace" && entry.state === "detached" && entry.detachedUntil === timer.at) {
         this.forget(entry);
       }
     }
-  }
-
-  /**
-   * Timers of requests that were granted early stay in the heap until their time; rebuild it when
-   * they outnumber the live ones, so memory follows the queue and not the request rate.
-   */
-  private compactTimers(): void {
-    if (this.timers.size <= 2 * this.entries.size + 1024) return;
-    const live = new MinHeap<Timer>(timerBefore);
-    for (const timer of this.timers.values()) {
-      const entry = this.entries.get(timer.id);
-      if (!entry) continue;
-      const valid = timer.kind === "deadline" ? entry.deadlineAt === timer.at : entry.detachedUntil === timer.at;
-      if (valid) live.push(timer);
-    }
-    this.timers = live;
   }
 
   private enqueue(entry: Entry): void {
@@ -479,7 +337,7 @@ export class QuotaBucket {
     }
     this.counters.reattached += 1;
     this.enqueue(entry);
-    this.armDeadline(entry);
+    this.timers.armDeadline(entry);
   }
 
   private forget(entry: Entry): void {
@@ -496,24 +354,10 @@ export class QuotaBucket {
     }
   }
 
-  private armDeadline(entry: Entry): void {
-    if (entry.deadlineAt !== null) this.timers.push({ at: entry.deadlineAt, id: entry.id, kind: "deadline" });
-  }
-
-  /** The first entry of a class still waiting, dropping detached and finished ones on the way. */
-  private headOf(queue: ClassQueue): Entry | undefined {
-    for (let head = queue.heap.peek(); head; head = queue.heap.peek()) {
-      if (head.state === "queued") return head;
-      queue.heap.pop();
-      head.inHeap = false;
-    }
-    return undefined;
-  }
-
   private refreshClass(classId: string): void {
     const queue = this.classes.get(classId);
     if (!queue) return;
-    const head = this.headOf(queue);
+    const head = headOf(queue);
     if (head) {
       this.scheduler.activate(classId, head.timestampMs);
       return;
@@ -551,86 +395,11 @@ export class QuotaBucket {
   }
 
   private rememberGrant(id: string, amount: number, waitedMs: number, now: number): void {
-    const expiresAt = now + this.config.detachedGraceMs;
-    this.completed.set(id, { amount, waitedMs, expiresAt });
-    this.completedOrder.push({ id, expiresAt });
     // Bounded like the queue, so a flood of distinct ids cannot grow memory without limit.
-    while (this.completed.size > this.config.maxQueueSize) this.dropOldestGrant();
-  }
-
-  private forgetExpiredGrants(now: number): void {
-    for (let oldest = this.completedOrder[this.completedHead]; oldest && oldest.expiresAt <= now; oldest = this.completedOrder[this.completedHead]) {
-      this.dropOldestGrant();
-    }
-  }
-
-  private dropOldestGrant(): void {
-    const oldest = this.completedOrder[this.completedHead];
-    if (!oldest) return;
-    this.completedHead += 1;
-    // A retried id may have been granted again since: only its latest record counts.
-    if (this.completed.get(oldest.id)?.expiresAt === oldest.expiresAt) this.completed.delete(oldest.id);
-    if (this.completedHead > 1024 && this.completedHead * 2 > this.completedOrder.length) {
-      this.completedOrder.splice(0, this.completedHead);
-      this.completedHead = 0;
-    }
+    this.completed.remember(id, amount, waitedMs, now + this.config.detachedGraceMs, this.config.maxQueueSize);
   }
 
   private checkAmount(amount: number, requestId: string): SluiceError | null {
-    const where = `throttler "${this.id}"${requestId && !requestId.startsWith("~") ? `, request "${requestId}"` : ""}`;
-    if (typeof amount !== "number" || !Number.isFinite(amount) || amount < 0) {
-      return new SluiceError("INVALID_AMOUNT", `amount must be a finite number >= 0, got ${String(amount)} (${where})`, {
-        throttlerId: this.id,
-        amount,
-      });
-    }
-    if (amount > MAX_REQUEST_AMOUNT) {
-      return new SluiceError(
-        "INVALID_AMOUNT",
-        `amount ${amount} exceeds the largest single request ${MAX_REQUEST_AMOUNT} (${where}); split it into smaller requests`,
-        { throttlerId: this.id, amount, maxAmount: MAX_REQUEST_AMOUNT },
-      );
-    }
-    return null;
+    return checkAmount(this.id, amount, requestId);
   }
-
-  private queueFullError(): SluiceError {
-    const size = this.config.maxQueueSize;
-    return new SluiceError(
-      "QUEUE_FULL",
-      `throttler "${this.id}" has ${this.pendingRequests} requests waiting (max_queue_size ${size}); retry with backoff`,
-      { throttlerId: this.id, pendingRequests: this.pendingRequests, maxQueueSize: size },
-    );
-  }
-
-  private timeoutError(entry: Entry, waitedMs: number): SluiceError {
-    const limit = effectiveLimitOf(this.config);
-    return new SluiceError(
-      "QUOTA_TIMEOUT",
-      `request "${entry.id}" for ${entry.amount} units (class "${entry.classId}") waited ${Math.round(waitedMs)} ms on throttler "${this.id}" ` +
-        `(limit ${limit === null ? "unlimited" : `${limit}/s`}, ${this.pendingRequests} requests waiting) and was not granted; ` +
-        `it keeps its place for ${this.config.detachedGraceMs} ms: retry with the same request id to resume`,
-      { throttlerId: this.id, requestId: entry.id, amount: entry.amount, waitedMs, limit },
-    );
-  }
-}
-
-function newClassQueue(): ClassQueue {
-  return {
-    heap: new MinHeap<Entry>((a, b) => a.timestampMs < b.timestampMs || (a.timestampMs === b.timestampMs && a.seq < b.seq)),
-    pendingRequests: 0,
-    pendingAmount: 0,
-    granted: 0,
-    refunded: 0,
-    released: 0,
-    firstGrantWait: new WaitHistogram(),
-  };
-}
-
-function timerBefore(a: Timer, b: Timer): boolean {
-  return a.at < b.at;
-}
-
-function laterDeadline(a: number | null, b: number | null): number | null {
-  return a === null || b === null ? null : Math.max(a, b);
 }

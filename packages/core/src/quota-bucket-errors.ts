@@ -1,0 +1,49 @@
+import type { Entry } from "./quota-entry.ts";
+import { MAX_REQUEST_AMOUNT } from "./quota-request.ts";
+import { SluiceError } from "./sluice-error.ts";
+
+/** Why an amount cannot be accepted, or null when it can. `requestId` "" or "~…" (anonymous) is not named. */
+export function checkAmount(throttlerId: string, amount: number, requestId: string): SluiceError | null {
+  const where = `throttler "${throttlerId}"${requestId && !requestId.startsWith("~") ? `, request "${requestId}"` : ""}`;
+  if (typeof amount !== "number" || !Number.isFinite(amount) || amount < 0) {
+    return new SluiceError("INVALID_AMOUNT", `amount must be a finite number >= 0, got ${String(amount)} (${where})`, {
+      throttlerId,
+      amount,
+    });
+  }
+  if (amount > MAX_REQUEST_AMOUNT) {
+    return new SluiceError(
+      "INVALID_AMOUNT",
+      `amount ${amount} exceeds the largest single request ${MAX_REQUEST_AMOUNT} (${where}); split it into smaller requests`,
+      { throttlerId, amount, maxAmount: MAX_REQUEST_AMOUNT },
+    );
+  }
+  return null;
+}
+
+export function queueFullError(throttlerId: string, pendingRequests: number, maxQueueSize: number): SluiceError {
+  return new SluiceError(
+    "QUEUE_FULL",
+    `throttler "${throttlerId}" has ${pendingRequests} requests waiting (max_queue_size ${maxQueueSize}); retry with backoff`,
+    { throttlerId, pendingRequests, maxQueueSize },
+  );
+}
+
+export interface TimeoutContext {
+  readonly throttlerId: string;
+  readonly waitedMs: number;
+  readonly limit: number | null;
+  readonly pendingRequests: number;
+  readonly detachedGraceMs: number;
+}
+
+export function timeoutError(entry: Entry, context: TimeoutContext): SluiceError {
+  const { throttlerId, waitedMs, limit, pendingRequests, detachedGraceMs } = context;
+  return new SluiceError(
+    "QUOTA_TIMEOUT",
+    `request "${entry.id}" for ${entry.amount} units (class "${entry.classId}") waited ${Math.round(waitedMs)} ms on throttler "${throttlerId}" ` +
+      `(limit ${limit === null ? "unlimited" : `${limit}/s`}, ${pendingRequests} requests waiting) and was not granted; ` +
+      `it keeps its place for ${detachedGraceMs} ms: retry with the same request id to resume`,
+    { throttlerId, requestId: entry.id, amount: entry.amount, waitedMs, limit },
+  );
+}

@@ -1,0 +1,68 @@
+import type { WaitHistogramView } from "./wait-histogram.ts";
+
+/** Monotonic counters of one QuotaBucket, exported as metrics. */
+export interface QuotaBucketCounters {
+  /** Total granted (the reference's `value`). */
+  granted: number;
+  released: number;
+  refunded: number;
+  classlessRequests: number;
+  unknownClassRequests: number;
+  refusedQueueFull: number;
+  refusedInvalidAmount: number;
+  timedOut: number;
+  cancelled: number;
+  joined: number;
+  reattached: number;
+  replayed: number;
+}
+
+export function newQuotaBucketCounters(): QuotaBucketCounters {
+  return {
+    granted: 0,
+    released: 0,
+    refunded: 0,
+    classlessRequests: 0,
+    unknownClassRequests: 0,
+    refusedQueueFull: 0,
+    refusedInvalidAmount: 0,
+    timedOut: 0,
+    cancelled: 0,
+    joined: 0,
+    reattached: 0,
+    replayed: 0,
+  };
+}
+
+export interface QuotaClassSnapshot {
+  readonly id: string;
+  readonly weight: number;
+  readonly accepting: boolean;
+  readonly active: boolean;
+  readonly virtualTime: number;
+  readonly pendingRequests: number;
+  readonly pendingAmount: number;
+  readonly granted: number;
+  readonly refunded: number;
+  readonly released: number;
+  readonly waitTime: WaitHistogramView;
+}
+
+export interface QuotaBucketSnapshot {
+  readonly id: string;
+  /** The rate in force (units/s), null when unlimited. */
+  readonly limit: number | null;
+  readonly periodMs: number;
+  readonly capacity: number | null;
+  readonly balance: number | null;
+  readonly useClassWeightsAsLimit: boolean;
+  readonly maxGrantAmount: number | null;
+  readonly maxQueueSize: number;
+  readonly pendingRequests: number;
+  readonly pendingAmount: number;
+  readonly detachedRequests: number;
+  readonly counters: Readonly<QuotaBucketCounters>;
+  /** Enqueue to final grant. */
+  readonly waitTime: WaitHistogramView;
+  readonly classes: readonly QuotaClassSnapshot[];
+}
