@@ -26,10 +26,18 @@ export { MemorySource } from "./memory/memory-source.ts";
 export type { IoFactory } from "./ports/io-factory.ts";
 export type { Sink, SinkRecord } from "./ports/sink.ts";
 export type { BatchContext, BatchHandler, PartitionRef, Source, SourceBatch, SourceListener, SourceRecord } from "./ports/source.ts";
-export { DistributedThrottlerFactory, type DistributedThrottlerFactoryOptions } from "./throttling/distributed-throttler-factory.ts";
-export { DynamicSpecWatcher, type DynamicSpecWatcherOptions } from "./throttling/dynamic-spec-watcher.ts";
-export { retryBackoffMs } from "./throttling/retry-backoff.ts";
-export { RetryingQuotaRemote, type QuotaRpcOutcome, type RetryingQuotaRemoteOptions } from "./throttling/retrying-quota-remote.ts";
-export { ThrottlerHandle, type ThrottlerHandleMetrics } from "./throttling/throttler-handle.ts";
+// The distributed throttler client lives in @sluice/client (DESIGN §2); re-exported for existing users.
+export {
+  DistributedThrottlerFactory,
+  DynamicSpecWatcher,
+  retryBackoffMs,
+  RetryingQuotaRemote,
+  ThrottlerHandle,
+  type DistributedThrottlerFactoryOptions,
+  type DynamicSpecWatcherOptions,
+  type QuotaRpcOutcome,
+  type RetryingQuotaRemoteOptions,
+  type ThrottlerHandleMetrics,
+} from "@sluice/client";
 export { Worker, type WorkerOptions } from "./worker.ts";
 export { defaultWorkerId } from "./worker-id.ts";

@@ -1,4 +1,5 @@
 import { trace, type Tracer } from "@opentelemetry/api";
+import { DistributedThrottlerFactory, DynamicSpecWatcher } from "@sluice/client";
 import { systemClock, type Clock } from "@sluice/core";
 import type { QuotaServiceClient } from "@sluice/protocol";
 import type { DynamicSpec, PipelineSpec } from "@sluice/spec";
@@ -11,8 +12,6 @@ import { loadComputation } from "./load-module.ts";
 import type { IoFactory } from "./ports/io-factory.ts";
 import type { Sink } from "./ports/sink.ts";
 import type { BatchContext, PartitionRef, Source, SourceBatch } from "./ports/source.ts";
-import { DistributedThrottlerFactory } from "./throttling/distributed-throttler-factory.ts";
-import { DynamicSpecWatcher } from "./throttling/dynamic-spec-watcher.ts";
 import { defaultWorkerId } from "./worker-id.ts";
 
 export interface WorkerOptions {

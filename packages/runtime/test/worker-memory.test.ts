@@ -5,7 +5,7 @@ import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
 import { isSluiceError } from "@sluice/core";
 import { validatePipelineSpec, type PipelineSpec } from "@sluice/spec";
 import { defineComputation, MemoryIoFactory, Worker, type Computation, type RuntimeContext } from "../src/index.ts";
-import { FakeQuotaClient } from "./fake-quota-client.ts";
+import { FakeQuotaClient } from "../../client/test/fake-quota-client.ts";
 
 const exporter = new InMemorySpanExporter();
 const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });

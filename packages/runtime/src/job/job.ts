@@ -1,12 +1,12 @@
 import { SpanStatusCode, type Attributes, type Span, type Tracer } from "@opentelemetry/api";
 import { SluiceError, type Clock, type Throttler } from "@sluice/core";
 import type { DynamicSpec, PipelineSpec } from "@sluice/spec";
+import type { DistributedThrottlerFactory } from "@sluice/client";
 import type { Batch, Computation, Logger, Message, OutputMessage, RuntimeContext } from "../computation.ts";
 import { recordByteSize } from "../io/record-byte-size.ts";
 import { decodeHeaders, decodeText, decodeValue, encodeHeaders, encodeText, encodeValue } from "../io/stream-codec.ts";
 import type { Sink, SinkRecord } from "../ports/sink.ts";
 import type { BatchContext, SourceBatch, SourceRecord } from "../ports/source.ts";
-import type { DistributedThrottlerFactory } from "../throttling/distributed-throttler-factory.ts";
 import type { ComputationStats } from "./computation-stats.ts";
 import type { ThrottlerMetricsView } from "./throttler-metrics-view.ts";
 import { lagTimestamp } from "./lag-timestamp.ts";
