@@ -120,6 +120,12 @@ export class QuotaBucketDriver {
     this.pump();
   }
 
+  /** A persisted balance taken at `atMs` on the driver's clock (see TokenBucket.restore). */
+  restoreBalance(balance: number, atMs: number): void {
+    this.bucket.restoreBalance(balance, atMs, this.clock.now());
+    this.pump();
+  }
+
   reconfigure(config: QuotaBucketConfig): void {
     this.bucket.reconfigure(config, this.clock.now());
     this.pump();

@@ -196,6 +196,11 @@ export class QuotaBucket {
    * Applies new limits, weights and sizes without losing accrued tokens or anyone's place. A class
    * dropped here stops accepting requests (they go to `default`) and disappears once drained.
    */
+  /** Restores a persisted balance taken at `atMs` (see TokenBucket.restore); queued requests are not touched. */
+  restoreBalance(balance: number, atMs: number, now: number): void {
+    this.tokens.restore(balance, atMs, now);
+  }
+
   reconfigure(config: QuotaBucketConfig, now: number): void {
     this.config = config;
     this.tokens.reconfigure({ limit: effectiveLimitOf(config), periodMs: config.periodMs }, now);

@@ -78,6 +78,19 @@ export class TokenBucket {
     this.balance = Math.min(this.capacity, this.balance + amount);
   }
 
+  /**
+   * Sets the balance another bucket had at `atMs` (a controller's persisted state, DESIGN §7.4) and
+   * refills from then to `now`, so a restarted bucket is never fuller than what was persisted plus
+   * what accrued since. The balance is clamped to this bucket's capacity; debt is kept. A no-op when
+   * unlimited (an unlimited bucket has no balance worth keeping).
+   */
+  restore(balance: number, atMs: number, now: number): void {
+    if (this.config.limit === null || !Number.isFinite(balance)) return;
+    this.balance = Math.min(this.capacity, balance);
+    this.updatedAt = Math.min(atMs, now);
+    this.refill(now);
+  }
+
   /** Milliseconds until `canGrant` holds: 0 if now, null if never (limit 0). */
   msUntilGrantable(now: number): number | null {
     const { limit } = this.config;
