@@ -1,4 +1,11 @@
-import { PrometheusText, startControllerStatusServer, startStatusServer, type Controller, type RunningStatusServer } from "@sluice/controller";
+import {
+  PrometheusText,
+  startControllerStatusServer,
+  startStatusServer,
+  type Controller,
+  type ControllerSnapshot,
+  type RunningStatusServer,
+} from "@sluice/controller";
 import { InvalidArgumentError } from "commander";
 import { writeWorkerMetrics, type WorkerMetricsSource } from "./worker-metrics.ts";
 
@@ -21,7 +28,7 @@ export interface HttpEndpointOptions {
 
 /** `sluice controller --http-port`: dashboard and the controller's metrics. */
 export async function serveControllerStatus(
-  controller: Controller,
+  controller: { snapshot(): ControllerSnapshot },
   pipeline: string,
   endpoint: HttpEndpointOptions,
   say: (line: string) => void,

@@ -20,6 +20,7 @@ import { DEFAULT_CLASS_ID, validateDynamicSpec, type DynamicSpec } from "@sluice
 import { bucketConfigOf, describeLimit, sameBucketConfig } from "./bucket-config.ts";
 import { GRANTED_RATE_SAMPLE_MS, GrantedRates } from "./granted-rates.ts";
 import { jsonSyntaxPosition } from "./json-syntax-position.ts";
+import type { FailoverStatus } from "./failover/failover-status.ts";
 import { traceRequestQuota } from "./request-quota-span.ts";
 
 export interface ControllerOptions {
@@ -42,6 +43,17 @@ export interface ControllerOptions {
    * passes a tracer of its own so that the embedded controller's spans carry `sluice-controller`.
    */
   readonly tracer?: Tracer;
+  /**
+   * Version of `dynamicSpec`: 1 for a fresh pipeline; a controller taking over from persisted state
+   * (DESIGN §7.4) continues the version it found, so watchers never see it go back.
+   */
+  readonly initialVersion?: number;
+}
+
+/** A bucket's balance and the controller-clock time it was read at (what failover persists). */
+export interface BucketBalance {
+  readonly balance: number;
+  readonly atMs: number;
 }
 
 export interface ControllerClassSnapshot extends QuotaClassSnapshot {
@@ -61,6 +73,8 @@ export interface ControllerSnapshot {
   /** ISO time of the controller's clock. */
   readonly generatedAt: string;
   readonly throttlers: readonly ControllerThrottlerSnapshot[];
+  /** With failover (DESIGN §7.4): the leadership as this controller sees it. */
+  readonly failover?: FailoverStatus;
 }
 
 interface Watcher {
@@ -96,6 +110,7 @@ export class Controller implements QuotaServiceHandler {
     this.detachedGraceMs = options.detachedGraceMs ?? QUOTA_BUCKET_DEFAULTS.detachedGraceMs;
     this.tracer = options.tracer ?? trace.getTracer("@sluice/controller");
     this.spec = options.dynamicSpec;
+    this.currentVersion = options.initialVersion ?? 1;
     for (const [id, throttler] of Object.entries(options.dynamicSpec.throttlers)) {
       this.addDriver(id, bucketConfigOf(throttler, this.detachedGraceMs));
     }
@@ -199,6 +214,32 @@ export class Controller implements QuotaServiceHandler {
     return { snapshotJson: JSON.stringify(this.snapshot()) };
   }
 
+  /** Each limited bucket's balance now; unlimited buckets have none and are left out. */
+  bucketBalances(): Record<string, BucketBalance> {
+    const atMs = this.clock.now();
+    const balances: Record<string, BucketBalance> = {};
+    for (const [id, driver] of this.drivers) {
+      const { balance } = driver.snapshot();
+      if (balance !== null && Number.isFinite(balance)) balances[id] = { balance, atMs };
+    }
+    return balances;
+  }
+
+  /**
+   * Sets the balances another controller persisted (DESIGN §7.4): each bucket continues from its
+   * balance plus what accrued since, never from full. Ids no longer declared are ignored.
+   */
+  restoreBalances(balances: Readonly<Record<string, BucketBalance>>): string[] {
+    const restored: string[] = [];
+    for (const [id, { balance, atMs }] of Object.entries(balances)) {
+      const driver = this.drivers.get(id);
+      if (!driver) continue;
+      driver.restoreBalance(balance, atMs);
+      restored.push(id);
+    }
+    return restored;
+  }
+
   /** Limits, balances, queues, counters, classes and observed rates of every throttler. */
   snapshot(): ControllerSnapshot {
     const now = this.clock.now();
@@ -217,10 +258,11 @@ export class Controller implements QuotaServiceHandler {
   /**
    * Fails every waiting request with CONTROLLER_UNAVAILABLE (its client retries against the
    * restarted controller), ends every watch stream the same way, and refuses later calls. Idempotent.
+   * `reason` replaces that error (a failover leader stepping down names why and who leads).
    */
-  close(): void {
+  close(reason?: SluiceError): void {
     if (this.closedWith) return;
-    const error = new SluiceError("CONTROLLER_UNAVAILABLE", "the controller is shutting down; retry against the restarted controller");
+    const error = reason ?? new SluiceError("CONTROLLER_UNAVAILABLE", "the controller is shutting down; retry against the restarted controller");
     this.closedWith = error;
     this.sampling.abort();
     for (const driver of this.drivers.values()) driver.close(error);

@@ -14,3 +14,5 @@ export { PrometheusText, PROMETHEUS_CONTENT_TYPE, formatValue, type Labels, type
 export { writeControllerMetrics, histogramWithMax } from "./metrics/controller-metrics.ts";
 export { startStatusServer, type StatusServerOptions, type RunningStatusServer } from "./http/status-server.ts";
 export { startControllerStatusServer, type ControllerStatusOptions } from "./http/controller-status.ts";
+export * from "./failover/index.ts";
+export type { BucketBalance } from "./controller.ts";

@@ -75,7 +75,7 @@ export async function ensureTopics(admin: Admin, spec: PipelineSpec, options: En
 // kafkajs's CommonJS index is not fully visible to ESM named imports (ConfigResourceTypes is not).
 const BROKER_RESOURCE: ConfigResourceTypes.BROKER = 4;
 
-async function brokerReplicationFactor(admin: Admin): Promise<number> {
+export async function brokerReplicationFactor(admin: Admin): Promise<number> {
   const fallback = ENSURE_TOPICS_DEFAULTS.fallbackReplicationFactor;
   try {
     const cluster = await admin.describeCluster();

@@ -7,3 +7,6 @@ export { KafkaIoError, isKafkaIoError, KAFKA_IO_ERROR_CODES, type KafkaIoErrorCo
 export { fromKafkaHeaders, toKafkaHeaders } from "./kafka-headers.ts";
 export { StreamTopics, type StreamTopic } from "./stream-topics.ts";
 export { KAFKA_CLIENT_DEFAULTS, KAFKA_SOURCE_DEFAULTS, KAFKA_SINK_DEFAULTS, ENSURE_TOPICS_DEFAULTS } from "./defaults.ts";
+export { KafkaControllerElection, chooseLeader, type KafkaControllerElectionOptions } from "./controller-election.ts";
+export { KafkaControllerStateStore, type KafkaControllerStateStoreOptions } from "./controller-state-store.ts";
+export { controllerGroupId, controllerStateTopic } from "./controller-state-records.ts";

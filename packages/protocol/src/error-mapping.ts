@@ -24,6 +24,19 @@ export const ERROR_CODE_METADATA_KEY = "sluice-error-code";
 /** Trailer metadata carrying the error's figures as JSON (amounts, limits, ids), for logs and retries. */
 export const ERROR_DETAILS_METADATA_KEY = "sluice-error-details-bin";
 
+/**
+ * Trailer metadata of a follower's UNAVAILABLE (DESIGN §7.4): the leader's "host:port", where the
+ * client should send the call instead. Taken from a SluiceError's `details.leader`.
+ */
+export const LEADER_METADATA_KEY = "sluice-leader";
+
+/** The leader a refusal names (trailer `sluice-leader`, or the figures), if any. */
+export function leaderOf(error: unknown): string | null {
+  if (!(error instanceof SluiceError)) return null;
+  const leader = (error.details as { readonly leader?: unknown } | undefined)?.leader;
+  return typeof leader === "string" && leader !== "" ? leader : null;
+}
+
 /** `NOT_FOUND` for 5: the names clients and people see in messages. */
 export function grpcStatusName(code: number): string {
   return GrpcStatus[code] ?? `status ${code}`;
@@ -46,6 +59,8 @@ export function toServiceError(error: unknown): ServiceError {
     // A binary entry: figures may hold any Unicode (spec paths, messages), which ASCII metadata cannot.
     const figures = safeJson(error.details);
     if (figures !== null && figures !== "{}") metadata.set(ERROR_DETAILS_METADATA_KEY, Buffer.from(figures, "utf8"));
+    const leader = leaderOf(error);
+    if (leader !== null) metadata.set(LEADER_METADATA_KEY, leader);
     return serviceError(code, error.message, metadata);
   }
   const message = error instanceof Error ? error.message : String(error);
@@ -89,7 +104,9 @@ export function fromGrpcError(error: unknown, site: CallSite): SluiceError {
   const code = status?.metadata.get(ERROR_CODE_METADATA_KEY)[0];
   if (typeof code === "string" && isSluiceErrorCode(code)) {
     const figures = parseFigures(status?.metadata.get(ERROR_DETAILS_METADATA_KEY)[0]);
-    return new SluiceError(code, withoutCodePrefix(details, code), figures);
+    const leader = status?.metadata.get(LEADER_METADATA_KEY)[0];
+    const withLeader = typeof leader === "string" && leader !== "" ? { ...figures, leader } : figures;
+    return new SluiceError(code, withoutCodePrefix(details, code), withLeader);
   }
   if (site.signal?.aborted) return cancelledError(site.signal, `${site.method} to the controller at ${site.address}`);
   const unreachable = () =>

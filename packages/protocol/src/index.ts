@@ -13,6 +13,8 @@ export {
   ERROR_CODE_METADATA_KEY,
   ERROR_DETAILS_METADATA_KEY,
   GRPC_STATUS_BY_CODE,
+  LEADER_METADATA_KEY,
+  leaderOf,
   deadlineExceededError,
   fromGrpcError,
   grpcStatusName,

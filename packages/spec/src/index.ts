@@ -37,6 +37,7 @@ export {
   generatorSpecSchema,
   kafkaSpecSchema,
   controllerSpecSchema,
+  controllerAddressesOf,
   STREAM_FORMATS,
   PIPELINE_NAME_PATTERN,
   MAX_ROWS_PER_BATCH_LIMIT,

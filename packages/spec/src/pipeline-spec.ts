@@ -62,10 +62,39 @@ export const controllerSpecSchema = z
       address: hostPortSchema
         .optional()
         .describe('Address of the controller\'s gRPC server, "host:port". Absent = `sluice run` starts one in-process.'),
+      addresses: z
+        .array(hostPortSchema, { error: mustBe('a non-empty array of "host:port" addresses') })
+        .min(1, { error: 'must list at least one "host:port" address' })
+        .optional()
+        .describe(
+          'Addresses of every controller of a failover group (DESIGN §7.4), "host:port" each. Clients follow ' +
+            "the leader: a follower answers UNAVAILABLE naming it (trailer sluice-leader). Use instead of `address`.",
+        ),
     },
     { error: mustBe("an object") },
   )
+  .superRefine((value, ctx) => {
+    if (value.address !== undefined && value.addresses !== undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["addresses"],
+        input: value.addresses,
+        message: 'set either "address" (one controller) or "addresses" (a failover group), not both',
+      });
+    }
+    const seen = new Set<string>();
+    (value.addresses ?? []).forEach((address, index) => {
+      if (seen.has(address)) ctx.addIssue({ code: "custom", path: ["addresses", index], input: address, message: `${JSON.stringify(address)} is listed twice` });
+      seen.add(address);
+    });
+  })
   .describe("Where workers find the controller.");
+
+/** The controller addresses a client may use, in the spec's order: `addresses`, else `[address]`, else none. */
+export function controllerAddressesOf(controller: { readonly address?: string | undefined; readonly addresses?: readonly string[] | undefined } | undefined): string[] {
+  if (controller?.addresses !== undefined) return [...controller.addresses];
+  return controller?.address !== undefined ? [controller.address] : [];
+}
 
 export const generatorSpecSchema = z
   .strictObject(

@@ -1,6 +1,7 @@
-import { startController, type RunningController } from "@sluice/controller";
+import { startController, startFailoverController, type ControllerSnapshot } from "@sluice/controller";
 import { InvalidArgumentError } from "commander";
 import { EXIT_FAILURE, EXIT_OK, type CommandRegistration } from "../cli.ts";
+import { kafkaFailoverPorts, leaseMsOf } from "../failover-ports.ts";
 import { loadPipelineSpec } from "../load-spec.ts";
 import { controllerService } from "../traced-services.ts";
 import { OTLP_OPTION_DESCRIPTION, parseOtlpUrl, startTracing, type Tracing } from "../tracing.ts";
@@ -13,6 +14,15 @@ interface ControllerOptions {
   readonly otlp?: string;
   readonly httpPort?: number;
   readonly httpHost: string;
+  readonly advertise?: string;
+}
+
+/** What the command needs of a plain controller and of one in a failover group alike. */
+interface Served {
+  readonly address: string;
+  readonly status: { snapshot(): ControllerSnapshot };
+  describeLimits(): string;
+  close(): Promise<void>;
 }
 
 export const DEFAULT_CONTROLLER_PORT = 7070;
@@ -30,6 +40,10 @@ export const registerController: CommandRegistration = (program, cli) => {
     .option("--http-port <port>", "also serve the live dashboard (/), /api/snapshot, Prometheus /metrics and /healthz over HTTP; 0 picks a free port", parseHttpPort)
     .option("--http-host <host>", "interface of the --http-port server", DEFAULT_HTTP_HOST)
     .option("--otlp <url>", OTLP_OPTION_DESCRIPTION, parseOtlpUrl)
+    .option(
+      "--advertise <host:port>",
+      "with a kafka section: the address the other controllers' followers send clients to (default: the bound host:port)",
+    )
     .action(async (specPath: string, options: ControllerOptions) => {
       const say = (line: string) => cli.stdout(`sluice controller: ${line}\n`);
       const loaded = await loadPipelineSpec(specPath);
@@ -42,19 +56,40 @@ export const registerController: CommandRegistration = (program, cli) => {
       }
       const { spec } = loaded;
       const token = options.token ?? nonEmpty(process.env[CONTROLLER_TOKEN_ENV]);
-      let running: RunningController;
+      let running: Served;
       let tracing: Tracing | undefined;
       try {
         // Registered globally: the Controller's default tracer reports to it.
         tracing = await startTracing({ ...(options.otlp ? { otlp: options.otlp } : {}), service: controllerService(spec, {}) });
         if (tracing.enabled) say(tracing.description);
-        running = await startController({
-          spec,
-          host: options.host,
-          port: options.port,
-          ...(token !== undefined ? { token } : {}),
-          log: say,
-        });
+        const common = { spec, host: options.host, port: options.port, ...(token !== undefined ? { token } : {}), log: say };
+        if (spec.kafka) {
+          // DESIGN §7.4: one of a failover group; its state lives in <pipeline>.controller-state.
+          const group = await startFailoverController({
+            ...common,
+            ...(options.advertise !== undefined ? { advertisedAddress: options.advertise } : {}),
+            ports: kafkaFailoverPorts(spec, say),
+            leaseMs: leaseMsOf(spec),
+          });
+          running = {
+            address: group.address,
+            status: group.failover,
+            describeLimits: () => group.failover.current?.describeLimits() ?? "",
+            close: () => group.close(),
+          };
+          say(
+            `joined group "${spec.pipeline}.controller" (state in "${spec.pipeline}.controller-state", ` +
+              `session timeout ${spec.kafka.session_timeout} ms, lease ${leaseMsOf(spec)} ms); serving once elected`,
+          );
+        } else {
+          const single = await startController(common);
+          running = {
+            address: single.address,
+            status: single.controller,
+            describeLimits: () => single.controller.describeLimits(),
+            close: () => single.close(),
+          };
+        }
       } catch (error) {
         cli.stderr(`sluice controller: ${error instanceof Error ? error.message : String(error)}\n`);
         await tracing?.shutdown();
@@ -62,7 +97,7 @@ export const registerController: CommandRegistration = (program, cli) => {
         return;
       }
       const throttlers = Object.keys(spec.dynamic_spec.throttlers).length;
-      const limits = running.controller.describeLimits();
+      const limits = running.describeLimits();
       say(
         `pipeline ${JSON.stringify(spec.pipeline)} listening on ${running.address} ` +
           `(${throttlers} ${throttlers === 1 ? "throttler" : "throttlers"}${limits ? `: ${limits}` : ""})` +
@@ -71,7 +106,7 @@ export const registerController: CommandRegistration = (program, cli) => {
       let dashboard: { close(): Promise<void> } | null = null;
       if (options.httpPort !== undefined) {
         try {
-          dashboard = await serveControllerStatus(running.controller, spec.pipeline, { host: options.httpHost, port: options.httpPort }, say);
+          dashboard = await serveControllerStatus(running.status, spec.pipeline, { host: options.httpHost, port: options.httpPort }, say);
         } catch (error) {
           cli.stderr(`sluice controller: ${error instanceof Error ? error.message : String(error)}\n`);
           await running.close();

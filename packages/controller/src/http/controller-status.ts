@@ -1,10 +1,11 @@
-import type { Controller } from "../controller.ts";
+import type { ControllerSnapshot } from "../controller.ts";
 import { writeControllerMetrics } from "../metrics/controller-metrics.ts";
 import { PrometheusText } from "../metrics/prometheus-text.ts";
 import { startStatusServer, type RunningStatusServer } from "./status-server.ts";
 
 export interface ControllerStatusOptions {
-  readonly controller: Controller;
+  /** A Controller, or a FailoverController (whose snapshot adds the leadership). */
+  readonly controller: { snapshot(): ControllerSnapshot };
   /** Default 127.0.0.1. */
   readonly host?: string;
   /** 0 = any free port. */

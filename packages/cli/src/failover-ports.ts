@@ -1,0 +1,39 @@
+import type { ControllerElection, ControllerStateStore } from "@sluice/controller";
+import { KafkaControllerElection, KafkaControllerStateStore, createKafkaClient } from "@sluice/kafka";
+import type { PipelineSpec } from "@sluice/spec";
+
+/**
+ * The lease of a leader as a share of `kafka.session_timeout` (LeaderLease): half leaves the other
+ * half for the round trip of the confirming heartbeat and clock drift, and a heartbeat every sixth
+ * of the session renews it twice over before it runs out.
+ */
+export const LEASE_SHARE_OF_SESSION = 0.5;
+
+/** The election and state store of `sluice controller` with a `kafka` section (DESIGN §2, §7.4). */
+export function kafkaFailoverPorts(
+  spec: PipelineSpec,
+  log: (line: string) => void,
+): (address: string) => { store: ControllerStateStore; election: ControllerElection } {
+  return (address) => {
+    const kafka = createKafkaClient(spec, {
+      clientId: `sluice-${spec.pipeline}-controller`,
+      log: (entry) => {
+        if (entry.level === "error") log(`kafka ${entry.namespace}: ${entry.message}`);
+      },
+    });
+    return {
+      store: new KafkaControllerStateStore({ kafka, pipeline: spec.pipeline, log }),
+      election: new KafkaControllerElection({
+        kafka,
+        pipeline: spec.pipeline,
+        address,
+        sessionTimeoutMs: spec.kafka?.session_timeout ?? 30_000,
+        log,
+      }),
+    };
+  };
+}
+
+export function leaseMsOf(spec: PipelineSpec): number {
+  return Math.floor((spec.kafka?.session_timeout ?? 30_000) * LEASE_SHARE_OF_SESSION);
+}

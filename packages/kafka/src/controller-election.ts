@@ -1,0 +1,178 @@
+import { AssignerProtocol, type Consumer, type Kafka, type PartitionAssigner } from "kafkajs";
+import type { ControllerElection, ElectionListener } from "@sluice/controller";
+import { controllerGroupId, controllerStateTopic } from "./controller-state-records.ts";
+import { describeError } from "./kafka-io-error.ts";
+
+export interface KafkaControllerElectionOptions {
+  readonly kafka: Kafka;
+  readonly pipeline: string;
+  /** This controller's address, carried in its membership so the assignment can prefer a stable order. */
+  readonly address: string;
+  /** `kafka.session_timeout`: how soon a dead leader's membership expires. */
+  readonly sessionTimeoutMs: number;
+  /** Default: a sixth of the session timeout, at least 500 ms (1 s for 6 s). */
+  readonly heartbeatIntervalMs?: number;
+  readonly log?: (line: string) => void;
+}
+
+/** What each member says about itself in its JoinGroup metadata (`userData`). */
+interface Claim {
+  readonly address: string;
+  /** The generation it leads and serves in, or null. */
+  readonly leads: number | null;
+}
+
+const ASSIGNER_NAME = "SluiceControllerLeader";
+
+/**
+ * The election of DESIGN §7.4 on Kafka's group membership (the pattern of Schema Registry and Kafka
+ * Connect, reference/wave2.md §1): every controller joins the consumer group `<pipeline>.controller`
+ * on the one-partition topic `<pipeline>.controller-state`, and whoever the assignment gives
+ * partition 0 leads. The assignment (computed by the group's Kafka leader with this assigner) keeps
+ * partition 0 with the member that claims to lead in the highest generation, so a joining member
+ * never takes over; when nobody claims, the smallest address wins.
+ *
+ * kafkajs tells a member its generation only with each heartbeat, so a result is reported at the
+ * first heartbeat after a rebalance, with the send time of the SyncGroup request that decided it.
+ */
+export class KafkaControllerElection implements ControllerElection {
+  private readonly topic: string;
+  private readonly groupId: string;
+  private readonly log: (line: string) => void;
+  private consumer: Consumer | null = null;
+  private listener: ElectionListener | null = null;
+  /** A result of join + sync waiting for the heartbeat that tells its generation. */
+  private pending: { leading: boolean; memberId: string; syncSentAtMs: number } | null = null;
+  private lastSyncSentAtMs = 0;
+  private lastHeartbeatSentAtMs = 0;
+  private closing: Promise<void> | null = null;
+
+  constructor(private readonly options: KafkaControllerElectionOptions) {
+    this.topic = controllerStateTopic(options.pipeline);
+    this.groupId = controllerGroupId(options.pipeline);
+    this.log = options.log ?? (() => {});
+  }
+
+  async start(listener: ElectionListener): Promise<void> {
+    if (this.consumer) return;
+    this.listener = listener;
+    const sessionTimeout = this.options.sessionTimeoutMs;
+    const consumer = this.options.kafka.consumer({
+      groupId: this.groupId,
+      sessionTimeout,
+      // Members rejoin at their next heartbeat; a member that cannot within a session is gone anyway.
+      rebalanceTimeout: sessionTimeout,
+      heartbeatInterval: this.options.heartbeatIntervalMs ?? Math.max(500, Math.floor(sessionTimeout / 6)),
+      // Heartbeats are sent from the fetch loop: a short fetch wait keeps them on time.
+      maxWaitTimeInMs: 250,
+      allowAutoTopicCreation: false,
+      partitionAssigners: [this.assigner()],
+      retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 300, maxRetryTime: 2_000 },
+    });
+    this.consumer = consumer;
+    const { REQUEST, GROUP_JOIN, HEARTBEAT, CRASH, STOP } = consumer.events;
+    consumer.on(REQUEST, ({ payload }) => {
+      if (payload.apiName === "SyncGroup") this.lastSyncSentAtMs = payload.sentAt;
+      else if (payload.apiName === "Heartbeat") this.lastHeartbeatSentAtMs = payload.sentAt;
+    });
+    consumer.on(GROUP_JOIN, ({ payload }) => {
+      const partitions = payload.memberAssignment[this.topic] ?? [];
+      this.pending = { leading: partitions.includes(0), memberId: payload.memberId, syncSentAtMs: this.lastSyncSentAtMs };
+    });
+    consumer.on(HEARTBEAT, ({ payload }) => {
+      const pending = this.pending;
+      this.pending = null;
+      if (pending) {
+        this.listener?.onElected({
+          generation: payload.groupGenerationId,
+          memberId: pending.memberId,
+          leading: pending.leading,
+          confirmedAtMs: pending.syncSentAtMs,
+        });
+      }
+      this.listener?.onConfirmed(payload.groupGenerationId, this.lastHeartbeatSentAtMs);
+    });
+    consumer.on(CRASH, ({ payload }) => {
+      this.pending = null;
+      this.listener?.onLost(`the group consumer crashed: ${describeError(payload.error)}${payload.restart ? "; it restarts" : ""}`);
+    });
+    consumer.on(STOP, () => {
+      this.pending = null;
+      this.listener?.onLost("the group consumer stopped");
+    });
+    await consumer.connect();
+    await consumer.subscribe({ topic: this.topic, fromBeginning: false });
+    // The records are the state store's business; the leader only holds the partition.
+    await consumer.run({ autoCommit: false, eachBatchAutoResolve: true, eachBatch: async () => {} });
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      const consumer = this.consumer;
+      if (!consumer) return;
+      // disconnect() leaves the group, so the others rebalance at once instead of after the session timeout.
+      await consumer.disconnect();
+    })();
+    return this.closing;
+  }
+
+  private assigner(): PartitionAssigner {
+    const topic = this.topic;
+    return () => ({
+      name: ASSIGNER_NAME,
+      version: 0,
+      protocol: ({ topics }) => ({
+        name: ASSIGNER_NAME,
+        metadata: AssignerProtocol.MemberMetadata.encode({
+          version: 0,
+          topics,
+          userData: Buffer.from(JSON.stringify(this.ownClaim()), "utf8"),
+        }),
+      }),
+      assign: async ({ members }) => {
+        const claims = members.map((m) => ({ memberId: m.memberId, claim: parseClaim(m.memberMetadata) }));
+        const leader = chooseLeader(claims);
+        if (leader) this.log(`assigning the leadership of group "${this.groupId}" to ${leader.claim.address || leader.memberId}`);
+        return members.map((m) => ({
+          memberId: m.memberId,
+          memberAssignment: AssignerProtocol.MemberAssignment.encode({
+            version: 0,
+            assignment: m.memberId === leader?.memberId ? { [topic]: [0] } : {},
+            userData: Buffer.alloc(0),
+          }),
+        }));
+      },
+    });
+  }
+
+  private ownClaim(): Claim {
+    const claim = this.listener?.claim() ?? null;
+    return { address: this.options.address, leads: claim?.generation ?? null };
+  }
+}
+
+function parseClaim(metadata: Buffer): Claim {
+  try {
+    const decoded = AssignerProtocol.MemberMetadata.decode(metadata);
+    const parsed: unknown = JSON.parse(decoded?.userData.toString("utf8") ?? "");
+    const o = (typeof parsed === "object" && parsed !== null ? parsed : {}) as Record<string, unknown>;
+    return {
+      address: typeof o["address"] === "string" ? o["address"] : "",
+      leads: typeof o["leads"] === "number" ? o["leads"] : null,
+    };
+  } catch {
+    return { address: "", leads: null };
+  }
+}
+
+/** The member that claims the highest generation; without claims, the smallest address (then member id). */
+export function chooseLeader<T extends { readonly memberId: string; readonly claim: Claim }>(members: readonly T[]): T | null {
+  const order = (a: T, b: T) => {
+    const ga = a.claim.leads ?? -1;
+    const gb = b.claim.leads ?? -1;
+    if (ga !== gb) return gb - ga;
+    if (a.claim.address !== b.claim.address) return a.claim.address < b.claim.address ? -1 : 1;
+    return a.memberId < b.memberId ? -1 : a.memberId > b.memberId ? 1 : 0;
+  };
+  return [...members].sort(order)[0] ?? null;
+}
