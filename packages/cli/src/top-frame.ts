@@ -23,6 +23,20 @@ export interface TopFrameInput {
 const BAR_MIN = 10;
 const BAR_MAX = 30;
 
+/** DESIGN §7.4: who leads, since when, the elections so far and the age of the persisted state. */
+function failoverLine(snapshot: ControllerSnapshot, dim: (text: string) => string): string {
+  const f = snapshot.failover;
+  if (!f) return "";
+  const generated = Date.parse(snapshot.generatedAt);
+  const since = f.leaderSince ? ` since ${f.leaderSince.slice(11, 19)} UTC (${formatMs(Math.max(0, generated - Date.parse(f.leaderSince)))})` : "";
+  const state = f.stateAgeMs === null ? "no state persisted yet" : `state persisted ${formatMs(f.stateAgeMs)} ago`;
+  return (
+    `leader ${f.leader ?? "unknown"}${since} · ${f.role} here · generation ${f.generation ?? "–"} · ` +
+    `${f.elections} ${f.elections === 1 ? "election" : "elections"} seen` +
+    dim(` · ${state}`)
+  );
+}
+
 export function formatTopFrame(input: TopFrameInput): string[] {
   const { snapshot, previous } = input;
   const bold = (text: string) => (input.color ? `\x1b[1m${text}\x1b[22m` : text);
@@ -34,6 +48,7 @@ export function formatTopFrame(input: TopFrameInput): string[] {
       dim(input.error ? "" : ` · every ${formatDuration(input.intervalMs)}`),
   ];
   if (input.error) lines.push(red(`✗ ${input.error} — showing the last snapshot, retrying every ${formatDuration(input.intervalMs)}`));
+  if (snapshot.failover) lines.push(failoverLine(snapshot, dim));
   lines.push("");
   if (snapshot.throttlers.length === 0) {
     lines.push("no throttlers declared (add one with `sluice reconfigure`)");

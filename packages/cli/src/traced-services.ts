@@ -1,5 +1,5 @@
 import { hostname } from "node:os";
-import type { PipelineSpec } from "@sluice/spec";
+import { controllerAddressesOf, type PipelineSpec } from "@sluice/spec";
 import { defaultWorkerId } from "@sluice/runtime";
 import type { TracedService } from "./tracing.ts";
 
@@ -42,6 +42,6 @@ export function controllerService(spec: PipelineSpec, where: { readonly embedded
 /** `sluice run`: the worker, plus the embedded controller unless the spec names a controller to use. */
 export function runServices(spec: PipelineSpec, workerId: string | undefined): { service: TracedService; embedded?: TracedService } {
   const service = workerService(spec, workerId);
-  if (spec.controller?.address) return { service };
+  if (controllerAddressesOf(spec.controller).length > 0) return { service };
   return { service, embedded: controllerService(spec, { embeddedIn: service.instanceId }) };
 }

@@ -1,5 +1,5 @@
 import { isSluiceError, type SluiceError } from "@sluice/core";
-import { createGrpcQuotaClient } from "@sluice/protocol";
+import { controllerClient, parseControllerList } from "../controller-client.ts";
 import { extractDynamicSpec, validateDynamicSpec, type SpecIssue } from "@sluice/spec";
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
@@ -52,12 +52,12 @@ export const registerReconfigure: CommandRegistration = (program, cli) => {
       }
 
       const token = options.token ?? (process.env[CONTROLLER_TOKEN_ENV] || undefined);
-      const client = createGrpcQuotaClient(options.controller, token !== undefined ? { token } : {});
+      const client = controllerClient(parseControllerList(options.controller), token !== undefined ? { token } : {});
       try {
         const { version } = await client.updateDynamicSpec(JSON.stringify(dynamicSpec), {
           deadlineAt: Date.now() + UPDATE_DEADLINE_MS,
         });
-        cli.stdout(`dynamic_spec version ${version} applied on ${options.controller}\n`);
+        cli.stdout(`dynamic_spec version ${version} applied on ${client.currentAddress}\n`);
         cli.setExitCode(EXIT_OK);
       } catch (error) {
         fail(refusalLines(error, options.controller));

@@ -1,10 +1,11 @@
 import type { Tracer } from "@opentelemetry/api";
 import { systemClock } from "@sluice/core";
 import { Controller, startController, type RunningController } from "@sluice/controller";
-import { createGrpcQuotaClient, createInMemoryQuotaClient, type QuotaServiceClient } from "@sluice/protocol";
-import type { PipelineSpec } from "@sluice/spec";
+import { createInMemoryQuotaClient, type QuotaServiceClient } from "@sluice/protocol";
+import { controllerAddressesOf, type PipelineSpec } from "@sluice/spec";
 import { MemoryIoFactory, type IoFactory, type Worker } from "@sluice/runtime";
 import { EXIT_FAILURE, type CommandRegistration } from "../cli.ts";
+import { controllerClient } from "../controller-client.ts";
 import { createKafkaIo } from "../kafka-io.ts";
 import { loadPipelineSpec } from "../load-spec.ts";
 import { runSession } from "../pipeline-session.ts";
@@ -90,9 +91,9 @@ async function connectQuota(
   log: (line: string) => void,
   tracer: Tracer | undefined,
 ): Promise<{ client: QuotaServiceClient; controller: Controller | null; close: () => Promise<void> }> {
-  const address = spec.controller?.address;
-  if (address) {
-    const client = createGrpcQuotaClient(address);
+  const addresses = controllerAddressesOf(spec.controller);
+  if (addresses.length > 0) {
+    const client = controllerClient(addresses, {}, log);
     return { client, controller: null, close: async () => client.close() };
   }
   let served: RunningController | null = null;

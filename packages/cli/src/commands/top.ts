@@ -1,6 +1,7 @@
 import { isSluiceError } from "@sluice/core";
 import type { ControllerSnapshot } from "@sluice/controller";
-import { createGrpcQuotaClient, type QuotaServiceClient } from "@sluice/protocol";
+import type { LeaderFollowingClient, QuotaServiceClient } from "@sluice/protocol";
+import { controllerClient, parseControllerList } from "../controller-client.ts";
 import { parseDuration } from "@sluice/spec";
 import { InvalidArgumentError, Option } from "commander";
 import { EXIT_FAILURE, EXIT_OK, type CommandRegistration } from "../cli.ts";
@@ -34,14 +35,14 @@ export const registerTop: CommandRegistration = (program, cli) => {
     .option("--token <token>", `controller token (default: $${CONTROLLER_TOKEN_ENV})`)
     .action(async (options: TopOptions) => {
       const token = options.token ?? (process.env[CONTROLLER_TOKEN_ENV] || undefined);
-      const client = createGrpcQuotaClient(options.controller, token !== undefined ? { token } : {});
+      const client = controllerClient(parseControllerList(options.controller), token !== undefined ? { token } : {});
       const terminal = process.stdout.isTTY === true;
       const color = terminal && !process.env["NO_COLOR"];
       const columns = process.stdout.columns ?? 120;
       try {
         if (options.once) {
           const snapshot = await describe(client);
-          cli.stdout(`${formatTopFrame({ address: options.controller, snapshot, intervalMs: options.interval, color, columns }).join("\n")}\n`);
+          cli.stdout(`${formatTopFrame({ address: client.currentAddress, snapshot, intervalMs: options.interval, color, columns }).join("\n")}\n`);
           cli.setExitCode(EXIT_OK);
           return;
         }
@@ -57,7 +58,7 @@ export const registerTop: CommandRegistration = (program, cli) => {
 };
 
 /** Redraws every interval until Ctrl-C (SIGINT) or SIGTERM; a failed refresh keeps the last picture with the error. */
-async function watch(client: QuotaServiceClient, options: TopOptions, terminal: boolean, color: boolean, write: (text: string) => void): Promise<void> {
+async function watch(client: LeaderFollowingClient, options: TopOptions, terminal: boolean, color: boolean, write: (text: string) => void): Promise<void> {
   const stop = new AbortController();
   const onSignal = () => stop.abort();
   process.once("SIGINT", onSignal);
@@ -70,7 +71,7 @@ async function watch(client: QuotaServiceClient, options: TopOptions, terminal: 
   try {
     while (!stop.signal.aborted) {
       const lines = formatTopFrame({
-        address: options.controller,
+        address: client.currentAddress,
         snapshot,
         ...(previous ? { previous } : {}),
         intervalMs: options.interval,

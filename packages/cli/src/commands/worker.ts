@@ -1,4 +1,5 @@
-import { createGrpcQuotaClient } from "@sluice/protocol";
+import { controllerAddressesOf } from "@sluice/spec";
+import { controllerClient, parseControllerList } from "../controller-client.ts";
 import { EXIT_FAILURE, type CommandRegistration } from "../cli.ts";
 import { createKafkaIo } from "../kafka-io.ts";
 import { loadPipelineSpec } from "../load-spec.ts";
@@ -15,7 +16,7 @@ export const registerWorker: CommandRegistration = (program, cli) => {
     .argument("<spec.json>", "pipeline spec file (needs kafka and controller.address)")
     .option("--quiet", "no live status line")
     .option("--worker-id <id>", "worker id in job ids and client ids (default: host-pid)")
-    .option("--controller <host:port>", "controller address (overrides controller.address)")
+    .option("--controller <host:port>", "controller address, or several comma-separated for a failover group (overrides controller.address/addresses)")
     .option("--brokers <host:port,...>", "Kafka bootstrap brokers (override kafka.brokers)", parseBrokers)
     .option("--metrics-port <port>", "serve Prometheus /metrics and /healthz over HTTP on this port; 0 picks a free port", parseHttpPort)
     .option("--metrics-host <host>", "interface of the --metrics-port server", DEFAULT_HTTP_HOST)
@@ -29,10 +30,11 @@ export const registerWorker: CommandRegistration = (program, cli) => {
       }
       const { specDir } = loaded;
       const spec = withBrokers(loaded.spec, options.brokers);
-      const address = options.controller ?? spec.controller?.address;
+      const addresses = options.controller !== undefined ? parseControllerList(options.controller) : controllerAddressesOf(spec.controller);
+      const address = addresses[0];
       const problems = [
         ...(spec.kafka ? [] : ["the spec has no kafka section: a worker shares streams with other workers through Kafka (use `sluice run` for in-memory streams)"]),
-        ...(address ? [] : ["no controller: set controller.address in the spec or pass --controller host:port (start one with `sluice controller`)"]),
+        ...(address ? [] : ["no controller: set controller.address (or controller.addresses) in the spec or pass --controller host:port[,host:port…] (start one with `sluice controller`)"]),
       ];
       if (problems.length > 0 || !address) {
         for (const problem of problems) cli.stderr(`✗ ${problem}\n`);
@@ -41,7 +43,7 @@ export const registerWorker: CommandRegistration = (program, cli) => {
       }
       const tracing = await startTracing({ ...(options.otlp ? { otlp: options.otlp } : {}), service: workerService(spec, options.workerId) });
       if (tracing.enabled) cli.stdout(`sluice worker: ${tracing.description}\n`);
-      const client = createGrpcQuotaClient(address);
+      const client = controllerClient(addresses, {}, (line) => cli.stdout(`sluice worker: ${line}\n`));
       const code = await runSession({
         spec,
         specDir,

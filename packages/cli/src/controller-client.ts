@@ -1,0 +1,25 @@
+import { createGrpcQuotaClient, createLeaderFollowingClient, type GrpcQuotaClientOptions, type LeaderFollowingClient } from "@sluice/protocol";
+
+/** `--controller a:1,b:2` (or one address): the controllers of a failover group, in order. */
+export function parseControllerList(value: string): string[] {
+  return value
+    .split(",")
+    .map((part) => part.trim())
+    .filter((part) => part !== "");
+}
+
+/**
+ * The gRPC client of every command that talks to a controller: with several addresses (DESIGN §7.4,
+ * `controller.addresses`) it follows the leader; with one it behaves as a plain client, and still
+ * follows a follower's redirect.
+ */
+export function controllerClient(
+  addresses: readonly string[],
+  options: GrpcQuotaClientOptions = {},
+  log?: (line: string) => void,
+): LeaderFollowingClient {
+  return createLeaderFollowingClient(addresses, {
+    connect: (address) => createGrpcQuotaClient(address, options),
+    ...(log ? { log } : {}),
+  });
+}
