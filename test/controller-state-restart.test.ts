@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { createGrpcQuotaClient, type QuotaServiceClient } from "@sluice/protocol";
 import { brokers, uniqueName } from "./helpers/kafka.ts";
+import { scrape } from "./helpers/prometheus.ts";
 import { Child, NOOP_COMPUTATION, sluice, writeSpec } from "./helpers/processes.ts";
 
 const children: Child[] = [];
@@ -21,16 +22,17 @@ interface Snapshot {
   failover?: { role: string; leader: string | null };
 }
 
-async function startGroupController(specPath: string): Promise<{ child: Child; address: string; client: QuotaServiceClient }> {
-  const child = sluice(["controller", specPath, "--port", "0"]);
+async function startGroupController(specPath: string): Promise<{ child: Child; address: string; client: QuotaServiceClient; http: string }> {
+  const child = sluice(["controller", specPath, "--port", "0", "--http-port", "0"]);
   children.push(child);
   const match = await child.waitFor(/listening on (127\.0\.0\.1:\d+)/);
   const address = match[1] ?? "";
   // A restarted member waits for the dead one's session (6 s) to expire before it is elected.
   await child.waitFor(/leader of pipeline .* in generation \d+/, 30_000);
+  const http = (await child.waitFor(/dashboard on (http:\/\/127\.0\.0\.1:\d+\/)/))[1] ?? "";
   const client = createGrpcQuotaClient(address);
   clients.push(client);
-  return { child, address, client };
+  return { child, address, client, http };
 }
 
 async function snapshotOf(client: QuotaServiceClient): Promise<Snapshot> {
@@ -74,6 +76,18 @@ describe("a single controller with Kafka restarts from its persisted state", { t
     assert.ok(balance < 300, `balance ${balance} is far from full`);
     assert.match(second.child.stdout, /restored 1 bucket balance persisted \d+ ms ago/);
     assert.match(second.child.stdout, /dynamic_spec version 2 \(persisted\)/);
+
+    // Visible (issue 12 item 4): /metrics, the dashboard's snapshot and `sluice top` say who leads.
+    const metrics = await scrape(`${second.http}metrics`);
+    const value = (name: string) => metrics.samples.find((sample) => sample.name === name)?.value;
+    assert.equal(value("sluice_controller_failover_leader"), 1);
+    assert.ok((value("sluice_controller_failover_elections_total") ?? 0) >= 1);
+    assert.ok((value("sluice_controller_failover_state_age_seconds") ?? -1) >= 0);
+    assert.ok((value("sluice_controller_failover_leader_since_seconds") ?? 0) * 1000 <= Date.now());
+    const top = sluice(["top", "--once", "--controller", second.address]);
+    children.push(top);
+    assert.equal((await top.exited).code, 0, top.stderr);
+    assert.match(top.stdout, new RegExp(`leader ${second.address.replace(/\./g, "\\.")} since .* · leader here · generation \\d+ · \\d+ elections? seen`));
 
     // A later reconfiguration continues from the persisted version.
     assert.equal((await second.client.updateDynamicSpec(JSON.stringify(reconfigured))).version, 3);

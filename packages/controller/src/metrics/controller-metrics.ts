@@ -1,5 +1,6 @@
 import { WAIT_BUCKETS_MS, type WaitHistogramView } from "@sluice/core";
 import type { ControllerSnapshot, ControllerThrottlerSnapshot } from "../controller.ts";
+import { writeFailoverMetrics } from "./failover-metrics.ts";
 import type { Labels, PrometheusText, Sample } from "./prometheus-text.ts";
 
 // The controller's sensors (the reference's yt.flow.controller.distributed_throttler.*, see
@@ -82,6 +83,7 @@ export function writeControllerMetrics(out: PrometheusText, snapshot: Controller
     "Time from a request's arrival to its first granted chunk, milliseconds.",
     classes.map(({ labels, c }) => ({ labels, view: c.waitTime })),
   );
+  if (snapshot.failover) writeFailoverMetrics(out, snapshot.failover);
 }
 
 /** A histogram family plus `<name>_max`, the largest wait seen (the reference's wait_time.max). */
