@@ -1,0 +1,46 @@
+// The records of `<pipeline>.controller-state` and the leader choice of the election's assigner
+// (DESIGN §7.4): pure functions, so no broker here; test/controller-*.test.ts runs them on one.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { chooseLeader } from "../src/controller-election.ts";
+import { decodeStateRecord, encodeBuckets, encodeLeader, encodeSpec } from "../src/controller-state-records.ts";
+
+describe("controller state records", () => {
+  it("round-trip each kind through its snake_case JSON", () => {
+    const spec = { version: 4, dynamicSpecJson: '{"throttlers":{}}', generation: 7, writtenAtMs: 1_000 };
+    assert.deepEqual(decodeStateRecord("dynamic_spec", encodeSpec(spec)), { kind: "spec", record: spec });
+    const buckets = { buckets: { rows: { balance: -3.5, atMs: 999 } }, generation: 7, writtenAtMs: 1_000 };
+    assert.deepEqual(decodeStateRecord("buckets", encodeBuckets(buckets)), { kind: "buckets", record: buckets });
+    assert.match(encodeBuckets(buckets), /"at_ms":999/);
+    const leader = { address: "127.0.0.1:7070", memberId: "m-1", generation: 7, sinceMs: 1_000 };
+    assert.deepEqual(decodeStateRecord("leader", encodeLeader(leader)), { kind: "leader", record: leader });
+  });
+
+  it("reports a malformed record instead of throwing", () => {
+    assert.equal(decodeStateRecord("buckets", "not json").kind, "unknown");
+    assert.equal(decodeStateRecord("leader", JSON.stringify({ generation: 1 })).kind, "unknown");
+    assert.equal(decodeStateRecord("dynamic_spec", JSON.stringify({ version: 1, dynamic_spec_json: "{}" })).kind, "unknown"); // no generation
+    assert.equal(decodeStateRecord("other", JSON.stringify({ generation: 1 })).kind, "unknown");
+    assert.equal(decodeStateRecord("buckets", null).kind, "unknown");
+  });
+});
+
+describe("chooseLeader", () => {
+  const member = (memberId: string, address: string, leads: number | null) => ({ memberId, claim: { address, leads } });
+
+  it("keeps the member that claims the highest generation, so a joining member never takes over", () => {
+    const chosen = chooseLeader([member("a", "127.0.0.1:1", null), member("b", "127.0.0.1:9", 5), member("c", "127.0.0.1:2", null)]);
+    assert.equal(chosen?.memberId, "b");
+  });
+
+  it("prefers the newer of two claims (a paused leader that came back claims an older generation)", () => {
+    const chosen = chooseLeader([member("old", "127.0.0.1:1", 3), member("new", "127.0.0.1:2", 4)]);
+    assert.equal(chosen?.memberId, "new");
+  });
+
+  it("without claims picks the smallest address, then the smallest member id", () => {
+    assert.equal(chooseLeader([member("z", "127.0.0.1:8", null), member("y", "127.0.0.1:7", null)])?.memberId, "y");
+    assert.equal(chooseLeader([member("z", "h:1", null), member("y", "h:1", null)])?.memberId, "y");
+    assert.equal(chooseLeader([]), null);
+  });
+});
