@@ -7,7 +7,7 @@ import { createServer } from "node:net";
 import { after, describe, it } from "node:test";
 import { SluiceError } from "@sluice/core";
 import { createGrpcQuotaClient, createLeaderFollowingClient, type QuotaServiceClient } from "@sluice/protocol";
-import { brokers, consumeAll, createTopic, produce, uniqueName } from "./helpers/kafka.ts";
+import { brokers, consumeAll, createTopic, produce, uniqueName, withAdmin } from "./helpers/kafka.ts";
 import { Child, ROOT, sluice, writeSpec } from "./helpers/processes.ts";
 
 const RELAY = `${ROOT}/test/fixtures/relay-computation.ts`;
@@ -47,6 +47,7 @@ interface Snapshot {
 }
 
 interface Group {
+  readonly pipeline: string;
   readonly spec: string;
   readonly addresses: string[];
   readonly controllers: Map<string, Child>;
@@ -76,7 +77,7 @@ async function startGroup(prefix: string, count: number, throttler: Record<strin
     controllers.set(address, child);
   }
   await Promise.all([...controllers.values()].map((c) => c.waitFor(/listening on/, 30_000)));
-  return { spec, addresses, controllers, input, output };
+  return { pipeline, spec, addresses, controllers, input, output };
 }
 
 /** Polls until a controller answers DescribeThrottlers as the leader; resolves with its address. */
@@ -122,6 +123,7 @@ describe("controller failover on Kafka", { timeout: 180_000 }, () => {
     const periodMs = 2_000;
     const group = await startGroup("failover", 3, { limit, period: "2s", request_period: "200ms", rpc_timeout: "2s" });
     const first = await servingLeader(group, null, 30_000);
+    const firstServedAt = Date.now();
     t.diagnostic(`first leader ${first.address}`);
 
     // Reconfigure through the group (version 2), before the failover.
@@ -163,6 +165,12 @@ describe("controller failover on Kafka", { timeout: 180_000 }, () => {
     const slack = 4 * 10;
     t.diagnostic(`most rows in any ${periodMs} ms window: ${worst} (bound ${bound} + ${slack} for batches at the edges); ${out.length - ids.size} redone after the failover`);
     assert.ok(worst <= bound + slack, `${worst} rows in one ${periodMs} ms window, above rate + one bucket (${bound}) + ${slack}`);
+
+    // What persisting costs: records written to <pipeline>.controller-state over the run.
+    const stateTopic = `${group.pipeline}.controller-state`;
+    const written = await withAdmin(async (admin) => Number((await admin.fetchTopicOffsets(stateTopic))[0]?.high ?? 0));
+    const runS = (Date.now() - firstServedAt) / 1000;
+    t.diagnostic(`${written} state records in ${runS.toFixed(1)} s (${(written / runS).toFixed(1)}/s) for ${out.length} rows granted in batches of 10`);
 
     // The version continues on the successor.
     assert.equal((await admin.updateDynamicSpec(JSON.stringify(reconfigured))).version, 3);

@@ -26,7 +26,8 @@ const compose = parse(readFileSync(join(ROOT, "docker-compose.yml"), "utf8"), { 
 const services = compose.services;
 const readme = readFileSync(join(ROOT, "README.md"), "utf8");
 const jaegerSection = readme.slice(readme.indexOf("### See it in Jaeger"), readme.indexOf("\n## ", readme.indexOf("### See it in Jaeger")));
-const SLUICE_SERVICES = ["controller", "worker-1", "worker-2"];
+const CONTROLLERS = ["controller", "controller-2"];
+const SLUICE_SERVICES = [...CONTROLLERS, "worker-1", "worker-2"];
 
 /** The value after `--flag` in a command. */
 function flag(command: readonly string[], name: string): string {
@@ -60,15 +61,16 @@ describe("docker-compose.yml", () => {
     }
   });
 
-  it("has Kafka, Jaeger, the controller, two workers and a producer, with health checks", () => {
-    assert.deepEqual(Object.keys(services).sort(), ["controller", "jaeger", "kafka", "producer", "worker-1", "worker-2"]);
+  it("has Kafka, Jaeger, two controllers (a failover group), two workers and a producer, with health checks", () => {
+    assert.deepEqual(Object.keys(services).sort(), ["controller", "controller-2", "jaeger", "kafka", "producer", "worker-1", "worker-2"]);
     for (const name of ["kafka", "jaeger", ...SLUICE_SERVICES]) assert.ok(service(name).healthcheck?.test.length, `${name} has a health check`);
     for (const name of SLUICE_SERVICES) {
       for (const [dependency, { condition }] of Object.entries(service(name).depends_on ?? {})) {
         assert.equal(condition, "service_healthy", `${name} waits for ${dependency} to be healthy`);
       }
     }
-    assert.deepEqual(Object.keys(service("worker-1").depends_on ?? {}).sort(), ["controller", "kafka"]);
+    assert.deepEqual(Object.keys(service("worker-1").depends_on ?? {}).sort(), ["controller", "controller-2", "kafka"]);
+    for (const name of CONTROLLERS) assert.ok(service(name).depends_on?.["kafka"], `${name} waits for Kafka: the group and its state live there`);
   });
 
   it("runs only commands and flags that `sluice --help` lists, on a spec that validates", async () => {
@@ -105,11 +107,22 @@ describe("docker-compose.yml", () => {
     const controller = service("controller").command ?? [];
     const grpcPort = Number(flag(controller, "--port"));
     const httpPort = Number(flag(controller, "--http-port"));
-    assert.equal(flag(controller, "--host"), "0.0.0.0", "gRPC reachable from the other containers");
-    assert.equal(flag(controller, "--http-host"), "0.0.0.0", "the dashboard reachable from the host");
-    assert.equal(published("controller").get(grpcPort), grpcPort);
-    assert.equal(published("controller").get(httpPort), httpPort);
-    assert.ok(service("controller").healthcheck?.test.join(" ").includes(`127.0.0.1:${httpPort}/healthz`), "the controller's health check asks its --http-port");
+    const hostGrpcPorts: number[] = [];
+    const hostHttpPorts: number[] = [];
+    for (const name of CONTROLLERS) {
+      const command = service(name).command ?? [];
+      assert.equal(Number(flag(command, "--port")), grpcPort, `${name} listens on the same container port`);
+      assert.equal(Number(flag(command, "--http-port")), httpPort);
+      assert.equal(flag(command, "--host"), "0.0.0.0", "gRPC reachable from the other containers");
+      assert.equal(flag(command, "--http-host"), "0.0.0.0", "the dashboard reachable from the host");
+      assert.equal(flag(command, "--advertise"), `${name}:${grpcPort}`, `${name}'s followers send clients to an address the other containers resolve`);
+      assert.equal(flag(command, "--brokers"), "kafka:9092", `${name} joins the group on Kafka's in-network listener`);
+      hostGrpcPorts.push(published(name).get(grpcPort) ?? 0);
+      hostHttpPorts.push(published(name).get(httpPort) ?? 0);
+      assert.ok(service(name).healthcheck?.test.join(" ").includes(`127.0.0.1:${httpPort}/healthz`), `${name}'s health check asks its --http-port`);
+    }
+    assert.deepEqual(hostGrpcPorts, [grpcPort, grpcPort + 1], "the host reaches the controllers on 7070 and 7071");
+    assert.deepEqual(hostHttpPorts, [httpPort, httpPort + 1]);
 
     const kafka = service("kafka").environment ?? {};
     const internal = /INTERNAL:\/\/([^,]+)/.exec(String(kafka["KAFKA_ADVERTISED_LISTENERS"]))?.[1];
@@ -118,7 +131,7 @@ describe("docker-compose.yml", () => {
     const hostPorts = new Set<number>();
     for (const name of ["worker-1", "worker-2"]) {
       const worker = service(name).command ?? [];
-      assert.equal(flag(worker, "--controller"), `controller:${grpcPort}`, `${name} calls the controller's --port`);
+      assert.equal(flag(worker, "--controller"), CONTROLLERS.map((c) => `${c}:${grpcPort}`).join(","), `${name} follows the leader of both controllers`);
       assert.equal(flag(worker, "--brokers"), internal, `${name} uses Kafka's in-network listener`);
       assert.equal(flag(worker, "--worker-id"), name);
       assert.equal(flag(worker, "--metrics-host"), "0.0.0.0");
@@ -132,17 +145,17 @@ describe("docker-compose.yml", () => {
     assert.equal(hostPorts.size, 2, "the two workers publish different host ports");
 
     // The spec's own 127.0.0.1 addresses are what the host reaches: the same file works outside Docker.
-    const spec = JSON.parse(readFileSync(join(ROOT, controller[1] ?? ""), "utf8")) as { kafka: { brokers: string[] }; controller: { address: string } };
+    const spec = JSON.parse(readFileSync(join(ROOT, controller[1] ?? ""), "utf8")) as { kafka: { brokers: string[] }; controller: { addresses: string[] } };
     assert.deepEqual(spec.kafka.brokers, [`127.0.0.1:${external}`]);
     assert.equal(published("kafka").get(Number(external)), Number(external), "Kafka's host listener is published");
-    assert.equal(spec.controller.address, `127.0.0.1:${grpcPort}`);
+    assert.deepEqual(spec.controller.addresses, hostGrpcPorts.map((port) => `127.0.0.1:${port}`));
 
     const otlp = [...SLUICE_SERVICES.map((name) => flag(service(name).command ?? [], "--otlp"))];
     assert.deepEqual(new Set(otlp), new Set(["http://jaeger:4318"]), "every Sluice process exports to Jaeger's OTLP/HTTP port");
     assert.equal(published("jaeger").get(16686), 16686, "the Jaeger UI on 16686");
     assert.equal(published("jaeger").get(4318), 4318);
 
-    for (const text of ["docker compose up --build", "http://localhost:16686", `http://localhost:${httpPort}/`, `localhost:${grpcPort}`, `localhost:${external}`]) {
+    for (const text of ["docker compose up --build", "http://localhost:16686", ...hostHttpPorts.map((p) => `http://localhost:${p}/`), `localhost:${grpcPort}`, `localhost:${external}`]) {
       assert.ok(jaegerSection.includes(text), `README "See it in Jaeger" mentions ${text}`);
     }
   });

@@ -1,6 +1,7 @@
 import { startController, startFailoverController, type ControllerSnapshot } from "@sluice/controller";
 import { InvalidArgumentError } from "commander";
 import { EXIT_FAILURE, EXIT_OK, type CommandRegistration } from "../cli.ts";
+import { parseBrokers, withBrokers } from "../brokers-option.ts";
 import { kafkaFailoverPorts, leaseMsOf } from "../failover-ports.ts";
 import { loadPipelineSpec } from "../load-spec.ts";
 import { controllerService } from "../traced-services.ts";
@@ -15,6 +16,7 @@ interface ControllerOptions {
   readonly httpPort?: number;
   readonly httpHost: string;
   readonly advertise?: string;
+  readonly brokers?: string[];
 }
 
 /** What the command needs of a plain controller and of one in a failover group alike. */
@@ -40,6 +42,7 @@ export const registerController: CommandRegistration = (program, cli) => {
     .option("--http-port <port>", "also serve the live dashboard (/), /api/snapshot, Prometheus /metrics and /healthz over HTTP; 0 picks a free port", parseHttpPort)
     .option("--http-host <host>", "interface of the --http-port server", DEFAULT_HTTP_HOST)
     .option("--otlp <url>", OTLP_OPTION_DESCRIPTION, parseOtlpUrl)
+    .option("--brokers <host:port,...>", "Kafka bootstrap brokers of the failover group (override kafka.brokers)", parseBrokers)
     .option(
       "--advertise <host:port>",
       "with a kafka section: the address the other controllers' followers send clients to (default: the bound host:port)",
@@ -54,7 +57,7 @@ export const registerController: CommandRegistration = (program, cli) => {
         cli.setExitCode(EXIT_FAILURE);
         return;
       }
-      const { spec } = loaded;
+      const spec = withBrokers(loaded.spec, options.brokers);
       const token = options.token ?? nonEmpty(process.env[CONTROLLER_TOKEN_ENV]);
       let running: Served;
       let tracing: Tracing | undefined;
