@@ -18,7 +18,9 @@ export function kafkaFailoverPorts(
     const kafka = createKafkaClient(spec, {
       clientId: `sluice-${spec.pipeline}-controller`,
       log: (entry) => {
-        if (entry.level === "error") log(`kafka ${entry.namespace}: ${entry.message}`);
+        // "Response <API>(…)" errors are broker answers kafkajs retries by itself (the coordinator
+        // still loading at startup, a rebalance under way): noise, not news.
+        if (entry.level === "error" && !entry.message.startsWith("Response ")) log(`kafka ${entry.namespace}: ${entry.message}`);
       },
     });
     return {

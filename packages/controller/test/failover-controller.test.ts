@@ -194,6 +194,18 @@ describe("FailoverController", () => {
     assert.equal(error.code, "CONTROLLER_UNAVAILABLE");
   });
 
+  it("close() fails its waiters, and the membership ending afterwards does not make it a follower again", async () => {
+    const { controller, election, lead } = await setup();
+    await lead(2);
+    await controller.requestQuota(call(200, "overdraw"), context());
+    const waiting = controller.requestQuota(call(1, "w"), context()).catch((e: unknown) => e);
+    await controller.close();
+    election.listener?.onLost("the group consumer stopped");
+    assert.equal(controller.status().role, "closed");
+    assert.equal(((await waiting) as SluiceError).code, "CONTROLLER_UNAVAILABLE");
+    assert.match(((await refusal(controller.requestQuota(call(1, "late"), context()))) as SluiceError).message, /shutting down/);
+  });
+
   it("steps down when a new election names another member, and claims its generation while leading", async () => {
     const { controller, election, clock, lead } = await setup();
     await lead(5);

@@ -78,7 +78,9 @@ export class FailoverController implements QuotaServiceHandler {
       },
       onElected: (result) => this.onElected(result),
       onConfirmed: (generation, sentAtMs) => this.onConfirmed(generation, sentAtMs),
-      onLost: (reason) => this.stepDown(`the group membership ended (${reason})`, "follower"),
+      onLost: (reason) => {
+        if (this.role !== "closed") this.stepDown(`the group membership ended (${reason})`, "follower");
+      },
     });
   }
 
