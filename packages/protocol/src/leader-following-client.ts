@@ -68,7 +68,10 @@ export function createLeaderFollowingClient(addresses: readonly string[], option
         if (signal?.aborted || !movable(error)) throw error;
         lastError = error;
         const leader = leaderOf(error);
-        if (leader !== null && leader !== address) moveTo(leader, `named ${leader} as the leader (${method})`);
+        // A controller naming itself has just been elected and is reading its state: stay with it,
+        // and let the caller's backoff pace the retry.
+        if (leader === address) throw error;
+        if (leader !== null) moveTo(leader, `named ${leader} as the leader (${method})`);
         else if (known.length > 1) moveTo(next(address), `did not serve ${method} (${error.code})`);
         if (tried.has(current)) throw error;
       }

@@ -56,6 +56,14 @@ describe("createLeaderFollowingClient", () => {
     assert.deepEqual(cluster.calls.slice(3).map((c) => `${c.address}/${c.requestId}`), ["h:1/r1", "h:2/r1"]);
   });
 
+  it("stays with a controller that names itself (elected, still reading its state)", async () => {
+    const cluster = fakeCluster({ "h:1": { follower: "h:1" }, "h:2": "leader" });
+    const client = createLeaderFollowingClient(["h:1", "h:2"], { connect: cluster.connect });
+    await assert.rejects(client.requestQuota(request("r1")), (e: unknown) => e instanceof SluiceError && e.code === "CONTROLLER_UNAVAILABLE");
+    assert.equal(client.currentAddress, "h:1");
+    assert.deepEqual(cluster.calls.map((c) => c.address), ["h:1"]);
+  });
+
   it("follows a leader the spec did not list, and leaves other errors to the caller", async () => {
     const cluster = fakeCluster({ "h:1": { follower: "h:9" }, "h:9": "leader" });
     const client = createLeaderFollowingClient(["h:1"], { connect: cluster.connect });

@@ -8,13 +8,15 @@ import type {
   RequestQuotaCall,
   RequestQuotaResult,
 } from "@sluice/protocol";
-import { validateDynamicSpec, type DynamicSpec } from "@sluice/spec";
+import type { DynamicSpec } from "@sluice/spec";
 import { Controller, type ControllerSnapshot } from "../controller.ts";
 import type { ControllerElection, ElectionResult } from "./controller-election.ts";
 import type { ControllerState, ControllerStateStore } from "./controller-state-store.ts";
 import type { FailoverRole, FailoverStatus } from "./failover-status.ts";
 import { GroupCommit } from "./group-commit.ts";
 import { LeaderLease } from "./leader-lease.ts";
+import { notLeaderError } from "./not-leader-error.ts";
+import { specInForce } from "./spec-in-force.ts";
 
 export interface FailoverControllerOptions {
   readonly pipeline: string;
@@ -235,7 +237,7 @@ export class FailoverController implements QuotaServiceHandler {
       }
     }
     if (transition !== this.transition) return;
-    const { spec, version, origin } = this.specFrom(state);
+    const { spec, version, origin } = specInForce(state, this.options.dynamicSpec, this.options.computations, this.log);
     const inner = new Controller({
       dynamicSpec: spec,
       computations: this.options.computations,
@@ -287,25 +289,6 @@ export class FailoverController implements QuotaServiceHandler {
     }
   }
 
-  private specFrom(state: ControllerState): { spec: DynamicSpec; version: number; origin: string } {
-    const persisted = state.spec;
-    if (persisted === null) return { spec: this.options.dynamicSpec, version: 1, origin: "the spec file's" };
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(persisted.dynamicSpecJson);
-    } catch {
-      parsed = undefined;
-    }
-    const result = validateDynamicSpec(parsed, { computations: this.options.computations, pathPrefix: "dynamic_spec" });
-    if (result.ok) return { spec: result.value, version: persisted.version, origin: "persisted" };
-    const next = persisted.version + 1;
-    this.log(
-      `the persisted dynamic_spec version ${persisted.version} no longer fits this pipeline ` +
-        `(${result.issues.map((i) => `${i.path}: ${i.message}`).join("; ")}); the spec file's applies as version ${next}`,
-    );
-    return { spec: this.options.dynamicSpec, version: next, origin: "the spec file's, the persisted one being invalid" };
-  }
-
   // ───────────────────────────── serving ─────────────────────────────
 
   /** The Controller to serve a call with, or the refusal that sends the caller to the leader. */
@@ -343,28 +326,7 @@ export class FailoverController implements QuotaServiceHandler {
   }
 
   private notLeader(): SluiceError {
-    const self = this.options.address;
-    const pipeline = JSON.stringify(this.options.pipeline);
-    const leader = this.knownLeader();
-    if (this.role === "taking-over") {
-      return new SluiceError("CONTROLLER_UNAVAILABLE", `the controller at ${self} was just elected leader of pipeline ${pipeline} and is reading its state; retry in a moment`, {
-        address: self,
-        leader: self,
-      });
-    }
-    if (leader !== null && leader !== self) {
-      return new SluiceError("CONTROLLER_UNAVAILABLE", `the controller at ${self} is a follower of pipeline ${pipeline}; the leader is ${leader}: retry there`, {
-        address: self,
-        leader,
-      });
-    }
-    const why =
-      this.role === "fenced"
-        ? "its leadership lapsed (no heartbeat confirmed within its lease, or its state could not be persisted)"
-        : this.role === "closed"
-          ? "it is shutting down"
-          : "no leader is known yet (an election is under way; it takes up to the session timeout)";
-    return new SluiceError("CONTROLLER_UNAVAILABLE", `the controller at ${self} does not serve pipeline ${pipeline}: ${why}; retry with backoff`, { address: self });
+    return notLeaderError({ role: this.role, self: this.options.address, pipeline: this.options.pipeline, leader: this.knownLeader() });
   }
 
   private knownLeader(): string | null {

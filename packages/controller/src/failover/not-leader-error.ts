@@ -1,0 +1,32 @@
+import { SluiceError } from "@sluice/core";
+import type { FailoverRole } from "./failover-status.ts";
+
+/**
+ * The refusal of a controller that does not serve (DESIGN §7.4): CONTROLLER_UNAVAILABLE, retriable,
+ * with `details.leader` — sent as the trailer `sluice-leader` — when it knows where the caller
+ * should go instead.
+ */
+export function notLeaderError(options: { readonly role: FailoverRole; readonly self: string; readonly pipeline: string; readonly leader: string | null }): SluiceError {
+  const { role, self, leader } = options;
+  const pipeline = JSON.stringify(options.pipeline);
+  if (role === "taking-over") {
+    return new SluiceError(
+      "CONTROLLER_UNAVAILABLE",
+      `the controller at ${self} was just elected leader of pipeline ${pipeline} and is reading its state; retry here in a moment`,
+      { address: self, leader: self },
+    );
+  }
+  if (leader !== null && leader !== self) {
+    return new SluiceError("CONTROLLER_UNAVAILABLE", `the controller at ${self} is a follower of pipeline ${pipeline}; the leader is ${leader}: retry there`, {
+      address: self,
+      leader,
+    });
+  }
+  const why =
+    role === "fenced"
+      ? "its leadership lapsed (no heartbeat confirmed within its lease, or its state could not be persisted)"
+      : role === "closed"
+        ? "it is shutting down"
+        : "no leader is known yet (an election is under way; it takes up to the session timeout)";
+  return new SluiceError("CONTROLLER_UNAVAILABLE", `the controller at ${self} does not serve pipeline ${pipeline}: ${why}; retry with backoff`, { address: self });
+}
