@@ -49,7 +49,8 @@ export const kafkaSpecSchema = z
         .prefault(KAFKA_DEFAULTS.session_timeout)
         .describe(
           "Consumer group session timeout: how soon the partitions of a worker that died move to the others. " +
-            `Workers heartbeat while they wait for quota, so a long throttle wait does not need a long timeout. Default "${KAFKA_DEFAULTS.session_timeout}".`,
+            `Workers heartbeat while they wait for quota, so a long throttle wait does not need a long timeout. ` +
+            `It is also the controllers' failover time: a dead leader is replaced about this long after its last heartbeat (at least 6s). Default "${KAFKA_DEFAULTS.session_timeout}".`,
         ),
     },
     { error: mustBe("an object") },
