@@ -1,4 +1,10 @@
-import { createGrpcQuotaClient, createLeaderFollowingClient, type GrpcQuotaClientOptions, type LeaderFollowingClient } from "@sluice/protocol";
+import {
+  FAILOVER_CHANNEL_OPTIONS,
+  createGrpcQuotaClient,
+  createLeaderFollowingClient,
+  type GrpcQuotaClientOptions,
+  type LeaderFollowingClient,
+} from "@sluice/protocol";
 
 /** `--controller a:1,b:2` (or one address): the controllers of a failover group, in order. */
 export function parseControllerList(value: string): string[] {
@@ -19,7 +25,9 @@ export function controllerClient(
   log?: (line: string) => void,
 ): LeaderFollowingClient {
   return createLeaderFollowingClient(addresses, {
-    connect: (address) => createGrpcQuotaClient(address, options),
+    // Pings only where there is somewhere else to go: one controller, paused, is waited for.
+    connect: (address) =>
+      createGrpcQuotaClient(address, addresses.length > 1 ? { ...options, channelOptions: { ...FAILOVER_CHANNEL_OPTIONS, ...options.channelOptions } } : options),
     ...(log ? { log } : {}),
   });
 }

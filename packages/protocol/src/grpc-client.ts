@@ -9,6 +9,8 @@ import { toUint64 } from "./uint64.ts";
 export interface GrpcQuotaClientOptions {
   /** Sent as metadata `authorization: Bearer <token>` on every call. */
   readonly token?: string;
+  /** More grpc channel options, over QUOTA_CLIENT_CHANNEL_OPTIONS (e.g. the keepalive of a failover group's client). */
+  readonly channelOptions?: ChannelOptions;
 }
 
 /**
@@ -29,7 +31,7 @@ interface ActiveCall {
 /** A QuotaServiceClient over gRPC to `address` (host:port). Every failure rejects with a SluiceError. */
 export function createGrpcQuotaClient(address: string, options: GrpcQuotaClientOptions = {}): QuotaServiceClient {
   const definition = quotaServiceDefinition();
-  const client = new Client(address, credentials.createInsecure(), QUOTA_CLIENT_CHANNEL_OPTIONS);
+  const client = new Client(address, credentials.createInsecure(), { ...QUOTA_CLIENT_CHANNEL_OPTIONS, ...options.channelOptions });
   const active = new Set<ActiveCall>();
   let closed = false;
 

@@ -1,6 +1,19 @@
+import type { ChannelOptions } from "@grpc/grpc-js";
 import { asSluiceError, SluiceError } from "@sluice/core";
 import { leaderOf } from "./error-mapping.ts";
 import type { CallOptions, QuotaServiceClient } from "./quota-service.ts";
+
+/**
+ * Channel options for the connections of a failover group's client: a leader that is paused
+ * (SIGSTOP, a frozen VM) keeps its connections open but answers nothing, so without pings a call or
+ * a dynamic_spec watch waits on it until its own deadline (rpc_timeout, 30 s by default). With a
+ * ping every 5 s that must be answered within 5 s, a silent connection fails within 10 s and the
+ * call moves to the next controller. (The grpc-js server answers pings without limiting them.)
+ */
+export const FAILOVER_CHANNEL_OPTIONS: ChannelOptions = {
+  "grpc.keepalive_time_ms": 5_000,
+  "grpc.keepalive_timeout_ms": 5_000,
+};
 
 export interface LeaderFollowingClientOptions {
   /** Opens one connection (the token and TLS options of the caller live here). */
