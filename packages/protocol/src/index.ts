@@ -26,3 +26,13 @@ export { QUOTA_CLIENT_CHANNEL_OPTIONS, createGrpcQuotaClient, type GrpcQuotaClie
 export { createInMemoryQuotaClient, wireCopy, type InMemoryQuotaClientOptions } from "./in-memory-transport.ts";
 export { QUOTA_PROTO_PATH, QUOTA_SERVICE_NAME, quotaServiceDefinition, type QuotaServiceDefinition } from "./proto-definition.ts";
 export { toUint64 } from "./uint64.ts";
+export {
+  clientChannelCredentials,
+  clientTlsProblem,
+  diagnoseConnection,
+  serverCredentials,
+  serverTlsProblem,
+  type ClientTlsOptions,
+  type ConnectionDiagnosis,
+  type ServerTlsOptions,
+} from "./tls-credentials.ts";
