@@ -37,6 +37,7 @@ export {
   generatorSpecSchema,
   kafkaSpecSchema,
   controllerSpecSchema,
+  controllerTlsSpecSchema,
   STREAM_FORMATS,
   PIPELINE_NAME_PATTERN,
   MAX_ROWS_PER_BATCH_LIMIT,
@@ -48,6 +49,7 @@ export {
   type ComputationSpec,
   type KafkaSpec,
   type ControllerSpec,
+  type ControllerTlsSpec,
 } from "./pipeline-spec.ts";
 export {
   validatePipelineSpec,
