@@ -14,3 +14,4 @@ export { PrometheusText, PROMETHEUS_CONTENT_TYPE, formatValue, type Labels, type
 export { writeControllerMetrics, histogramWithMax } from "./metrics/controller-metrics.ts";
 export { startStatusServer, type StatusServerOptions, type RunningStatusServer } from "./http/status-server.ts";
 export { startControllerStatusServer, type ControllerStatusOptions } from "./http/controller-status.ts";
+export { TOKEN_COOKIE, TOKEN_QUERY } from "./http/http-access.ts";
