@@ -198,7 +198,7 @@ function transportError(error: unknown, site: CallSite, tls: ClientTlsOptions | 
   return new SluiceError(
     "UNAUTHENTICATED",
     `the TLS connection to the controller at ${site.address} failed for ${site.method} (${detailsOf(mapped)}): ${diagnosis.hint}; ` +
-      "not retried, since the same options fail the same way",
+      "a retry with the same options fails the same way",
     figures,
     { cause: mapped.cause },
   );
@@ -210,7 +210,9 @@ function detailsOf(mapped: SluiceError): string {
   const details = typeof cause?.details === "string" ? cause.details : mapped.text;
   // "No connection established. Last error: <what> (<time>). Resolution note: " → <what>
   const last = /Last error: ([\s\S]*?)(?:\s*\(\d{4}-[^)]*\))?\.?\s*Resolution note:/.exec(details)?.[1] ?? details;
-  return last.replace(/\s+/g, " ").trim();
+  // OpenSSL's "<hex>:error:<code>:SSL routines:<function>:<reason>:<file>:<line>:…" → its reason.
+  const openssl = /error:[0-9A-Fa-f]+:[^:]*:[^:]*:([^:]+):/.exec(last)?.[1];
+  return (openssl !== undefined ? `TLS: ${openssl}` : last).replace(/\s+/g, " ").trim();
 }
 
 /** Wraps what the caller's onUpdate threw, so it is not mistaken for a transport failure. */

@@ -90,7 +90,7 @@ function refusalLines(error: unknown, address: string): string[] {
     case "QUOTA_TIMEOUT":
       return [`sluice reconfigure: ${error.text}`, `nothing was applied; is \`sluice controller\` running at ${address}?`];
     case "UNAUTHENTICATED":
-      return [`sluice reconfigure: ${error.text}`, "nothing was applied"];
+      return [`sluice reconfigure: ${error.message}`, "nothing was applied"];
     default:
       return [`sluice reconfigure: the controller at ${address} refused: ${error.message}`];
   }
