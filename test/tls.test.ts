@@ -184,6 +184,25 @@ describe("TLS and tokens", { timeout: 180_000 }, () => {
     assert.ok(granted >= 60, `the controller granted ${granted} rows to the run (60 messages)`);
   });
 
+  it("sluice run --controller-port serves its embedded controller with mutual TLS and the token", async () => {
+    const run = track(
+      sluice(["run", spec, "--quiet", "--controller-port", "0", "--tls-cert", certs.serverCert, "--tls-key", certs.serverKey, "--tls-client-ca", certs.caCert, "--token", TOKEN]),
+    );
+    const [line, address] = await run.waitFor(/embedded controller listening on (127\.0\.0\.1:\d+)[^\n]*/);
+    assert.match(line, /\(token required, TLS with client certificates \(mTLS\)\)$/);
+    const top = await client(["top", "--controller", address ?? "", "--once", ...clientFlags()]);
+    assert.equal(top.code, 0, top.stderr);
+    assert.match(top.stdout, /^api\s+100\s/m);
+    const without = await client(["top", "--controller", address ?? "", "--once", "--tls-ca", certs.caCert, "--token", TOKEN]);
+    assert.equal(without.code, 1);
+    assert.match(without.stderr, /requires a client certificate/);
+    run.kill("SIGTERM");
+    assert.equal(await exitCodeWithin(run, 30_000), 0, run.stderr);
+    const refused = await client(["run", spec, "--quiet", "--tls-cert", certs.serverCert, "--tls-key", certs.serverKey]);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /serve the embedded controller's gRPC port: add --controller-port <port>/);
+  });
+
   async function grantedOnMtls(): Promise<number> {
     const answer = await httpsGet(`${mtls.dashboard}api/snapshot`, certs.read(certs.caCert), { authorization: `Bearer ${TOKEN}` });
     return (JSON.parse(answer.body) as Snapshot).throttlers.find((t) => t.id === "api")?.counters.granted ?? Number.NaN;
