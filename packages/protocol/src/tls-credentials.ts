@@ -110,6 +110,12 @@ export interface ConnectionDiagnosis {
 }
 
 /**
+ * grpc-js's words for a connection that the other side closed or reset before HTTP/2 started; which
+ * one depends on timing (whether the close or the reset arrives first), so they are read alike.
+ */
+const CLOSED_BEFORE_HTTP2 = /last error: (failed to connect|read econnreset|socket hang up|client network socket disconnected)/;
+
+/**
  * Reads grpc-js's "Last error" text of a connection that never got as far as HTTP/2. gRPC reports
  * every such failure as UNAVAILABLE; the texts below are Node's TLS and OpenSSL messages.
  */
@@ -119,7 +125,7 @@ export function diagnoseConnection(tls: ClientTlsOptions | undefined, details: s
     // The TCP connection was accepted and then closed before the server's HTTP/2 settings came:
     // what a TLS port does with a plaintext HTTP/2 preface. A controller shutting down at that very
     // moment looks the same, so this one is retried.
-    if (text.includes("last error: failed to connect")) {
+    if (CLOSED_BEFORE_HTTP2.test(text)) {
       return {
         hint: "the port accepted the connection but closed it before HTTP/2 started: if the controller serves TLS (--tls-cert), connect with TLS (--tls-ca <file>, or controller.tls in the spec)",
         settled: false,
@@ -160,7 +166,7 @@ export function diagnoseConnection(tls: ClientTlsOptions | undefined, details: s
       settled: true,
     };
   }
-  if (text.includes("last error: failed to connect")) {
+  if (CLOSED_BEFORE_HTTP2.test(text)) {
     // Under TLS 1.3 a server checks the client's certificate after the client finished its side of
     // the handshake, so a refused certificate shows as a connection closed before HTTP/2.
     return {

@@ -5,7 +5,7 @@ import { loadPipelineSpec } from "../load-spec.ts";
 import { controllerService } from "../traced-services.ts";
 import { OTLP_OPTION_DESCRIPTION, parseOtlpUrl, startTracing, type Tracing } from "../tracing.ts";
 import { DEFAULT_HTTP_HOST, httpEndpointWarning, METRICS_OPEN_DESCRIPTION, parseHttpPort, serveControllerStatus } from "../status-endpoints.ts";
-import { addServerTlsOptions, clearTokenWarning, isLoopbackHost, loadHttpTls, loadServerTls, type ServerTlsFlags } from "../tls-options.ts";
+import { SERVER_TLS_OPTIONS, clearTokenWarning, isLoopbackHost, loadHttpTls, loadServerTls, type ServerTlsFlags } from "../tls-options.ts";
 
 interface ControllerOptions extends ServerTlsFlags {
   readonly host: string;
@@ -27,7 +27,7 @@ export const DEFAULT_CONTROLLER_PORT = 7070;
 export const CONTROLLER_TOKEN_ENV = "SLUICE_CONTROLLER_TOKEN";
 
 export const registerController: CommandRegistration = (program, cli) => {
-  const command = program
+  program
     .command("controller")
     .description("serve the pipeline's throttlers over gRPC: one token bucket per throttler, reconfigurable live")
     .argument("<spec.json>", "pipeline spec file (its dynamic_spec is version 1)")
@@ -39,92 +39,94 @@ export const registerController: CommandRegistration = (program, cli) => {
     .option("--http-tls-cert <file>", "serve --http-port over https with this PEM certificate (default: --tls-cert's)")
     .option("--http-tls-key <file>", "PEM private key of --http-tls-cert (default: --tls-key's)")
     .option("--metrics-open", METRICS_OPEN_DESCRIPTION)
-    .option("--otlp <url>", OTLP_OPTION_DESCRIPTION, parseOtlpUrl);
-  addServerTlsOptions(command, "the gRPC port");
-  command.action(async (specPath: string, options: ControllerOptions) => {
-    const say = (line: string) => cli.stdout(`sluice controller: ${line}\n`);
-    const loaded = await loadPipelineSpec(specPath);
-    if (!loaded.ok) {
-      for (const issue of loaded.issues) cli.stderr(`✗ ${issue.path}: ${issue.message}\n`);
-      const count = loaded.issues.length;
-      cli.stderr(`sluice controller: not started, ${count} ${count === 1 ? "issue" : "issues"} in ${specPath}\n`);
-      cli.setExitCode(EXIT_FAILURE);
-      return;
-    }
-    const { spec } = loaded;
-    const token = options.token ?? nonEmpty(process.env[CONTROLLER_TOKEN_ENV]);
-    let running: RunningController;
-    let tracing: Tracing | undefined;
-    let tls: Awaited<ReturnType<typeof loadServerTls>>;
-    let httpTls: Awaited<ReturnType<typeof loadHttpTls>>;
-    try {
-      tls = await loadServerTls(options);
-      httpTls = await loadHttpTls({ cert: options.httpTlsCert, key: options.httpTlsKey }, HTTP_TLS_FLAGS, tls);
-    } catch (error) {
-      cli.stderr(`sluice controller: not started: ${error instanceof Error ? error.message : String(error)}\n`);
-      cli.setExitCode(EXIT_FAILURE);
-      return;
-    }
-    try {
-      // Registered globally: the Controller's default tracer reports to it.
-      tracing = await startTracing({ ...(options.otlp ? { otlp: options.otlp } : {}), service: controllerService(spec, {}) });
-      if (tracing.enabled) say(tracing.description);
-      running = await startController({
-        spec,
-        host: options.host,
-        port: options.port,
-        ...(token !== undefined ? { token } : {}),
-        ...(tls !== undefined ? { tls } : {}),
-        log: say,
-      });
-    } catch (error) {
-      cli.stderr(`sluice controller: ${error instanceof Error ? error.message : String(error)}\n`);
-      await tracing?.shutdown();
-      cli.setExitCode(EXIT_FAILURE);
-      return;
-    }
-    const throttlers = Object.keys(spec.dynamic_spec.throttlers).length;
-    const limits = running.controller.describeLimits();
-    say(
-      `pipeline ${JSON.stringify(spec.pipeline)} listening on ${running.address} ` +
-        `(${throttlers} ${throttlers === 1 ? "throttler" : "throttlers"}${limits ? `: ${limits}` : ""})` +
-        (token !== undefined ? ", token required" : "") +
-        (tls === undefined ? "" : tls.clientCa !== undefined ? ", TLS with client certificates (mTLS)" : ", TLS"),
-    );
-    if (token !== undefined && tls === undefined && !isLoopbackHost(options.host)) {
-      cli.stderr(`sluice controller: ${clearTokenWarning("the gRPC port", options.host, "--tls-cert and --tls-key")}\n`);
-    }
-    let dashboard: { close(): Promise<void> } | null = null;
-    if (options.httpPort !== undefined) {
-      try {
-        const endpoint = { host: options.httpHost, port: options.httpPort, tls: httpTls, token, openMetrics: options.metricsOpen === true };
-        const warning = httpEndpointWarning(endpoint, "the --http-port server", "--http-tls-cert and --http-tls-key (or --tls-cert and --tls-key)");
-        if (warning !== undefined) cli.stderr(`sluice controller: ${warning}\n`);
-        dashboard = await serveControllerStatus(running.controller, spec.pipeline, endpoint, say);
-      } catch (error) {
-        cli.stderr(`sluice controller: ${error instanceof Error ? error.message : String(error)}\n`);
-        await running.close();
+    .option("--otlp <url>", OTLP_OPTION_DESCRIPTION, parseOtlpUrl)
+    .option(...SERVER_TLS_OPTIONS.cert("the gRPC port"))
+    .option(...SERVER_TLS_OPTIONS.key)
+    .option(...SERVER_TLS_OPTIONS.clientCa)
+    .action(async (specPath: string, options: ControllerOptions) => {
+      const say = (line: string) => cli.stdout(`sluice controller: ${line}\n`);
+      const loaded = await loadPipelineSpec(specPath);
+      if (!loaded.ok) {
+        for (const issue of loaded.issues) cli.stderr(`✗ ${issue.path}: ${issue.message}\n`);
+        const count = loaded.issues.length;
+        cli.stderr(`sluice controller: not started, ${count} ${count === 1 ? "issue" : "issues"} in ${specPath}\n`);
         cli.setExitCode(EXIT_FAILURE);
         return;
       }
-    }
+      const { spec } = loaded;
+      const token = options.token ?? nonEmpty(process.env[CONTROLLER_TOKEN_ENV]);
+      let running: RunningController;
+      let tracing: Tracing | undefined;
+      let tls: Awaited<ReturnType<typeof loadServerTls>>;
+      let httpTls: Awaited<ReturnType<typeof loadHttpTls>>;
+      try {
+        tls = await loadServerTls(options);
+        httpTls = await loadHttpTls({ cert: options.httpTlsCert, key: options.httpTlsKey }, HTTP_TLS_FLAGS, tls);
+      } catch (error) {
+        cli.stderr(`sluice controller: not started: ${error instanceof Error ? error.message : String(error)}\n`);
+        cli.setExitCode(EXIT_FAILURE);
+        return;
+      }
+      try {
+        // Registered globally: the Controller's default tracer reports to it.
+        tracing = await startTracing({ ...(options.otlp ? { otlp: options.otlp } : {}), service: controllerService(spec, {}) });
+        if (tracing.enabled) say(tracing.description);
+        running = await startController({
+          spec,
+          host: options.host,
+          port: options.port,
+          ...(token !== undefined ? { token } : {}),
+          ...(tls !== undefined ? { tls } : {}),
+          log: say,
+        });
+      } catch (error) {
+        cli.stderr(`sluice controller: ${error instanceof Error ? error.message : String(error)}\n`);
+        await tracing?.shutdown();
+        cli.setExitCode(EXIT_FAILURE);
+        return;
+      }
+      const throttlers = Object.keys(spec.dynamic_spec.throttlers).length;
+      const limits = running.controller.describeLimits();
+      say(
+        `pipeline ${JSON.stringify(spec.pipeline)} listening on ${running.address} ` +
+          `(${throttlers} ${throttlers === 1 ? "throttler" : "throttlers"}${limits ? `: ${limits}` : ""})` +
+          (token !== undefined ? ", token required" : "") +
+          (tls === undefined ? "" : tls.clientCa !== undefined ? ", TLS with client certificates (mTLS)" : ", TLS"),
+      );
+      if (token !== undefined && tls === undefined && !isLoopbackHost(options.host)) {
+        cli.stderr(`sluice controller: ${clearTokenWarning("the gRPC port", options.host, "--tls-cert and --tls-key")}\n`);
+      }
+      let dashboard: { close(): Promise<void> } | null = null;
+      if (options.httpPort !== undefined) {
+        try {
+          const endpoint = { host: options.httpHost, port: options.httpPort, tls: httpTls, token, openMetrics: options.metricsOpen === true };
+          const warning = httpEndpointWarning(endpoint, "the --http-port server", "--http-tls-cert and --http-tls-key (or --tls-cert and --tls-key)");
+          if (warning !== undefined) cli.stderr(`sluice controller: ${warning}\n`);
+          dashboard = await serveControllerStatus(running.controller, spec.pipeline, endpoint, say);
+        } catch (error) {
+          cli.stderr(`sluice controller: ${error instanceof Error ? error.message : String(error)}\n`);
+          await running.close();
+          cli.setExitCode(EXIT_FAILURE);
+          return;
+        }
+      }
 
-    const signal = await new Promise<NodeJS.Signals>((resolve) => {
-      const onSignal = (received: NodeJS.Signals) => {
-        process.off("SIGINT", onSignal);
-        process.off("SIGTERM", onSignal);
-        resolve(received);
-      };
-      process.on("SIGINT", onSignal);
-      process.on("SIGTERM", onSignal);
+      const signal = await new Promise<NodeJS.Signals>((resolve) => {
+        const onSignal = (received: NodeJS.Signals) => {
+          process.off("SIGINT", onSignal);
+          process.off("SIGTERM", onSignal);
+          resolve(received);
+        };
+        process.on("SIGINT", onSignal);
+        process.on("SIGTERM", onSignal);
+      });
+      say(`${signal}: shutting down (waiting requests get CONTROLLER_UNAVAILABLE and retry against the next controller)`);
+      await dashboard?.close();
+      await running.close();
+      await tracing.shutdown(); // the answered calls' spans are ended: export them before exiting
+      say("stopped");
+      cli.setExitCode(EXIT_OK);
     });
-    say(`${signal}: shutting down (waiting requests get CONTROLLER_UNAVAILABLE and retry against the next controller)`);
-    await dashboard?.close();
-    await running.close();
-    await tracing.shutdown(); // the answered calls' spans are ended: export them before exiting
-    say("stopped");
-    cli.setExitCode(EXIT_OK);
-  });
 };
 
 function parsePort(value: string): number {

@@ -5,7 +5,7 @@ import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { EXIT_FAILURE, EXIT_OK, type CommandRegistration } from "../cli.ts";
 import { parseJson } from "../parse-json.ts";
-import { addClientTlsOptions, loadClientTls, type ClientTlsFlags } from "../tls-options.ts";
+import { CLIENT_TLS_OPTIONS, loadClientTls, type ClientTlsFlags } from "../tls-options.ts";
 import { CONTROLLER_TOKEN_ENV } from "./controller.ts";
 
 interface ReconfigureOptions extends ClientTlsFlags {
@@ -17,65 +17,68 @@ interface ReconfigureOptions extends ClientTlsFlags {
 const UPDATE_DEADLINE_MS = 10_000;
 
 export const registerReconfigure: CommandRegistration = (program, cli) => {
-  const command = program
+  program
     .command("reconfigure")
     .description("replace the dynamic_spec of a running controller (validated here first, then applied atomically)")
     .argument("<file.json>", "a whole pipeline spec or just its dynamic_spec")
     .requiredOption("--controller <host:port>", "address of the controller")
-    .option("--token <token>", `controller token (default: $${CONTROLLER_TOKEN_ENV})`);
-  addClientTlsOptions(command);
-  command.action(async (file: string, options: ReconfigureOptions) => {
-    const fail = (lines: readonly string[]) => {
-      for (const line of lines) cli.stderr(`${line}\n`);
-      cli.setExitCode(EXIT_FAILURE);
-    };
-    const path = resolve(file);
-    let text: string;
-    try {
-      text = await readFile(path, "utf8");
-    } catch (error) {
-      return fail([`sluice reconfigure: cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`]);
-    }
-    const parsed = parseJson(text);
-    if (!parsed.ok) {
-      return fail([`✗ (root): ${path} is not valid JSON at line ${parsed.line}, column ${parsed.column}: ${parsed.message}`]);
-    }
+    .option("--token <token>", `controller token (default: $${CONTROLLER_TOKEN_ENV})`)
+    .option(...CLIENT_TLS_OPTIONS.ca)
+    .option(...CLIENT_TLS_OPTIONS.cert)
+    .option(...CLIENT_TLS_OPTIONS.key)
+    .option(...CLIENT_TLS_OPTIONS.serverName)
+    .action(async (file: string, options: ReconfigureOptions) => {
+      const fail = (lines: readonly string[]) => {
+        for (const line of lines) cli.stderr(`${line}\n`);
+        cli.setExitCode(EXIT_FAILURE);
+      };
+      const path = resolve(file);
+      let text: string;
+      try {
+        text = await readFile(path, "utf8");
+      } catch (error) {
+        return fail([`sluice reconfigure: cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`]);
+      }
+      const parsed = parseJson(text);
+      if (!parsed.ok) {
+        return fail([`✗ (root): ${path} is not valid JSON at line ${parsed.line}, column ${parsed.column}: ${parsed.message}`]);
+      }
 
-    // Checked here first, so a typo is reported with its path without touching the controller. A
-    // whole pipeline spec also names its computations, which bounds dynamic_spec.computations.
-    const dynamicSpec = extractDynamicSpec(parsed.value);
-    const computations = computationNames(parsed.value, dynamicSpec);
-    const local = validateDynamicSpec(dynamicSpec, {
-      pathPrefix: "dynamic_spec",
-      ...(computations ? { computations } : {}),
-    });
-    if (!local.ok) {
-      return fail([...issueLines(local.issues), `sluice reconfigure: ${countIssues(local.issues)} in ${path}; nothing was sent`]);
-    }
-
-    // A whole pipeline spec brings its controller.tls (paths relative to it); the flags override it.
-    const specTls = controllerTlsOf(parsed.value);
-    if (!specTls.ok) return fail([`✗ controller.tls: ${specTls.message}`, `sluice reconfigure: nothing was sent`]);
-    let tls: Awaited<ReturnType<typeof loadClientTls>>;
-    try {
-      tls = await loadClientTls(options, { tls: specTls.tls, dir: dirname(path) });
-    } catch (error) {
-      return fail([`✗ ${error instanceof Error ? error.message : String(error)}`, `sluice reconfigure: nothing was sent`]);
-    }
-    const token = options.token ?? (process.env[CONTROLLER_TOKEN_ENV] || undefined);
-    const client = createGrpcQuotaClient(options.controller, { ...(token !== undefined ? { token } : {}), ...(tls !== undefined ? { tls } : {}) });
-    try {
-      const { version } = await client.updateDynamicSpec(JSON.stringify(dynamicSpec), {
-        deadlineAt: Date.now() + UPDATE_DEADLINE_MS,
+      // Checked here first, so a typo is reported with its path without touching the controller. A
+      // whole pipeline spec also names its computations, which bounds dynamic_spec.computations.
+      const dynamicSpec = extractDynamicSpec(parsed.value);
+      const computations = computationNames(parsed.value, dynamicSpec);
+      const local = validateDynamicSpec(dynamicSpec, {
+        pathPrefix: "dynamic_spec",
+        ...(computations ? { computations } : {}),
       });
-      cli.stdout(`dynamic_spec version ${version} applied on ${options.controller}\n`);
-      cli.setExitCode(EXIT_OK);
-    } catch (error) {
-      fail(refusalLines(error, options.controller));
-    } finally {
-      client.close();
-    }
-  });
+      if (!local.ok) {
+        return fail([...issueLines(local.issues), `sluice reconfigure: ${countIssues(local.issues)} in ${path}; nothing was sent`]);
+      }
+
+      // A whole pipeline spec brings its controller.tls (paths relative to it); the flags override it.
+      const specTls = controllerTlsOf(parsed.value);
+      if (!specTls.ok) return fail([`✗ controller.tls: ${specTls.message}`, `sluice reconfigure: nothing was sent`]);
+      let tls: Awaited<ReturnType<typeof loadClientTls>>;
+      try {
+        tls = await loadClientTls(options, { tls: specTls.tls, dir: dirname(path) });
+      } catch (error) {
+        return fail([`✗ ${error instanceof Error ? error.message : String(error)}`, `sluice reconfigure: nothing was sent`]);
+      }
+      const token = options.token ?? (process.env[CONTROLLER_TOKEN_ENV] || undefined);
+      const client = createGrpcQuotaClient(options.controller, { ...(token !== undefined ? { token } : {}), ...(tls !== undefined ? { tls } : {}) });
+      try {
+        const { version } = await client.updateDynamicSpec(JSON.stringify(dynamicSpec), {
+          deadlineAt: Date.now() + UPDATE_DEADLINE_MS,
+        });
+        cli.stdout(`dynamic_spec version ${version} applied on ${options.controller}\n`);
+        cli.setExitCode(EXIT_OK);
+      } catch (error) {
+        fail(refusalLines(error, options.controller));
+      } finally {
+        client.close();
+      }
+    });
 };
 
 function refusalLines(error: unknown, address: string): string[] {

@@ -9,7 +9,7 @@ import { createKafkaIo } from "../kafka-io.ts";
 import { loadPipelineSpec } from "../load-spec.ts";
 import { runSession } from "../pipeline-session.ts";
 import { DEFAULT_HTTP_HOST, httpEndpointWarning, METRICS_OPEN_DESCRIPTION, parseHttpPort, serveRunStatus } from "../status-endpoints.ts";
-import { addServerTlsOptions, loadClientTls, loadHttpTls, loadServerTls, TlsOptionError, type ServerTlsFlags } from "../tls-options.ts";
+import { SERVER_TLS_OPTIONS, loadClientTls, loadHttpTls, loadServerTls, TlsOptionError, type ServerTlsFlags } from "../tls-options.ts";
 import { CONTROLLER_TOKEN_ENV, HTTP_TLS_FLAGS } from "./controller.ts";
 import { runServices } from "../traced-services.ts";
 import { OTLP_OPTION_DESCRIPTION, parseOtlpUrl, startTracing } from "../tracing.ts";
@@ -36,7 +36,7 @@ interface RunTls {
 }
 
 export const registerRun: CommandRegistration = (program, cli) => {
-  const command = program
+  program
     .command("run")
     .description(
       "run a whole pipeline in one process: an embedded controller unless the spec names controller.address, " +
@@ -60,60 +60,62 @@ export const registerRun: CommandRegistration = (program, cli) => {
       "--token <token>",
       `require "authorization: Bearer <token>" on --controller-port and --http-port; sent to controller.address when the spec names one (default: $${CONTROLLER_TOKEN_ENV})`,
     )
-    .option("--otlp <url>", OTLP_OPTION_DESCRIPTION, parseOtlpUrl);
-  addServerTlsOptions(command, "--controller-port");
-  command.action(async (specPath: string, options: RunOptions) => {
-    const loaded = await loadPipelineSpec(specPath);
-    if (!loaded.ok) {
-      for (const issue of loaded.issues) cli.stderr(`✗ ${issue.path}: ${issue.message}\n`);
-      cli.setExitCode(EXIT_FAILURE);
-      return;
-    }
-    const { spec, specDir } = loaded;
-    if (options.drain && spec.kafka) {
-      cli.stderr("--drain works with in-memory streams only: a Kafka topic has no end\n");
-      cli.setExitCode(EXIT_FAILURE);
-      return;
-    }
-    const token = options.token ?? (process.env[CONTROLLER_TOKEN_ENV] || undefined);
-    let tls: RunTls;
-    try {
-      tls = await loadRunTls(spec, specDir, options);
-    } catch (error) {
-      cli.stderr(`✗ ${error instanceof Error ? error.message : String(error)}\n`);
-      cli.setExitCode(EXIT_FAILURE);
-      return;
-    }
-    const httpEndpoint = { host: options.httpHost, port: options.httpPort ?? 0, tls: tls.http, token, openMetrics: options.metricsOpen === true };
-    const warning = options.httpPort !== undefined ? httpEndpointWarning(httpEndpoint, "the --http-port server", "--http-tls-cert and --http-tls-key") : undefined;
-    if (warning !== undefined) cli.stderr(`sluice run: ${warning}\n`);
-    // Before anything that makes spans; the embedded controller's spans go to a tracer of its own.
-    const tracing = await startTracing({ ...(options.otlp ? { otlp: options.otlp } : {}), ...runServices(spec, options.workerId) });
-    if (tracing.enabled) cli.stdout(`sluice run: ${tracing.description}\n`);
-    const quota = await connectQuota(spec, options, token, tls, (line) => cli.stdout(`${line}\n`), tracing.embeddedTracer);
-    const io: IoFactory = spec.kafka ? await createKafkaIo(spec) : new MemoryIoFactory(spec);
-    const code = await runSession({
-      spec,
-      specDir,
-      io,
-      quotaClient: () => quota.client,
-      ...(options.workerId ? { workerId: options.workerId } : {}),
-      quiet: options.quiet === true,
-      cli,
-      ...(options.httpPort !== undefined
-        ? {
-            serve: (worker) =>
-              serveRunStatus(quota.controller, worker, spec.pipeline, httpEndpoint, (line) =>
-                cli.stdout(`sluice run: ${line}\n`),
-              ),
-          }
-        : {}),
-      ...(options.drain && io instanceof MemoryIoFactory ? { finished: (worker, generatorsDone) => drained(worker, generatorsDone, io, spec) } : {}),
-      cleanup: quota.close,
-      // After the summary: an unreachable collector may hold the exit for SHUTDOWN_TIMEOUT_MS.
-    }).finally(() => tracing.shutdown());
-    cli.setExitCode(code);
-  });
+    .option("--otlp <url>", OTLP_OPTION_DESCRIPTION, parseOtlpUrl)
+    .option(...SERVER_TLS_OPTIONS.cert("--controller-port"))
+    .option(...SERVER_TLS_OPTIONS.key)
+    .option(...SERVER_TLS_OPTIONS.clientCa)
+    .action(async (specPath: string, options: RunOptions) => {
+      const loaded = await loadPipelineSpec(specPath);
+      if (!loaded.ok) {
+        for (const issue of loaded.issues) cli.stderr(`✗ ${issue.path}: ${issue.message}\n`);
+        cli.setExitCode(EXIT_FAILURE);
+        return;
+      }
+      const { spec, specDir } = loaded;
+      if (options.drain && spec.kafka) {
+        cli.stderr("--drain works with in-memory streams only: a Kafka topic has no end\n");
+        cli.setExitCode(EXIT_FAILURE);
+        return;
+      }
+      const token = options.token ?? (process.env[CONTROLLER_TOKEN_ENV] || undefined);
+      let tls: RunTls;
+      try {
+        tls = await loadRunTls(spec, specDir, options);
+      } catch (error) {
+        cli.stderr(`✗ ${error instanceof Error ? error.message : String(error)}\n`);
+        cli.setExitCode(EXIT_FAILURE);
+        return;
+      }
+      const httpEndpoint = { host: options.httpHost, port: options.httpPort ?? 0, tls: tls.http, token, openMetrics: options.metricsOpen === true };
+      const warning = options.httpPort !== undefined ? httpEndpointWarning(httpEndpoint, "the --http-port server", "--http-tls-cert and --http-tls-key") : undefined;
+      if (warning !== undefined) cli.stderr(`sluice run: ${warning}\n`);
+      // Before anything that makes spans; the embedded controller's spans go to a tracer of its own.
+      const tracing = await startTracing({ ...(options.otlp ? { otlp: options.otlp } : {}), ...runServices(spec, options.workerId) });
+      if (tracing.enabled) cli.stdout(`sluice run: ${tracing.description}\n`);
+      const quota = await connectQuota(spec, options, token, tls, (line) => cli.stdout(`${line}\n`), tracing.embeddedTracer);
+      const io: IoFactory = spec.kafka ? await createKafkaIo(spec) : new MemoryIoFactory(spec);
+      const code = await runSession({
+        spec,
+        specDir,
+        io,
+        quotaClient: () => quota.client,
+        ...(options.workerId ? { workerId: options.workerId } : {}),
+        quiet: options.quiet === true,
+        cli,
+        ...(options.httpPort !== undefined
+          ? {
+              serve: (worker) =>
+                serveRunStatus(quota.controller, worker, spec.pipeline, httpEndpoint, (line) =>
+                  cli.stdout(`sluice run: ${line}\n`),
+                ),
+            }
+          : {}),
+        ...(options.drain && io instanceof MemoryIoFactory ? { finished: (worker, generatorsDone) => drained(worker, generatorsDone, io, spec) } : {}),
+        cleanup: quota.close,
+        // After the summary: an unreachable collector may hold the exit for SHUTDOWN_TIMEOUT_MS.
+      }).finally(() => tracing.shutdown());
+      cli.setExitCode(code);
+    });
 };
 
 /** The embedded controller (optionally also served over gRPC), or a connection to the spec's controller. */

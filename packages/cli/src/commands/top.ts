@@ -5,7 +5,7 @@ import { parseDuration } from "@sluice/spec";
 import { InvalidArgumentError, Option } from "commander";
 import { EXIT_FAILURE, EXIT_OK, type CommandRegistration } from "../cli.ts";
 import { formatTopFrame } from "../top-frame.ts";
-import { addClientTlsOptions, loadClientTls, type ClientTlsFlags } from "../tls-options.ts";
+import { CLIENT_TLS_OPTIONS, loadClientTls, type ClientTlsFlags } from "../tls-options.ts";
 import { CONTROLLER_TOKEN_ENV } from "./controller.ts";
 
 interface TopOptions extends ClientTlsFlags {
@@ -26,44 +26,47 @@ const CLEAR_LINE_END = "\x1b[K";
 const CLEAR_BELOW = "\x1b[J";
 
 export const registerTop: CommandRegistration = (program, cli) => {
-  const command = program
+  program
     .command("top")
     .description("watch a running controller's throttlers in the terminal: limit, granted rate, queue, wait, class shares")
     .requiredOption("--controller <host:port>", "address of the controller (`sluice controller --port`, or `sluice run --controller-port`)")
     .addOption(new Option("--interval <duration>", 'refresh period, e.g. "2s", "500ms"').argParser(parseInterval).default(1000, "1s"))
     .option("--once", "print one picture and exit (for scripts and logs)")
-    .option("--token <token>", `controller token (default: $${CONTROLLER_TOKEN_ENV})`);
-  addClientTlsOptions(command);
-  command.action(async (options: TopOptions) => {
-    let tls: Awaited<ReturnType<typeof loadClientTls>>;
-    try {
-      tls = await loadClientTls(options);
-    } catch (error) {
-      cli.stderr(`sluice top: ${error instanceof Error ? error.message : String(error)}\n`);
-      cli.setExitCode(EXIT_FAILURE);
-      return;
-    }
-    const token = options.token ?? (process.env[CONTROLLER_TOKEN_ENV] || undefined);
-    const client = createGrpcQuotaClient(options.controller, { ...(token !== undefined ? { token } : {}), ...(tls !== undefined ? { tls } : {}) });
-    const terminal = process.stdout.isTTY === true;
-    const color = terminal && !process.env["NO_COLOR"];
-    const columns = process.stdout.columns ?? 120;
-    try {
-      if (options.once) {
-        const snapshot = await describe(client);
-        cli.stdout(`${formatTopFrame({ address: options.controller, snapshot, intervalMs: options.interval, color, columns }).join("\n")}\n`);
-        cli.setExitCode(EXIT_OK);
+    .option("--token <token>", `controller token (default: $${CONTROLLER_TOKEN_ENV})`)
+    .option(...CLIENT_TLS_OPTIONS.ca)
+    .option(...CLIENT_TLS_OPTIONS.cert)
+    .option(...CLIENT_TLS_OPTIONS.key)
+    .option(...CLIENT_TLS_OPTIONS.serverName)
+    .action(async (options: TopOptions) => {
+      let tls: Awaited<ReturnType<typeof loadClientTls>>;
+      try {
+        tls = await loadClientTls(options);
+      } catch (error) {
+        cli.stderr(`sluice top: ${error instanceof Error ? error.message : String(error)}\n`);
+        cli.setExitCode(EXIT_FAILURE);
         return;
       }
-      await watch(client, options, terminal, color, (text) => cli.stdout(text));
-      cli.setExitCode(EXIT_OK);
-    } catch (error) {
-      cli.stderr(`sluice top: ${unreachable(error, options.controller)}\n`);
-      cli.setExitCode(EXIT_FAILURE);
-    } finally {
-      client.close();
-    }
-  });
+      const token = options.token ?? (process.env[CONTROLLER_TOKEN_ENV] || undefined);
+      const client = createGrpcQuotaClient(options.controller, { ...(token !== undefined ? { token } : {}), ...(tls !== undefined ? { tls } : {}) });
+      const terminal = process.stdout.isTTY === true;
+      const color = terminal && !process.env["NO_COLOR"];
+      const columns = process.stdout.columns ?? 120;
+      try {
+        if (options.once) {
+          const snapshot = await describe(client);
+          cli.stdout(`${formatTopFrame({ address: options.controller, snapshot, intervalMs: options.interval, color, columns }).join("\n")}\n`);
+          cli.setExitCode(EXIT_OK);
+          return;
+        }
+        await watch(client, options, terminal, color, (text) => cli.stdout(text));
+        cli.setExitCode(EXIT_OK);
+      } catch (error) {
+        cli.stderr(`sluice top: ${unreachable(error, options.controller)}\n`);
+        cli.setExitCode(EXIT_FAILURE);
+      } finally {
+        client.close();
+      }
+    });
 };
 
 /** Redraws every interval until Ctrl-C (SIGINT) or SIGTERM; a failed refresh keeps the last picture with the error. */
