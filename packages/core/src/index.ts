@@ -11,10 +11,13 @@ export {
   type QuotaRemote,
 } from "./prefetching-throttler.ts";
 export {
+  GRANT_CHUNKS_PER_POLL,
   MAX_REQUEST_AMOUNT,
   QuotaBucket,
+  REQUEST_IDS_PER_QUEUE_SLOT,
   type Admission,
   type QuotaBucketCounters,
+  type QuotaBucketMemory,
   type QuotaBucketSnapshot,
   type QuotaClassSnapshot,
   type QuotaRequest,

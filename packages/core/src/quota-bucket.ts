@@ -1,23 +1,37 @@
 import { ClassScheduler, DEFAULT_CLASS } from "./class-scheduler.ts";
-import { headOf, newClassQueue, type ClassQueue } from "./class-queue.ts";
+import { ClassQueues, headOf } from "./class-queue.ts";
 import { DeadlineTimers } from "./deadline-timers.ts";
 import { effectiveLimitOf, type QuotaBucketConfig } from "./quota-bucket-config.ts";
-import { checkAmount, queueFullError, timeoutError } from "./quota-bucket-errors.ts";
+import { checkAmount, queueFullError, timeoutError, tooManyRememberedError } from "./quota-bucket-errors.ts";
 import {
   newQuotaBucketCounters,
   type QuotaBucketCounters,
+  type QuotaBucketMemory,
   type QuotaBucketSnapshot,
   type QuotaClassSnapshot,
 } from "./quota-bucket-snapshot.ts";
-import { laterDeadline, type Entry } from "./quota-entry.ts";
+import { laterDeadline, requestKey, type Entry } from "./quota-entry.ts";
 import type { Admission, QuotaRequest, Settlement } from "./quota-request.ts";
 import { RememberedGrants } from "./remembered-grants.ts";
-import type { SluiceError } from "./sluice-error.ts";
 import { TokenBucket } from "./token-bucket.ts";
 import { WaitHistogram } from "./wait-histogram.ts";
 
 export { MAX_REQUEST_AMOUNT, type Admission, type QuotaRequest, type Settlement } from "./quota-request.ts";
-export type { QuotaBucketCounters, QuotaBucketSnapshot, QuotaClassSnapshot } from "./quota-bucket-snapshot.ts";
+export type { QuotaBucketCounters, QuotaBucketMemory, QuotaBucketSnapshot, QuotaClassSnapshot } from "./quota-bucket-snapshot.ts";
+
+/**
+ * Most chunks one `poll` grants. A request of 10^9 units with `max_grant_amount` 10 is 10^8 chunks;
+ * granting them in one go would hold the event loop for seconds. Past this many, `poll` returns and
+ * `nextWakeAt` says "now", so the driver yields to the event loop and carries on (~1 ms of work).
+ */
+export const GRANT_CHUNKS_PER_POLL = 4096;
+
+/**
+ * Request ids a bucket holds at most, per unit of `max_queue_size`: waiting and detached requests plus
+ * granted ids remembered for their whole grace. At the bound a new request with an id is refused with
+ * QUEUE_FULL until the oldest remembered ids expire — forgetting one early could grant a retry twice.
+ */
+export const REQUEST_IDS_PER_QUEUE_SLOT = 100;
 
 /**
  * One named throttler on the controller (DESIGN §4): a token bucket shared among weighted classes by
@@ -33,7 +47,7 @@ export class QuotaBucket {
   private config: QuotaBucketConfig;
   private readonly tokens: TokenBucket;
   private readonly scheduler: ClassScheduler;
-  private readonly classes = new Map<string, ClassQueue>();
+  private readonly classes: ClassQueues;
   private readonly entries = new Map<string, Entry>();
   /** Detached entries in detach order, so the oldest goes first when too many pile up. */
   private readonly detached = new Map<string, Entry>();
@@ -43,6 +57,8 @@ export class QuotaBucket {
   private readonly waitTime = new WaitHistogram();
   private readonly counters: QuotaBucketCounters = newQuotaBucketCounters();
   private pendingRequests = 0;
+  /** Queued entries still owed a positive balance for their first chunk (at most one at a time). */
+  private awaitingPositive = 0;
   private seq = 0;
 
   constructor(id: string, config: QuotaBucketConfig, now: number) {
@@ -50,7 +66,8 @@ export class QuotaBucket {
     this.config = config;
     this.tokens = new TokenBucket({ limit: effectiveLimitOf(config), periodMs: config.periodMs }, now);
     this.scheduler = new ClassScheduler(config.classWeights);
-    this.ensureClassQueues();
+    this.classes = new ClassQueues(this.scheduler);
+    this.classes.ensure([DEFAULT_CLASS, ...Object.keys(config.classWeights)]);
   }
 
   get pending(): number {
@@ -58,8 +75,8 @@ export class QuotaBucket {
   }
 
   submit(request: QuotaRequest, now: number): Admission {
-    const requestId = request.requestId !== "" ? request.requestId : `~${this.seq}`;
-    const amountError = this.checkAmount(request.amount, requestId);
+    const requestId = requestKey(request.requestId, this.seq);
+    const amountError = checkAmount(this.id, request.amount, request.requestId);
     if (amountError) {
       this.counters.refusedInvalidAmount += 1;
       return { kind: "refused", requestId, error: amountError };
@@ -77,19 +94,27 @@ export class QuotaBucket {
       this.counters.joined += 1;
       return { kind: "joined", requestId };
     }
-    if (existing?.state === "detached") {
-      this.reattach(existing, request.deadlineAt);
-      return { kind: "reattached", requestId };
-    }
-    if (request.amount === 0) {
+    if (request.amount === 0 && existing === undefined) {
       return { kind: "granted", requestId, amount: 0, waitedMs: 0 };
     }
+    // A hard bound: a detached request coming back takes a place in the queue like a new one.
     if (this.pendingRequests >= this.config.maxQueueSize) {
       this.counters.refusedQueueFull += 1;
       return { kind: "refused", requestId, error: queueFullError(this.id, this.pendingRequests, this.config.maxQueueSize) };
     }
+    if (existing?.state === "detached") {
+      this.reattach(existing, request.deadlineAt);
+      return { kind: "reattached", requestId };
+    }
+    const idBound = this.config.maxQueueSize * REQUEST_IDS_PER_QUEUE_SLOT;
+    if (request.requestId !== "" && this.entries.size + this.completed.size >= idBound) {
+      this.counters.refusedQueueFull += 1;
+      const held = this.entries.size + this.completed.size;
+      return { kind: "refused", requestId, error: tooManyRememberedError(this.id, held, idBound, this.config.detachedGraceMs) };
+    }
     const entry: Entry = {
       id: requestId,
+      requestId: request.requestId,
       clientId: request.clientId,
       classId: this.resolveClass(request.classId),
       timestampMs: request.timestampMs,
@@ -102,9 +127,11 @@ export class QuotaBucket {
       deadlineAt: request.deadlineAt,
       detachedUntil: null,
       started: false,
+      needsPositiveBalance: this.pendingRequests === 0,
       state: "queued",
       inHeap: false,
     };
+    if (entry.needsPositiveBalance) this.awaitingPositive += 1;
     this.entries.set(requestId, entry);
     this.enqueue(entry);
     this.timers.armDeadline(entry);
@@ -124,7 +151,9 @@ export class QuotaBucket {
   nextWakeAt(now: number): number | null {
     let wake = this.timers.nextAt();
     if (this.pendingRequests > 0) {
-      const ms = this.tokens.msUntilGrantable(now);
+      // While a request that found nobody waiting still needs a positive balance, the grant loop
+      // stops at its first chunk; waking before the balance is positive would find nothing to do.
+      const ms = this.awaitingPositive > 0 ? this.tokens.msUntilPositive(now) : this.tokens.msUntilGrantable(now);
       if (ms !== null && (wake === null || now + ms < wake)) wake = now + ms;
     }
     return wake;
@@ -134,14 +163,14 @@ export class QuotaBucket {
   cancel(requestId: string, now: number): boolean {
     const entry = this.entries.get(requestId);
     if (!entry) return false;
-    if (entry.state === "queued") {
-      this.unqueue(entry, now);
-      this.refreshClass(entry.classId);
-    }
+    const wasQueued = entry.state === "queued";
+    if (wasQueued) this.unqueue(entry, now);
+    entry.state = "done";
+    if (wasQueued) this.classes.refresh(entry.classId);
     this.detached.delete(requestId);
     this.entries.delete(requestId);
-    entry.state = "done";
     this.counters.cancelled += 1;
+    this.timers.compact(this.entries);
     return true;
   }
 
@@ -158,7 +187,7 @@ export class QuotaBucket {
     entry.detachedUntil = now + this.config.detachedGraceMs;
     this.detached.set(entry.id, entry);
     this.timers.armGrace(entry, entry.detachedUntil);
-    this.refreshClass(entry.classId);
+    this.classes.refresh(entry.classId);
     this.boundDetached();
     return true;
   }
@@ -168,24 +197,24 @@ export class QuotaBucket {
    * reference's TryAcquire). Returns whether it was taken.
    */
   tryAcquire(amount: number, classId: string, now: number): boolean {
-    if (this.checkAmount(amount, "")) return false;
+    if (checkAmount(this.id, amount, "")) return false;
     if (amount === 0) return true;
     if (this.pendingRequests > 0 || !this.tokens.canGrantWithoutQueue(now)) return false;
     this.tokens.take(amount, now);
     const resolved = this.resolveClass(classId);
     this.counters.granted += amount;
-    this.classQueue(resolved).granted += amount;
+    this.classes.get(resolved).granted += amount;
     return true;
   }
 
   /** Returns unused quota to the bucket (never above its capacity). */
   release(amount: number, classId: string, now: number): void {
-    const error = this.checkAmount(amount, "");
+    const error = checkAmount(this.id, amount, "");
     if (error) throw error;
     this.tokens.release(amount, now);
     this.counters.released += amount;
     const id = classId === "" ? DEFAULT_CLASS : classId;
-    const queue = this.classes.get(id);
+    const queue = this.classes.find(id);
     if (queue) {
       queue.released += amount;
       this.scheduler.refund(id, amount);
@@ -200,14 +229,14 @@ export class QuotaBucket {
     this.config = config;
     this.tokens.reconfigure({ limit: effectiveLimitOf(config), periodMs: config.periodMs }, now);
     this.scheduler.reconfigure(config.classWeights);
-    this.ensureClassQueues();
-    for (const id of [...this.classes.keys()]) this.refreshClass(id);
+    this.classes.ensure([DEFAULT_CLASS, ...Object.keys(config.classWeights)]);
+    for (const id of this.classes.ids()) this.classes.refresh(id);
   }
 
   snapshot(now: number): QuotaBucketSnapshot {
     const limit = effectiveLimitOf(this.config);
     const classes = this.scheduler.views().map((view): QuotaClassSnapshot => {
-      const queue = this.classQueue(view.id);
+      const queue = this.classes.get(view.id);
       return {
         ...view,
         pendingRequests: queue.pendingRequests,
@@ -236,18 +265,32 @@ export class QuotaBucket {
     };
   }
 
+  /** What the bucket holds, in objects (see QuotaBucketMemory for the bounds). */
+  memory(): QuotaBucketMemory {
+    return {
+      requests: this.entries.size,
+      queueEntries: this.classes.heldEntries(),
+      timers: this.timers.size,
+      rememberedRequestIds: this.completed.size,
+      maxRequestIds: this.config.maxQueueSize * REQUEST_IDS_PER_QUEUE_SLOT,
+    };
+  }
+
   private drain(now: number, settlements: Settlement[]): void {
-    while (this.pendingRequests > 0 && this.tokens.canGrant(now)) {
+    for (let chunks = 0; chunks < GRANT_CHUNKS_PER_POLL && this.pendingRequests > 0 && this.tokens.canGrant(now); chunks++) {
       const classId = this.scheduler.select();
       if (classId === null) return;
-      const queue = this.classQueue(classId);
+      const queue = this.classes.get(classId);
       const entry = headOf(queue);
       if (!entry) {
-        this.refreshClass(classId);
+        this.classes.refresh(classId);
         continue;
       }
-      const max = this.config.maxGrantAmount;
-      const chunk = max === null ? entry.remaining : Math.min(entry.remaining, max);
+      if (entry.needsPositiveBalance) {
+        if (!this.tokens.canGrantWithoutQueue(now)) return;
+        this.clearPositiveBalanceNeed(entry);
+      }
+      const chunk = chunkOf(entry.remaining, this.config.maxGrantAmount);
       this.tokens.take(chunk, now);
       entry.chargedVirtualTime += this.scheduler.charge(classId, chunk);
       entry.granted += chunk;
@@ -268,11 +311,18 @@ export class QuotaBucket {
         this.entries.delete(entry.id);
         const waitedMs = now - entry.enqueuedAt;
         this.waitTime.record(waitedMs);
-        this.rememberGrant(entry.id, entry.amount, waitedMs, now);
+        // A request without an id cannot be retried as the same request: nothing to remember.
+        if (entry.requestId !== "") this.rememberGrant(entry.id, entry.amount, waitedMs, now);
         settlements.push({ kind: "granted", requestId: entry.id, amount: entry.amount, waitedMs });
       }
-      this.refreshClass(classId);
+      this.classes.refresh(classId);
     }
+  }
+
+  private clearPositiveBalanceNeed(entry: Entry): void {
+    if (!entry.needsPositiveBalance) return;
+    entry.needsPositiveBalance = false;
+    this.awaitingPositive -= 1;
   }
 
   private fireTimers(now: number, settlements: Settlement[]): void {
@@ -298,20 +348,14 @@ export class QuotaBucket {
   }
 
   private enqueue(entry: Entry): void {
-    const queue = this.classQueue(entry.classId);
-    if (!entry.inHeap) {
-      queue.heap.push(entry);
-      entry.inHeap = true;
-    }
-    queue.pendingRequests += 1;
-    queue.pendingAmount += entry.remaining;
     this.pendingRequests += 1;
-    this.refreshClass(entry.classId);
+    this.classes.add(entry);
   }
 
   /** Takes a queued entry out of the pending counts and refunds what it was granted. */
   private unqueue(entry: Entry, now: number): void {
-    const queue = this.classQueue(entry.classId);
+    this.clearPositiveBalanceNeed(entry);
+    const queue = this.classes.get(entry.classId);
     queue.pendingRequests -= 1;
     queue.pendingAmount -= entry.remaining;
     this.pendingRequests -= 1;
@@ -354,18 +398,6 @@ export class QuotaBucket {
     }
   }
 
-  private refreshClass(classId: string): void {
-    const queue = this.classes.get(classId);
-    if (!queue) return;
-    const head = headOf(queue);
-    if (head) {
-      this.scheduler.activate(classId, head.timestampMs);
-      return;
-    }
-    this.scheduler.deactivate(classId);
-    if (queue.heap.size === 0 && this.scheduler.removeIfRetired(classId)) this.classes.delete(classId);
-  }
-
   private resolveClass(requested: string): string {
     if (requested === "") {
       if (Object.keys(this.config.classWeights).length > 0) this.counters.classlessRequests += 1;
@@ -379,27 +411,19 @@ export class QuotaBucket {
     return requested;
   }
 
-  private ensureClassQueues(): void {
-    for (const id of [DEFAULT_CLASS, ...Object.keys(this.config.classWeights)]) {
-      if (!this.classes.has(id)) this.classes.set(id, newClassQueue());
-    }
-  }
-
-  private classQueue(classId: string): ClassQueue {
-    let queue = this.classes.get(classId);
-    if (!queue) {
-      queue = newClassQueue();
-      this.classes.set(classId, queue);
-    }
-    return queue;
-  }
-
+  /** Kept for the whole grace; memory is bounded by refusing new ids at the bound (see `submit`). */
   private rememberGrant(id: string, amount: number, waitedMs: number, now: number): void {
-    // Bounded like the queue, so a flood of distinct ids cannot grow memory without limit.
-    this.completed.remember(id, amount, waitedMs, now + this.config.detachedGraceMs, this.config.maxQueueSize);
+    this.completed.remember(id, amount, waitedMs, now + this.config.detachedGraceMs);
   }
+}
 
-  private checkAmount(amount: number, requestId: string): SluiceError | null {
-    return checkAmount(this.id, amount, requestId);
-  }
+/**
+ * The next chunk of a request: all of it, or `max_grant_amount`. A chunk below the rounding step of
+ * what remains (0.1 off 2^52) would subtract nothing and stall the request forever, so it is raised
+ * to that step (validation asks for max_grant_amount ≥ 1, which never needs it).
+ */
+function chunkOf(remaining: number, maxGrantAmount: number | null): number {
+  if (maxGrantAmount === null || maxGrantAmount >= remaining) return remaining;
+  if (remaining - maxGrantAmount < remaining) return maxGrantAmount;
+  return Math.min(remaining, 2 ** (Math.floor(Math.log2(remaining)) - 52));
 }

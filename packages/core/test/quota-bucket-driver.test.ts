@@ -15,8 +15,12 @@ describe("QuotaBucketDriver (virtual time)", () => {
       d.acquire({ amount: 1, requestId: `r${i}` }).then(() => grantTimes.push(clock.now())),
     );
     await clock.advance(0);
-    assert.equal(grantTimes.length, 11, "10 from the full bucket, one more at balance 0");
-    await clock.advance(1900);
+    // Each was granted as it came, so the 11th found nobody waiting: at a balance of exactly 0 it
+    // waits for a positive one (DESIGN §4.1), which the next millisecond of refill brings.
+    assert.equal(grantTimes.length, 10, "10 from the full bucket, none at balance 0");
+    await clock.advance(1);
+    assert.deepEqual(grantTimes.slice(10), [1], "the 11th, 1 ms later, leaving a debt of 0.99");
+    await clock.advance(1899);
     assert.equal(grantTimes.length, 30);
     await Promise.all(all);
     // after the burst, exactly one grant every 100 ms: no drain period, no polling
