@@ -202,6 +202,9 @@ export class QuotaBucket {
     if (this.pendingRequests > 0 || !this.tokens.canGrantWithoutQueue(now)) return false;
     this.tokens.take(amount, now);
     const resolved = this.resolveClass(classId);
+    // Charged like a grant, so that a release of it refunds a charge that was made. (Nobody waits
+    // here, so no class is active and the charge is reset at once: idle classes bank nothing.)
+    this.scheduler.charge(resolved, amount);
     this.counters.granted += amount;
     this.classes.get(resolved).granted += amount;
     return true;
