@@ -117,5 +117,17 @@ describe("LocalThrottler", () => {
     assert.equal(vip?.granted, 15);
     assert.equal(vip?.released, 3);
     await assert.rejects(throttler.throttle(-1), (e: unknown) => isSluiceError(e, "INVALID_AMOUNT"));
+    // its priority is the lag timestamp of its requests: behind a debt, the older job goes first
+    const lagging = new LocalThrottler(d, { classId: "vip", priority: () => 7 });
+    const order: string[] = [];
+    const debt = throttler.throttle(100); // pay-after: leaves a debt of about 9 s, so both below queue
+    await clock.advance(1000);
+    await debt;
+    assert.ok((d.snapshot().balance ?? 0) < -50);
+    const late = throttler.throttle(1).then(() => order.push("priority 42"));
+    const early = lagging.throttle(1).then(() => order.push("priority 7"));
+    await clock.advance(20_000);
+    await Promise.all([late, early]);
+    assert.deepEqual(order, ["priority 7", "priority 42"], "submitted second, served first: smaller lag timestamp");
   });
 });
