@@ -1,4 +1,5 @@
 import type { ClassScheduler } from "./class-scheduler.ts";
+import type { QuotaClassSnapshot } from "./quota-bucket-snapshot.ts";
 import type { Entry } from "./quota-entry.ts";
 import { MinHeap } from "./min-heap.ts";
 import { WaitHistogram } from "./wait-histogram.ts";
@@ -74,6 +75,22 @@ export class ClassQueues {
 
   ids(): string[] {
     return [...this.queues.keys()];
+  }
+
+  /** Each class the scheduler knows, with its queue's figures. */
+  snapshots(): QuotaClassSnapshot[] {
+    return this.scheduler.views().map((view): QuotaClassSnapshot => {
+      const queue = this.get(view.id);
+      return {
+        ...view,
+        pendingRequests: queue.pendingRequests,
+        pendingAmount: queue.pendingAmount,
+        granted: queue.granted,
+        refunded: queue.refunded,
+        released: queue.released,
+        waitTime: queue.firstGrantWait.view(),
+      };
+    });
   }
 
   /** Entries held by all heaps, waiting or not yet dropped: what the queues cost in memory. */

@@ -11,10 +11,8 @@ export {
   type QuotaRemote,
 } from "./prefetching-throttler.ts";
 export {
-  GRANT_CHUNKS_PER_POLL,
   MAX_REQUEST_AMOUNT,
   QuotaBucket,
-  REQUEST_IDS_PER_QUEUE_SLOT,
   type Admission,
   type QuotaBucketCounters,
   type QuotaBucketMemory,
@@ -24,7 +22,9 @@ export {
   type Settlement,
 } from "./quota-bucket.ts";
 export {
+  GRANT_CHUNKS_PER_POLL,
   QUOTA_BUCKET_DEFAULTS,
+  REQUEST_IDS_PER_QUEUE_SLOT,
   effectiveLimitOf,
   quotaBucketConfig,
   type QuotaBucketConfig,

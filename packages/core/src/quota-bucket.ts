@@ -1,16 +1,20 @@
 import { ClassScheduler, DEFAULT_CLASS } from "./class-scheduler.ts";
 import { ClassQueues, headOf } from "./class-queue.ts";
 import { DeadlineTimers } from "./deadline-timers.ts";
-import { effectiveLimitOf, type QuotaBucketConfig } from "./quota-bucket-config.ts";
+import {
+  effectiveLimitOf,
+  GRANT_CHUNKS_PER_POLL,
+  REQUEST_IDS_PER_QUEUE_SLOT,
+  type QuotaBucketConfig,
+} from "./quota-bucket-config.ts";
 import { checkAmount, queueFullError, timeoutError, tooManyRememberedError } from "./quota-bucket-errors.ts";
 import {
   newQuotaBucketCounters,
   type QuotaBucketCounters,
   type QuotaBucketMemory,
   type QuotaBucketSnapshot,
-  type QuotaClassSnapshot,
 } from "./quota-bucket-snapshot.ts";
-import { laterDeadline, requestKey, type Entry } from "./quota-entry.ts";
+import { chunkOf, laterDeadline, requestKey, type Entry } from "./quota-entry.ts";
 import type { Admission, QuotaRequest, Settlement } from "./quota-request.ts";
 import { RememberedGrants } from "./remembered-grants.ts";
 import { TokenBucket } from "./token-bucket.ts";
@@ -18,20 +22,6 @@ import { WaitHistogram } from "./wait-histogram.ts";
 
 export { MAX_REQUEST_AMOUNT, type Admission, type QuotaRequest, type Settlement } from "./quota-request.ts";
 export type { QuotaBucketCounters, QuotaBucketMemory, QuotaBucketSnapshot, QuotaClassSnapshot } from "./quota-bucket-snapshot.ts";
-
-/**
- * Most chunks one `poll` grants. A request of 10^9 units with `max_grant_amount` 10 is 10^8 chunks;
- * granting them in one go would hold the event loop for seconds. Past this many, `poll` returns and
- * `nextWakeAt` says "now", so the driver yields to the event loop and carries on (~1 ms of work).
- */
-export const GRANT_CHUNKS_PER_POLL = 4096;
-
-/**
- * Request ids a bucket holds at most, per unit of `max_queue_size`: waiting and detached requests plus
- * granted ids remembered for their whole grace. At the bound a new request with an id is refused with
- * QUEUE_FULL until the oldest remembered ids expire — forgetting one early could grant a retry twice.
- */
-export const REQUEST_IDS_PER_QUEUE_SLOT = 100;
 
 /**
  * One named throttler on the controller (DESIGN §4): a token bucket shared among weighted classes by
@@ -238,18 +228,7 @@ export class QuotaBucket {
 
   snapshot(now: number): QuotaBucketSnapshot {
     const limit = effectiveLimitOf(this.config);
-    const classes = this.scheduler.views().map((view): QuotaClassSnapshot => {
-      const queue = this.classes.get(view.id);
-      return {
-        ...view,
-        pendingRequests: queue.pendingRequests,
-        pendingAmount: queue.pendingAmount,
-        granted: queue.granted,
-        refunded: queue.refunded,
-        released: queue.released,
-        waitTime: queue.firstGrantWait.view(),
-      };
-    });
+    const classes = this.classes.snapshots();
     return {
       id: this.id,
       limit,
@@ -315,7 +294,8 @@ export class QuotaBucket {
         const waitedMs = now - entry.enqueuedAt;
         this.waitTime.record(waitedMs);
         // A request without an id cannot be retried as the same request: nothing to remember.
-        if (entry.requestId !== "") this.rememberGrant(entry.id, entry.amount, waitedMs, now);
+        // Kept for the whole grace; memory is bounded by refusing new ids at the bound (see `submit`).
+        if (entry.requestId !== "") this.completed.remember(entry.id, entry.amount, waitedMs, now + this.config.detachedGraceMs);
         settlements.push({ kind: "granted", requestId: entry.id, amount: entry.amount, waitedMs });
       }
       this.classes.refresh(classId);
@@ -414,19 +394,4 @@ export class QuotaBucket {
     return requested;
   }
 
-  /** Kept for the whole grace; memory is bounded by refusing new ids at the bound (see `submit`). */
-  private rememberGrant(id: string, amount: number, waitedMs: number, now: number): void {
-    this.completed.remember(id, amount, waitedMs, now + this.config.detachedGraceMs);
-  }
-}
-
-/**
- * The next chunk of a request: all of it, or `max_grant_amount`. A chunk below the rounding step of
- * what remains (0.1 off 2^52) would subtract nothing and stall the request forever, so it is raised
- * to that step (validation asks for max_grant_amount ≥ 1, which never needs it).
- */
-function chunkOf(remaining: number, maxGrantAmount: number | null): number {
-  if (maxGrantAmount === null || maxGrantAmount >= remaining) return remaining;
-  if (remaining - maxGrantAmount < remaining) return maxGrantAmount;
-  return Math.min(remaining, 2 ** (Math.floor(Math.log2(remaining)) - 52));
 }

@@ -47,3 +47,14 @@ export function requestKey(requestId: string, seq: number): string {
   if (requestId === "") return `~${seq}`;
   return requestId.startsWith("~") ? `~${requestId}` : requestId;
 }
+
+/**
+ * The next chunk of a request: all of it, or `max_grant_amount`. A chunk below the rounding step of
+ * what remains (0.1 off 2^52) would subtract nothing and stall the request forever, so it is raised
+ * to that step (validation asks for max_grant_amount ≥ 1, which never needs it).
+ */
+export function chunkOf(remaining: number, maxGrantAmount: number | null): number {
+  if (maxGrantAmount === null || maxGrantAmount >= remaining) return remaining;
+  if (remaining - maxGrantAmount < remaining) return maxGrantAmount;
+  return Math.min(remaining, 2 ** (Math.floor(Math.log2(remaining)) - 52));
+}
