@@ -134,6 +134,7 @@ export class QuotaBucket {
     this.fireTimers(now, settlements);
     this.drain(now, settlements);
     this.timers.compact(this.entries);
+    this.completed.forgetExpired(now);
     return settlements;
   }
 
