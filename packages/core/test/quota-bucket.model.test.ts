@@ -432,7 +432,7 @@ describe("QuotaBucket model-based test", () => {
         const expected = model.settledAmount + model.triedAmount;
         assert.ok(Math.abs(net - expected) <= 1e-6 * Math.max(1, expected), `net granted ${net}, settled + tried ${expected}: refunds match grants`);
       }),
-      { numRuns: 600, includeErrorInReport: true },
+      { numRuns: 400, includeErrorInReport: true },
     );
   });
 });
