@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ManualClock } from "@sluice/core";
 import { throttlerSpecSchema } from "@sluice/spec";
-import { RetryingQuotaRemote } from "../src/throttling/retrying-quota-remote.ts";
+import { RetryingQuotaRemote } from "../src/retrying-quota-remote.ts";
 import { FakeQuotaClient } from "./fake-quota-client.ts";
 
 describe("RetryingQuotaRemote", () => {
