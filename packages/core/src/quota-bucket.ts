@@ -23,6 +23,9 @@ import { WaitHistogram } from "./wait-histogram.ts";
 export { MAX_REQUEST_AMOUNT, type Admission, type QuotaRequest, type Settlement } from "./quota-request.ts";
 export type { QuotaBucketCounters, QuotaBucketMemory, QuotaBucketSnapshot, QuotaClassSnapshot } from "./quota-bucket-snapshot.ts";
 
+/** A request that arrived at a balance of exactly 0 waits this long: the driver's timer step. */
+const ARRIVAL_STEP_MS = 1;
+
 /**
  * One named throttler on the controller (DESIGN §4): a token bucket shared among weighted classes by
  * start-time fair queuing, lag order inside a class, chunking, deadlines with exact refunds, and
@@ -47,8 +50,11 @@ export class QuotaBucket {
   private readonly waitTime = new WaitHistogram();
   private readonly counters: QuotaBucketCounters = newQuotaBucketCounters();
   private pendingRequests = 0;
-  /** Queued entries still owed a positive balance for their first chunk (at most one at a time). */
-  private awaitingPositive = 0;
+  /**
+   * The request that arrived to an empty queue, while it has not had its first chunk (there is at
+   * most one: any later arrival found it waiting). It is granted at once only at a positive balance.
+   */
+  private arrivedToEmptyQueue: Entry | null = null;
   private seq = 0;
 
   constructor(id: string, config: QuotaBucketConfig, now: number) {
@@ -121,7 +127,7 @@ export class QuotaBucket {
       state: "queued",
       inHeap: false,
     };
-    if (entry.needsPositiveBalance) this.awaitingPositive += 1;
+    if (entry.needsPositiveBalance) this.arrivedToEmptyQueue = entry;
     this.entries.set(requestId, entry);
     this.enqueue(entry);
     this.timers.armDeadline(entry);
@@ -142,9 +148,9 @@ export class QuotaBucket {
   nextWakeAt(now: number): number | null {
     let wake = this.timers.nextAt();
     if (this.pendingRequests > 0) {
-      // While a request that found nobody waiting still needs a positive balance, the grant loop
-      // stops at its first chunk; waking before the balance is positive would find nothing to do.
-      const ms = this.awaitingPositive > 0 ? this.tokens.msUntilPositive(now) : this.tokens.msUntilGrantable(now);
+      let ms = this.tokens.msUntilGrantable(now);
+      const first = this.arrivedToEmptyQueue;
+      if (ms !== null && first && !this.mayGrantOnArrival(first, now)) ms = Math.max(ms, first.enqueuedAt + ARRIVAL_STEP_MS - now);
       if (ms !== null && (wake === null || now + ms < wake)) wake = now + ms;
     }
     return wake;
@@ -270,7 +276,7 @@ export class QuotaBucket {
         continue;
       }
       if (entry.needsPositiveBalance) {
-        if (!this.tokens.canGrantWithoutQueue(now)) return;
+        if (!this.mayGrantOnArrival(entry, now)) return;
         this.clearPositiveBalanceNeed(entry);
       }
       const chunk = chunkOf(entry.remaining, this.config.maxGrantAmount);
@@ -303,10 +309,18 @@ export class QuotaBucket {
     }
   }
 
+  /**
+   * DESIGN §4.1, as the reference's fast and slow lanes do it: a request that found nobody waiting
+   * is granted in the instant it arrived only at a positive balance; otherwise it waits like any
+   * queued request and is granted as soon as the balance is non-negative — but not in that instant.
+   */
+  private mayGrantOnArrival(entry: Entry, now: number): boolean {
+    return now > entry.enqueuedAt || this.tokens.canGrantWithoutQueue(now);
+  }
+
   private clearPositiveBalanceNeed(entry: Entry): void {
-    if (!entry.needsPositiveBalance) return;
     entry.needsPositiveBalance = false;
-    this.awaitingPositive -= 1;
+    if (this.arrivedToEmptyQueue === entry) this.arrivedToEmptyQueue = null;
   }
 
   private fireTimers(now: number, settlements: Settlement[]): void {

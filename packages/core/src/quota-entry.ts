@@ -25,8 +25,8 @@ export interface Entry {
   detachedUntil: number | null;
   started: boolean;
   /**
-   * It found nobody waiting when it arrived: its first chunk needs a positive balance, not merely a
-   * non-negative one (DESIGN §4.1). Cleared by its first chunk and by leaving the queue.
+   * It found nobody waiting when it arrived: granted in that instant only at a positive balance, not
+   * merely a non-negative one (DESIGN §4.1). Cleared by its first chunk and by leaving the queue.
    */
   needsPositiveBalance: boolean;
   state: EntryState;

@@ -3,10 +3,11 @@
  *
  * - Rate `limit` units/s, capacity `limit × period`, starts full. `limit: null` is unlimited.
  * - Pay-after: a grant of any size is allowed while the balance is non-negative (`canGrant`, for
- *   requests that queued) or positive (`canGrantWithoutQueue`, for a request that found nobody
- *   waiting); the balance may then go negative and the debt delays later grants. The two rules differ
- *   exactly when the balance is 0, which happens whenever a grant used the balance up to the last
- *   token (a full bucket of 100 taken by 100 requests of 1), so the caller must say which applies.
+ *   requests that queued) or positive (`canGrantWithoutQueue`, for a request granted the instant it
+ *   arrives to an empty queue); the balance may then go negative and the debt delays later grants.
+ *   The two rules differ exactly when the balance is 0, which happens whenever grants used the
+ *   balance up to the last token (a full bucket of 100 taken by 100 requests of 1), so the caller
+ *   must say which applies.
  * - Limit 0 grants nothing.
  */
 export interface TokenBucketConfig {
@@ -17,9 +18,6 @@ export interface TokenBucketConfig {
 
 /** Float slack so a wake-up computed for "balance reaches 0" is not missed by rounding. */
 const EPSILON = 1e-9;
-
-/** How far past "balance reaches 0" a wake-up for a positive balance is set: the driver's timer step. */
-const POSITIVE_STEP_MS = 1;
 
 export class TokenBucket {
   private config: TokenBucketConfig;
@@ -80,18 +78,6 @@ export class TokenBucket {
     if (this.config.limit === null) return;
     this.refill(now);
     this.balance = Math.min(this.capacity, this.balance + amount);
-  }
-
-  /**
-   * Milliseconds until `canGrantWithoutQueue` holds: 0 if now, null if never (limit 0). A balance
-   * that only just reaches 0 is not positive, so this asks for one more millisecond of refill.
-   */
-  msUntilPositive(now: number): number | null {
-    const { limit } = this.config;
-    if (limit === null) return 0;
-    if (limit === 0) return null;
-    if (this.canGrantWithoutQueue(now)) return 0;
-    return (-this.balance * 1000) / limit + POSITIVE_STEP_MS;
   }
 
   /** Milliseconds until `canGrant` holds: 0 if now, null if never (limit 0). */

@@ -17,6 +17,15 @@ describe("QuotaBucket: a new request with nothing queued needs a positive balanc
     assert.deepEqual(granted(bucket.poll(1)), ["next"]);
   });
 
+  it("one that arrives during a debt waits like a queued request: granted as soon as the balance is 0", () => {
+    const bucket = makeBucket({ limit: 10, periodMs: 1000 });
+    bucket.submit(request("overdraw", 12), 0);
+    bucket.poll(0); // balance 10 − 12 = −2
+    bucket.submit(request("after", 1), 0);
+    assert.equal(bucket.nextWakeAt(0), 200, "the debt of 2 is paid in 200 ms at 10/s");
+    assert.deepEqual(granted(bucket.poll(200)), ["after"]);
+  });
+
   it("grants queued requests at a balance of exactly 0 (pay-after), and later chunks of a started one", () => {
     const bucket = makeBucket({ limit: 10, periodMs: 1000, maxGrantAmount: 10 });
     bucket.submit(request("big", 20), 0); // first chunk at 10 → 0, second at 0: it is queued by then
