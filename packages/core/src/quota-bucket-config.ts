@@ -47,7 +47,7 @@ export function effectiveLimitOf(config: QuotaBucketConfig): number | null {
 /**
  * Most chunks one `poll` grants. A request of 10^9 units with `max_grant_amount` 10 is 10^8 chunks;
  * granting them in one go would hold the event loop for seconds. Past this many, `poll` returns and
- * `nextWakeAt` says "now", so the driver yields to the event loop and carries on (~1 ms of work).
+ * `nextWakeAt` says "now", so the driver yields to the event loop and carries on (a turn is ~2 ms).
  */
 export const GRANT_CHUNKS_PER_POLL = 4096;
 
