@@ -1,5 +1,6 @@
-import type { ClassScheduler } from "./class-scheduler.ts";
-import type { QuotaClassSnapshot } from "./quota-bucket-snapshot.ts";
+import { DEFAULT_CLASS, type ClassScheduler } from "./class-scheduler.ts";
+import type { QuotaBucketConfig } from "./quota-bucket-config.ts";
+import type { QuotaBucketCounters, QuotaClassSnapshot } from "./quota-bucket-snapshot.ts";
 import type { Entry } from "./quota-entry.ts";
 import { MinHeap } from "./min-heap.ts";
 import { WaitHistogram } from "./wait-histogram.ts";
@@ -75,6 +76,23 @@ export class ClassQueues {
 
   ids(): string[] {
     return [...this.queues.keys()];
+  }
+
+  /**
+   * The class a request is served in: the one it names if declared and accepting; otherwise
+   * `default`, counted as classless (none named while classes are declared) or unknown.
+   */
+  resolve(requested: string, config: QuotaBucketConfig, counters: QuotaBucketCounters): string {
+    if (requested === "") {
+      if (Object.keys(config.classWeights).length > 0) counters.classlessRequests += 1;
+      return DEFAULT_CLASS;
+    }
+    if (requested === DEFAULT_CLASS) return DEFAULT_CLASS;
+    if (!this.scheduler.isAccepting(requested)) {
+      counters.unknownClassRequests += 1;
+      return DEFAULT_CLASS;
+    }
+    return requested;
   }
 
   /** Each class the scheduler knows, with its queue's figures. */

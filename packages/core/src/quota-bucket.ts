@@ -112,7 +112,7 @@ export class QuotaBucket {
       id: requestId,
       requestId: request.requestId,
       clientId: request.clientId,
-      classId: this.resolveClass(request.classId),
+      classId: this.classes.resolve(request.classId, this.config, this.counters),
       timestampMs: request.timestampMs,
       seq: this.seq++,
       enqueuedAt: now,
@@ -198,7 +198,7 @@ export class QuotaBucket {
     if (amount === 0) return true;
     if (this.pendingRequests > 0 || !this.tokens.canGrantWithoutQueue(now)) return false;
     this.tokens.take(amount, now);
-    const resolved = this.resolveClass(classId);
+    const resolved = this.classes.resolve(classId, this.config, this.counters);
     // Charged like a grant, so that a release of it refunds a charge that was made. (Nobody waits
     // here, so no class is active and the charge is reset at once: idle classes bank nothing.)
     this.scheduler.charge(resolved, amount);
@@ -394,19 +394,6 @@ export class QuotaBucket {
       if (this.detached.size <= this.config.maxQueueSize) return;
       this.forget(entry);
     }
-  }
-
-  private resolveClass(requested: string): string {
-    if (requested === "") {
-      if (Object.keys(this.config.classWeights).length > 0) this.counters.classlessRequests += 1;
-      return DEFAULT_CLASS;
-    }
-    if (requested === DEFAULT_CLASS) return DEFAULT_CLASS;
-    if (!this.scheduler.isAccepting(requested)) {
-      this.counters.unknownClassRequests += 1;
-      return DEFAULT_CLASS;
-    }
-    return requested;
   }
 
 }
