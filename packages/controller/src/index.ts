@@ -16,3 +16,4 @@ export { startStatusServer, type StatusServerOptions, type RunningStatusServer }
 export { startControllerStatusServer, type ControllerStatusOptions } from "./http/controller-status.ts";
 export * from "./failover/index.ts";
 export type { BucketBalance } from "./controller.ts";
+export { TOKEN_COOKIE, TOKEN_QUERY } from "./http/http-access.ts";

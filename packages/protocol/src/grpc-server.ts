@@ -1,6 +1,5 @@
 import {
   Server,
-  ServerCredentials,
   type Metadata,
   type ServerUnaryCall,
   type ServerWritableStream,
@@ -24,6 +23,7 @@ import {
   type WireWatchDynamicSpecRequest,
 } from "./proto-definition.ts";
 import type { CallContext, DynamicSpecUpdate, QuotaServiceHandler } from "./quota-service.ts";
+import { serverCredentials, type ServerTlsOptions } from "./tls-credentials.ts";
 import { toUint64 } from "./uint64.ts";
 
 export interface ServeOptions {
@@ -33,6 +33,8 @@ export interface ServeOptions {
   readonly port: number;
   /** When set, every call must carry metadata `authorization: Bearer <token>`. */
   readonly token?: string;
+  /** Serve TLS with this certificate (and require client certificates when it has a clientCa); absent = plaintext. */
+  readonly tls?: ServerTlsOptions;
 }
 
 export interface QuotaServer {
@@ -49,13 +51,15 @@ export interface QuotaServer {
 export const DEFAULT_HOST = "127.0.0.1";
 const DEFAULT_CLOSE_GRACE_MS = 5_000;
 
-/** Serves `handler` as sluice.throttler.v1.QuotaService over gRPC (plaintext HTTP/2). */
+/** Serves `handler` as sluice.throttler.v1.QuotaService over gRPC (HTTP/2, with TLS when `options.tls` is set). */
 export async function serveQuotaService(handler: QuotaServiceHandler, options: ServeOptions): Promise<QuotaServer> {
   const host = options.host ?? DEFAULT_HOST;
   const hostPart = host.includes(":") ? `[${host}]` : host;
   const server = new Server();
   const definition = quotaServiceDefinition();
   const authorize = bearerCheck(options.token);
+  // Built before binding, so a certificate and key that do not belong together fail here, by name.
+  const listenCredentials = serverCredentials(options.tls);
 
   const implementation = {
     RequestQuota: unary(authorize, async (request: WireRequestQuotaRequest, context): Promise<WireRequestQuotaResponse> => {
@@ -133,7 +137,7 @@ export async function serveQuotaService(handler: QuotaServiceHandler, options: S
   server.addService(definition, implementation);
 
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${hostPart}:${options.port}`, ServerCredentials.createInsecure(), (error, bound) => {
+    server.bindAsync(`${hostPart}:${options.port}`, listenCredentials, (error, bound) => {
       if (error) {
         reject(
           new SluiceError(

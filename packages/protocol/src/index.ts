@@ -29,3 +29,13 @@ export { createInMemoryQuotaClient, wireCopy, type InMemoryQuotaClientOptions } 
 export { QUOTA_PROTO_PATH, QUOTA_SERVICE_NAME, quotaServiceDefinition, type QuotaServiceDefinition } from "./proto-definition.ts";
 export { toUint64 } from "./uint64.ts";
 export { FAILOVER_CHANNEL_OPTIONS, createLeaderFollowingClient, type LeaderFollowingClient, type LeaderFollowingClientOptions } from "./leader-following-client.ts";
+export {
+  clientChannelCredentials,
+  clientTlsProblem,
+  diagnoseConnection,
+  serverCredentials,
+  serverTlsProblem,
+  type ClientTlsOptions,
+  type ConnectionDiagnosis,
+  type ServerTlsOptions,
+} from "./tls-credentials.ts";

@@ -38,6 +38,7 @@ export {
   kafkaSpecSchema,
   controllerSpecSchema,
   controllerAddressesOf,
+  controllerTlsSpecSchema,
   STREAM_FORMATS,
   PIPELINE_NAME_PATTERN,
   MAX_ROWS_PER_BATCH_LIMIT,
@@ -49,6 +50,7 @@ export {
   type ComputationSpec,
   type KafkaSpec,
   type ControllerSpec,
+  type ControllerTlsSpec,
 } from "./pipeline-spec.ts";
 export {
   validatePipelineSpec,

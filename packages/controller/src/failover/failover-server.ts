@@ -1,6 +1,6 @@
 import type { Tracer } from "@opentelemetry/api";
 import { SluiceError, systemClock, type Clock } from "@sluice/core";
-import { serveQuotaService, type QuotaServiceHandler } from "@sluice/protocol";
+import { serveQuotaService, type QuotaServiceHandler, type ServerTlsOptions } from "@sluice/protocol";
 import type { PipelineSpec } from "@sluice/spec";
 import type { ControllerElection } from "./controller-election.ts";
 import type { ControllerStateStore } from "./controller-state-store.ts";
@@ -15,6 +15,8 @@ export interface StartFailoverControllerOptions {
   /** The host:port clients reach this controller at; default the bound address. */
   readonly advertisedAddress?: string;
   readonly token?: string;
+  /** Serve gRPC over TLS (mutual TLS with a client CA), as startController does. */
+  readonly tls?: ServerTlsOptions;
   readonly clock?: Clock;
   readonly log?: (line: string) => void;
   readonly closeGraceMs?: number;
@@ -54,6 +56,7 @@ export async function startFailoverController(options: StartFailoverControllerOp
     port: options.port,
     ...(options.host !== undefined ? { host: options.host } : {}),
     ...(options.token !== undefined ? { token: options.token } : {}),
+    ...(options.tls !== undefined ? { tls: options.tls } : {}),
   });
   const address = options.advertisedAddress ?? server.address;
   const { store, election } = options.ports(address);
