@@ -16,10 +16,9 @@ import type {
   RequestQuotaCall,
   RequestQuotaResult,
 } from "@sluice/protocol";
-import { DEFAULT_CLASS_ID, validateDynamicSpec, type DynamicSpec } from "@sluice/spec";
+import { DEFAULT_CLASS_ID, parseJson, validateDynamicSpec, type DynamicSpec } from "@sluice/spec";
 import { bucketConfigOf, describeLimit, sameBucketConfig } from "./bucket-config.ts";
 import { GRANTED_RATE_SAMPLE_MS, GrantedRates } from "./granted-rates.ts";
-import { jsonSyntaxPosition } from "./json-syntax-position.ts";
 import { traceRequestQuota } from "./request-quota-span.ts";
 
 export interface ControllerOptions {
@@ -172,18 +171,16 @@ export class Controller implements QuotaServiceHandler {
   async updateDynamicSpec(dynamicSpecJson: string, _context?: CallContext): Promise<{ version: number }> {
     this.throwIfClosed();
     const unchanged = `nothing changed, version ${this.currentVersion} stays in force`;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(dynamicSpecJson);
-    } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
+    const parsed = parseJson(dynamicSpecJson);
+    if (!parsed.ok) {
+      const { line, column, offset } = parsed;
       throw new SluiceError(
         "SPEC_INVALID",
-        `dynamic_spec_json is not valid JSON${jsonSyntaxPosition(dynamicSpecJson)} (${reason}); ${unchanged}`,
-        { version: this.currentVersion },
+        `dynamic_spec_json is not valid JSON at line ${line}, column ${column} (${parsed.message}); ${unchanged}`,
+        { version: this.currentVersion, line, column, offset },
       );
     }
-    const result = validateDynamicSpec(parsed, { computations: this.computations, pathPrefix: "dynamic_spec" });
+    const result = validateDynamicSpec(parsed.value, { computations: this.computations, pathPrefix: "dynamic_spec" });
     if (!result.ok) {
       const listed = result.issues.map((issue) => `${issue.path}: ${issue.message}`).join("; ");
       throw new SluiceError(

@@ -11,6 +11,7 @@ import { timingSafeEqual } from "node:crypto";
 import { AUTHORIZATION_METADATA_KEY, bearer, fromGrpcMetadata } from "./call-metadata.ts";
 import { receivedCallerDeadline } from "./call-deadline.ts";
 import { toServiceError } from "./error-mapping.ts";
+import { checkingSpecJsonEncoding, type CheckedUpdateDynamicSpecRequest } from "./spec-json-bytes.ts";
 import {
   quotaServiceDefinition,
   type WireDescribeThrottlersResponse,
@@ -19,7 +20,6 @@ import {
   type WireReleaseQuotaResponse,
   type WireRequestQuotaRequest,
   type WireRequestQuotaResponse,
-  type WireUpdateDynamicSpecRequest,
   type WireUpdateDynamicSpecResponse,
   type WireWatchDynamicSpecRequest,
 } from "./proto-definition.ts";
@@ -57,7 +57,7 @@ export async function serveQuotaService(handler: QuotaServiceHandler, options: S
   const host = options.host ?? DEFAULT_HOST;
   const hostPart = host.includes(":") ? `[${host}]` : host;
   const server = new Server();
-  const definition = quotaServiceDefinition();
+  const definition = checkingSpecJsonEncoding(quotaServiceDefinition());
   const authorize = bearerCheck(options.token);
   // Built before binding, so a certificate and key that do not belong together fail here, by name.
   const listenCredentials = serverCredentials(options.tls);
@@ -92,7 +92,8 @@ export async function serveQuotaService(handler: QuotaServiceHandler, options: S
     }),
     UpdateDynamicSpec: unary(
       authorize,
-      async (request: WireUpdateDynamicSpecRequest, context): Promise<WireUpdateDynamicSpecResponse> => {
+      async (request: CheckedUpdateDynamicSpecRequest, context): Promise<WireUpdateDynamicSpecResponse> => {
+        if (request.encodingProblem) throw request.encodingProblem;
         const { version } = await handler.updateDynamicSpec(request.dynamicSpecJson, context);
         return { version: toUint64(version) };
       },
