@@ -19,6 +19,7 @@ import type {
 import { DEFAULT_CLASS_ID, parseJson, validateDynamicSpec, type DynamicSpec } from "@sluice/spec";
 import { bucketConfigOf, describeLimit, sameBucketConfig } from "./bucket-config.ts";
 import { GRANTED_RATE_SAMPLE_MS, GrantedRates } from "./granted-rates.ts";
+import { releaseQuotaProblem, requestQuotaProblem, watchProblem } from "./request-limits.ts";
 import { traceRequestQuota } from "./request-quota-span.ts";
 
 export interface ControllerOptions {
@@ -120,6 +121,8 @@ export class Controller implements QuotaServiceHandler {
   }
 
   requestQuota(call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult> {
+    const malformed = requestQuotaProblem(call);
+    if (malformed) return Promise.reject(malformed);
     return traceRequestQuota(this.tracer, this.clock, call, context, this.classIdOf(call), () => this.acquire(call, context));
   }
 
@@ -142,11 +145,15 @@ export class Controller implements QuotaServiceHandler {
   }
 
   async releaseQuota(call: ReleaseQuotaCall, _context: CallContext): Promise<void> {
+    const malformed = releaseQuotaProblem(call);
+    if (malformed) throw malformed;
     this.driverFor(call.throttlerId).release(call.amount, call.quotaClassId);
   }
 
   watchDynamicSpec(clientId: string, emit: (update: DynamicSpecUpdate) => void, context: CallContext): Promise<void> {
     if (this.closedWith) return Promise.reject(this.closedWith);
+    const malformed = watchProblem(clientId);
+    if (malformed) return Promise.reject(malformed);
     if (context.signal.aborted) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
       const onAbort = () => {

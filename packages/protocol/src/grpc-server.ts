@@ -11,7 +11,7 @@ import { timingSafeEqual } from "node:crypto";
 import { AUTHORIZATION_METADATA_KEY, bearer, fromGrpcMetadata } from "./call-metadata.ts";
 import { receivedCallerDeadline } from "./call-deadline.ts";
 import { toServiceError } from "./error-mapping.ts";
-import { checkingSpecJsonEncoding, type CheckedUpdateDynamicSpecRequest } from "./spec-json-bytes.ts";
+import { checkedServiceDefinition, UndecodableRequest, type CheckedUpdateDynamicSpecRequest } from "./request-decoding.ts";
 import {
   quotaServiceDefinition,
   type WireDescribeThrottlersResponse,
@@ -57,7 +57,7 @@ export async function serveQuotaService(handler: QuotaServiceHandler, options: S
   const host = options.host ?? DEFAULT_HOST;
   const hostPart = host.includes(":") ? `[${host}]` : host;
   const server = new Server();
-  const definition = checkingSpecJsonEncoding(quotaServiceDefinition());
+  const definition = checkedServiceDefinition(quotaServiceDefinition());
   const authorize = bearerCheck(options.token);
   // Built before binding, so a certificate and key that do not belong together fail here, by name.
   const listenCredentials = serverCredentials(options.tls);
@@ -108,6 +108,12 @@ export async function serveQuotaService(handler: QuotaServiceHandler, options: S
       if (refusal) {
         dispose();
         call.emit("error", toServiceError(refusal));
+        return;
+      }
+      const request: unknown = call.request;
+      if (request instanceof UndecodableRequest) {
+        dispose();
+        call.emit("error", toServiceError(request.error));
         return;
       }
       const emit = (update: DynamicSpecUpdate) => {
@@ -226,6 +232,11 @@ function unary<Request, Response>(
       answer(refusal);
       return;
     }
+    const request: unknown = call.request;
+    if (request instanceof UndecodableRequest) {
+      answer(request.error);
+      return;
+    }
     // The call ends at the caller's deadline with QUOTA_TIMEOUT, whether or not the handler watches
     // it (the controller's own QUOTA_TIMEOUT usually comes first and says more), so that the client
     // never has to reset the stream itself (call-deadline.ts).
@@ -259,6 +270,9 @@ interface CancellableCall {
   on(event: "cancelled", listener: () => void): unknown;
   off(event: "cancelled", listener: () => void): unknown;
 }
+
+/** The reason of a call's own `disposed` signal; one shared value, as no one reads it. */
+const ANSWERED = new Error("the call was answered");
 
 /**
  * The transport-neutral view of one call. `dispose` detaches the cancel listener and the deadline
@@ -294,7 +308,7 @@ function callContext(call: CancellableCall): { context: CallContext; dispose(): 
   return {
     context,
     dispose: () => {
-      disposed.abort();
+      disposed.abort(ANSWERED);
       call.off("cancelled", onCancel);
     },
     expire(onDeadline) {

@@ -1,6 +1,5 @@
 import { isUtf8 } from "node:buffer";
 import { SluiceError } from "@sluice/core";
-import type { QuotaServiceDefinition, WireUpdateDynamicSpecRequest } from "./proto-definition.ts";
 
 // Proto3 strings must be UTF-8, but the decoder behind @grpc/proto-loader (protobufjs) turns any
 // bytes into some string without a word, so a dynamic_spec_json with a stray byte would be judged
@@ -9,26 +8,6 @@ import type { QuotaServiceDefinition, WireUpdateDynamicSpecRequest } from "./pro
 
 /** Field number of dynamic_spec_json in UpdateDynamicSpecRequest (quota.proto). */
 const DYNAMIC_SPEC_JSON_FIELD = 1;
-
-/** An UpdateDynamicSpecRequest as the server decodes it: the fields, and what is wrong with their bytes. */
-export interface CheckedUpdateDynamicSpecRequest extends WireUpdateDynamicSpecRequest {
-  readonly encodingProblem: SluiceError | null;
-}
-
-/** The service definition with an UpdateDynamicSpec decoder that also checks dynamic_spec_json's bytes. */
-export function checkingSpecJsonEncoding(definition: QuotaServiceDefinition) {
-  const method = definition.UpdateDynamicSpec;
-  return {
-    ...definition,
-    UpdateDynamicSpec: {
-      ...method,
-      requestDeserialize: (bytes: Buffer): CheckedUpdateDynamicSpecRequest => ({
-        ...method.requestDeserialize(bytes),
-        encodingProblem: specJsonEncodingProblem(bytes),
-      }),
-    },
-  };
-}
 
 /** SPEC_INVALID naming where dynamic_spec_json stops being UTF-8, or null when it is valid (or absent). */
 export function specJsonEncodingProblem(message: Buffer): SluiceError | null {
@@ -51,39 +30,59 @@ export function specJsonEncodingProblem(message: Buffer): SluiceError | null {
 
 /**
  * The bytes of the last occurrence of length-delimited field `fieldNumber` (proto3: the last one
- * wins), or undefined when it is absent or the message is cut short (the decoder reports that).
+ * wins), or undefined when it is absent or the message is malformed (see wireFormatProblem).
  */
 export function lastLengthDelimitedField(message: Buffer, fieldNumber: number): Buffer | undefined {
-  let pos = 0;
   let found: Buffer | undefined;
+  const problem = walkFields(message, (field, bytes) => {
+    if (field === fieldNumber) found = bytes;
+  });
+  return problem === null ? found : undefined;
+}
+
+/**
+ * What is wrong with `message` as protobuf wire format, or null when every field is complete. The
+ * decoder behind proto-loader reads a length that runs past the end as whatever bytes are there.
+ */
+export function wireFormatProblem(message: Buffer): string | null {
+  return walkFields(message, () => {});
+}
+
+function walkFields(message: Buffer, onLengthDelimited: (field: number, bytes: Buffer) => void): string | null {
+  let pos = 0;
   const varint = (): number | undefined => {
     let value = 0;
     for (let shift = 0; shift < 64; shift += 7) {
       const byte = message[pos++];
       if (byte === undefined) return undefined;
-      // Past 2^53 a length or tag is garbage anyway; the arithmetic stays in safe integers up to there.
+      // Past 2^53 a length or tag is garbage anyway; the arithmetic stays exact up to there.
       value += (byte & 0x7f) * 2 ** shift;
       if (byte < 0x80) return value;
     }
     return undefined;
   };
   while (pos < message.length) {
+    const at = pos;
     const tag = varint();
-    if (tag === undefined) return found;
+    if (tag === undefined) return `the field tag at byte ${at} is cut short`;
     const wireType = tag % 8;
     const field = Math.floor(tag / 8);
+    if (field === 0) return `byte ${at} starts a field numbered 0`;
     if (wireType === 0) {
-      if (varint() === undefined) return found;
-    } else if (wireType === 1) pos += 8;
-    else if (wireType === 5) pos += 4;
-    else if (wireType === 2) {
+      if (varint() === undefined) return `the value of field ${field} at byte ${at} is cut short`;
+    } else if (wireType === 1 || wireType === 5) {
+      pos += wireType === 1 ? 8 : 4;
+      if (pos > message.length) return `the value of field ${field} at byte ${at} is cut short`;
+    } else if (wireType === 2) {
       const length = varint();
-      if (length === undefined || pos + length > message.length) return found;
-      if (field === fieldNumber) found = message.subarray(pos, pos + length);
+      if (length === undefined || pos + length > message.length) {
+        return `field ${field} at byte ${at} declares ${length ?? "a cut-short"} bytes, more than the message holds`;
+      }
+      onLengthDelimited(field, message.subarray(pos, pos + length));
       pos += length;
-    } else return found; // groups (3, 4) are not in this proto; stop rather than guess
+    } else return `field ${field} at byte ${at} has wire type ${wireType}, which no field of quota.proto uses`;
   }
-  return found;
+  return null;
 }
 
 /** Byte offset of the first byte that does not belong to a well-formed UTF-8 sequence, or -1. */

@@ -49,7 +49,7 @@ function describeSyntaxError(error: unknown, source: string, offset: number): st
   let message = raw
     .replace(/ at position \d+.*$/s, "")
     .replace(/ in JSON$/, "")
-    .replace(/, ".*" is not valid JSON$/s, "")
+    .replace(/, ".*"(?:\.\.\.)? is not valid JSON$/s, "")
     .replace(/ \(line \d+ column \d+\)$/, "");
   const before = source.slice(Math.max(0, offset - 200), offset).trimEnd();
   const at = source[offset];
