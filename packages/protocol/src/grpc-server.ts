@@ -257,7 +257,8 @@ function deadlineAnswer(path: string, deadlineAt: number | null): SluiceError {
   const when = deadlineAt === null ? "its deadline" : `its deadline ${new Date(deadlineAt).toISOString()}`;
   return new SluiceError(
     "QUOTA_TIMEOUT",
-    `${method} passed ${when} (the caller's own) before the controller answered; a retry with the same request id resumes its place`,
+    `${method} passed ${when} (the caller's own) before the controller answered` +
+      (method === "RequestQuota" ? "; a retry with the same request id resumes its place" : "; retry with a longer deadline"),
     { method, deadlineAt },
   );
 }
