@@ -16,11 +16,11 @@ import type {
   RequestQuotaCall,
   RequestQuotaResult,
 } from "@sluice/protocol";
-import { DEFAULT_CLASS_ID, validateDynamicSpec, type DynamicSpec } from "@sluice/spec";
+import { DEFAULT_CLASS_ID, parseJson, validateDynamicSpec, type DynamicSpec } from "@sluice/spec";
 import { bucketConfigOf, describeLimit, sameBucketConfig } from "./bucket-config.ts";
 import { GRANTED_RATE_SAMPLE_MS, GrantedRates } from "./granted-rates.ts";
-import { jsonSyntaxPosition } from "./json-syntax-position.ts";
 import type { FailoverStatus } from "./failover/failover-status.ts";
+import { releaseQuotaProblem, requestQuotaProblem, watchProblem } from "./request-limits.ts";
 import { traceRequestQuota } from "./request-quota-span.ts";
 
 export interface ControllerOptions {
@@ -136,6 +136,8 @@ export class Controller implements QuotaServiceHandler {
   }
 
   requestQuota(call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult> {
+    const malformed = requestQuotaProblem(call);
+    if (malformed) return Promise.reject(malformed);
     return traceRequestQuota(this.tracer, this.clock, call, context, this.classIdOf(call), () => this.acquire(call, context));
   }
 
@@ -158,11 +160,15 @@ export class Controller implements QuotaServiceHandler {
   }
 
   async releaseQuota(call: ReleaseQuotaCall, _context: CallContext): Promise<void> {
+    const malformed = releaseQuotaProblem(call);
+    if (malformed) throw malformed;
     this.driverFor(call.throttlerId).release(call.amount, call.quotaClassId);
   }
 
   watchDynamicSpec(clientId: string, emit: (update: DynamicSpecUpdate) => void, context: CallContext): Promise<void> {
     if (this.closedWith) return Promise.reject(this.closedWith);
+    const malformed = watchProblem(clientId);
+    if (malformed) return Promise.reject(malformed);
     if (context.signal.aborted) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
       const onAbort = () => {
@@ -187,18 +193,16 @@ export class Controller implements QuotaServiceHandler {
   async updateDynamicSpec(dynamicSpecJson: string, _context?: CallContext): Promise<{ version: number }> {
     this.throwIfClosed();
     const unchanged = `nothing changed, version ${this.currentVersion} stays in force`;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(dynamicSpecJson);
-    } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
+    const parsed = parseJson(dynamicSpecJson);
+    if (!parsed.ok) {
+      const { line, column, offset } = parsed;
       throw new SluiceError(
         "SPEC_INVALID",
-        `dynamic_spec_json is not valid JSON${jsonSyntaxPosition(dynamicSpecJson)} (${reason}); ${unchanged}`,
-        { version: this.currentVersion },
+        `dynamic_spec_json is not valid JSON at line ${line}, column ${column} (${parsed.message}); ${unchanged}`,
+        { version: this.currentVersion, line, column, offset },
       );
     }
-    const result = validateDynamicSpec(parsed, { computations: this.computations, pathPrefix: "dynamic_spec" });
+    const result = validateDynamicSpec(parsed.value, { computations: this.computations, pathPrefix: "dynamic_spec" });
     if (!result.ok) {
       const listed = result.issues.map((issue) => `${issue.path}: ${issue.message}`).join("; ");
       throw new SluiceError(

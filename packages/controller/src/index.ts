@@ -8,7 +8,6 @@ export {
 export { startController, type StartControllerOptions, type RunningController } from "./controller-server.ts";
 export { bucketConfigOf, describeLimit } from "./bucket-config.ts";
 export { GRANTED_RATE_SAMPLE_MS, GRANTED_RATE_WINDOW_MS } from "./granted-rates.ts";
-export { jsonSyntaxPosition } from "./json-syntax-position.ts";
 export { REQUEST_QUOTA_SPAN, traceRequestQuota } from "./request-quota-span.ts";
 export { PrometheusText, PROMETHEUS_CONTENT_TYPE, formatValue, type Labels, type Sample, type HistogramSample } from "./metrics/prometheus-text.ts";
 export { writeControllerMetrics, histogramWithMax } from "./metrics/controller-metrics.ts";

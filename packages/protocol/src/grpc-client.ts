@@ -1,5 +1,6 @@
 import { Client, status as GrpcStatus, type CallOptions as GrpcCallOptions, type ChannelOptions, type StatusObject } from "@grpc/grpc-js";
-import { cancelledError, SluiceError } from "@sluice/core";
+import { cancelledError, SluiceError, systemClock } from "@sluice/core";
+import { sendCallerDeadline } from "./call-deadline.ts";
 import { toGrpcMetadata } from "./call-metadata.ts";
 import { fromGrpcError, streamEndedStatus, type CallSite } from "./error-mapping.ts";
 import { quotaServiceDefinition, type QuotaServiceDefinition, type WireDynamicSpecUpdate } from "./proto-definition.ts";
@@ -64,8 +65,10 @@ export function createGrpcQuotaClient(address: string, options: GrpcQuotaClientO
       responseDeserialize: (bytes: Buffer) => Response;
     };
     const grpcOptions: GrpcCallOptions = {};
-    if (callOptions?.deadlineAt !== undefined) grpcOptions.deadline = callOptions.deadlineAt;
     const metadata = toGrpcMetadata(callOptions?.metadata, options.token);
+    // The controller answers at the caller's deadline; the transport's own deadline comes a grace
+    // later, so a burst of timeouts does not reset streams by the thousand (call-deadline.ts).
+    if (callOptions?.deadlineAt !== undefined) grpcOptions.deadline = sendCallerDeadline(metadata, callOptions.deadlineAt, systemClock.now());
     metadata.setOptions({ waitForReady: false });
     return new Promise<Response>((resolve, reject) => {
       let entry: ActiveCall | undefined;

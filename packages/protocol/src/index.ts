@@ -15,6 +15,8 @@ export {
   GRPC_STATUS_BY_CODE,
   LEADER_METADATA_KEY,
   leaderOf,
+  MAX_STATUS_FIGURES_BYTES,
+  MAX_STATUS_MESSAGE_LENGTH,
   deadlineExceededError,
   fromGrpcError,
   grpcStatusName,
@@ -22,6 +24,7 @@ export {
   toServiceError,
   type CallSite,
 } from "./error-mapping.ts";
+export { CALLER_TIMEOUT_METADATA_KEY, DEADLINE_ANSWER_GRACE_MS } from "./call-deadline.ts";
 export { AUTHORIZATION_METADATA_KEY, bearer, fromGrpcMetadata, toGrpcMetadata } from "./call-metadata.ts";
 export { DEFAULT_HOST, serveQuotaService, type QuotaServer, type ServeOptions } from "./grpc-server.ts";
 export { QUOTA_CLIENT_CHANNEL_OPTIONS, createGrpcQuotaClient, type GrpcQuotaClientOptions } from "./grpc-client.ts";

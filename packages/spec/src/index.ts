@@ -63,6 +63,8 @@ export {
 } from "./validate.ts";
 export { formatIssuePath, compareIssuePaths, ROOT_PATH, type IssuePathSegment } from "./issue-path.ts";
 export { extractDynamicSpec } from "./extract-dynamic-spec.ts";
+export { MAX_ID_LENGTH, quoteId } from "./id-length.ts";
+export { parseJson, firstSyntaxErrorOffset, lineAndColumn, type JsonParseResult } from "./parse-json.ts";
 export { pipelineJsonSchema, dynamicSpecJsonSchema } from "./json-schema.ts";
 export { effectiveLimit, type LimitFields } from "./effective-limit.ts";
 export {

@@ -3,6 +3,7 @@ import { DESPITE_INNER_ISSUES, isPlainObject } from "./cross-check.ts";
 import { RETRYING_CHANNEL_DEFAULTS, THROTTLER_CLASS_DEFAULTS, THROTTLER_DEFAULTS } from "./defaults.ts";
 import { describeValue } from "./describe-value.ts";
 import { duration } from "./duration.ts";
+import { MAX_ID_LENGTH } from "./id-length.ts";
 import { integer } from "./integer.ts";
 import { mustBe } from "./rule-error.ts";
 
@@ -24,6 +25,7 @@ export const MAX_CLASS_WEIGHT = 1e6;
 export const throttlerClassIdSchema = z
   .string()
   .min(1, { error: "class id must not be empty" })
+  .max(MAX_ID_LENGTH, { error: `class id must be at most ${MAX_ID_LENGTH} characters` })
   .refine((id) => id !== DEFAULT_CLASS_ID, {
     error: `"${DEFAULT_CLASS_ID}" is reserved for the implicit class; choose another class id`,
   });

@@ -1,10 +1,9 @@
 import { isSluiceError, type SluiceError } from "@sluice/core";
 import { controllerClient, parseControllerList } from "../controller-client.ts";
-import { controllerTlsSpecSchema, extractDynamicSpec, validateDynamicSpec, type ControllerTlsSpec, type SpecIssue } from "@sluice/spec";
+import { controllerTlsSpecSchema, extractDynamicSpec, parseJson, validateDynamicSpec, type ControllerTlsSpec, type SpecIssue } from "@sluice/spec";
 import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { EXIT_FAILURE, EXIT_OK, type CommandRegistration } from "../cli.ts";
-import { parseJson } from "../parse-json.ts";
 import { CLIENT_TLS_OPTIONS, loadClientTls, type ClientTlsFlags } from "../tls-options.ts";
 import { CONTROLLER_TOKEN_ENV } from "./controller.ts";
 
