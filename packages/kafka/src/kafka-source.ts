@@ -1,52 +1,15 @@
-import type { Consumer, ConsumerCrashEvent, ConsumerGroupJoinEvent, EachBatchPayload, Kafka, KafkaMessage } from "kafkajs";
-import type { BatchContext, BatchHandler, PartitionRef, Source, SourceListener, SourceRecord } from "@sluice/runtime";
-import type { ComputationSpec, PipelineSpec } from "@sluice/spec";
-import { KAFKA_SOURCE_DEFAULTS } from "./defaults.ts";
-import { fromKafkaHeaders } from "./kafka-headers.ts";
+import type { Consumer, ConsumerCrashEvent, ConsumerGroupJoinEvent, EachBatchPayload } from "kafkajs";
+import type { BatchContext, BatchHandler, PartitionRef, Source, SourceListener } from "@sluice/runtime";
 import { CommitCoalescer, revokedCommitError } from "./commit-coalescer.ts";
+import { ignoreNotRunning, isGroupChange, toSourceRecord } from "./kafka-consumer-helpers.ts";
+import { JoinWaiters } from "./join-waiters.ts";
 import { KafkaIoError, describeError, isKafkaIoError } from "./kafka-io-error.ts";
+import { resolveSourceSettings, type KafkaSourceInit, type KafkaSourceOptions, type KafkaSourceSettings } from "./kafka-source-options.ts";
 import { isValidOffset, offsetAfter, offsetLessThan } from "./offset.ts";
 import { PartitionLease, PartitionSlot, slotKey, type QueuedBatch } from "./partition-lease.ts";
 import { StreamTopics, type StreamTopic } from "./stream-topics.ts";
 
-export interface KafkaSourceOptions {
-  readonly sessionTimeoutMs?: number;
-  readonly heartbeatIntervalMs?: number;
-  readonly rebalanceTimeoutMs?: number;
-  readonly maxWaitTimeMs?: number;
-  readonly maxBytesPerPartition?: number;
-  readonly prefetchBatchesPerPartition?: number;
-  readonly joinTimeoutMs?: number;
-  readonly commitIntervalMs?: number;
-  readonly maxCommitAttempts?: number;
-  /**
-   * Failures that have no caller to return to: a handler that threw (its partition is rewound), a
-   * listener that threw, a consumer kafkajs will not restart. Default: a process warning.
-   */
-  readonly onError?: (error: KafkaIoError) => void;
-}
-
-export interface KafkaSourceInit {
-  /** The kafkajs client; the source creates its own consumer from it. */
-  readonly kafka: Kafka;
-  readonly pipeline: PipelineSpec;
-  readonly computation: string;
-  /** Default: `pipeline.computations[computation]`. */
-  readonly computationSpec?: ComputationSpec;
-}
-
-type Settings = Required<Omit<KafkaSourceOptions, "onError">>;
-
-interface JoinWaiter {
-  resolve(): void;
-  reject(error: Error): void;
-}
-
-/**
- * Broker answers meaning the group moved on under a commit; the commit is retried after the next
- * join. (Coordinator moves are retried by kafkajs itself and need no join.)
- */
-const GROUP_CHANGE_ERRORS = new Set(["REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID"]);
+export type { KafkaSourceInit, KafkaSourceOptions } from "./kafka-source-options.ts";
 
 /**
  * The runtime's Source over one Kafka consumer group, `<pipeline>.<computation>`, subscribed to the
@@ -69,13 +32,13 @@ const GROUP_CHANGE_ERRORS = new Set(["REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATIO
 export class KafkaSource implements Source {
   readonly groupId: string;
   private readonly consumer: Consumer;
-  private readonly settings: Settings;
+  private readonly settings: KafkaSourceSettings;
   private readonly onError: (error: KafkaIoError) => void;
   private readonly commits: CommitCoalescer;
   /** Input streams by topic. */
   private readonly inputs = new Map<string, StreamTopic>();
   private readonly slots = new Map<string, PartitionSlot>();
-  private readonly joinWaiters = new Set<JoinWaiter>();
+  private readonly joinWaiters = new JoinWaiters();
   private readonly removeListeners: (() => void)[] = [];
   private handler: BatchHandler | null = null;
   private listener: SourceListener = {};
@@ -95,17 +58,7 @@ export class KafkaSource implements Source {
     const { kafka, pipeline, computation } = init;
     this.groupId = `${pipeline.pipeline}.${computation}`;
     for (const input of StreamTopics.inputsOf(pipeline, computation, init.computationSpec?.inputs)) this.inputs.set(input.topic, input);
-    this.settings = {
-      sessionTimeoutMs: options.sessionTimeoutMs ?? KAFKA_SOURCE_DEFAULTS.sessionTimeoutMs,
-      heartbeatIntervalMs: options.heartbeatIntervalMs ?? KAFKA_SOURCE_DEFAULTS.heartbeatIntervalMs,
-      rebalanceTimeoutMs: options.rebalanceTimeoutMs ?? KAFKA_SOURCE_DEFAULTS.rebalanceTimeoutMs,
-      maxWaitTimeMs: options.maxWaitTimeMs ?? KAFKA_SOURCE_DEFAULTS.maxWaitTimeMs,
-      maxBytesPerPartition: options.maxBytesPerPartition ?? KAFKA_SOURCE_DEFAULTS.maxBytesPerPartition,
-      prefetchBatchesPerPartition: options.prefetchBatchesPerPartition ?? KAFKA_SOURCE_DEFAULTS.prefetchBatchesPerPartition,
-      joinTimeoutMs: options.joinTimeoutMs ?? KAFKA_SOURCE_DEFAULTS.joinTimeoutMs,
-      commitIntervalMs: options.commitIntervalMs ?? KAFKA_SOURCE_DEFAULTS.commitIntervalMs,
-      maxCommitAttempts: options.maxCommitAttempts ?? KAFKA_SOURCE_DEFAULTS.maxCommitAttempts,
-    };
+    this.settings = resolveSourceSettings(options);
     this.onError = options.onError ?? ((error) => process.emitWarning(error));
     this.consumer = kafka.consumer({
       groupId: this.groupId,
@@ -196,7 +149,7 @@ export class KafkaSource implements Source {
     const closed = this.closedError("close");
     this.leftAtClose = [...this.slots.values()].flatMap((slot) => (slot.lease?.active ? [slot.lease] : []));
     this.notifyRevoked(this.revokeWhere(() => true, () => closed, { stillMember: true }));
-    this.rejectJoinWaiters(closed);
+    this.joinWaiters.rejectAll(closed);
     this.pauseAll();
     await this.launching?.catch(() => undefined);
     await Promise.all([...this.slots.values()].map((slot) => slot.drained));
@@ -294,7 +247,7 @@ export class KafkaSource implements Source {
     }
     this.notifyRevoked(revoked);
     this.notify("onAssigned", refs);
-    for (const waiter of [...this.joinWaiters]) waiter.resolve();
+    this.joinWaiters.resolveAll();
   }
 
   private onStop(): void {
@@ -321,7 +274,7 @@ export class KafkaSource implements Source {
       { groupId: this.groupId },
       { cause: error },
     );
-    this.rejectJoinWaiters(this.fatal);
+    this.joinWaiters.rejectAll(this.fatal);
     this.onError(this.fatal);
   }
 
@@ -431,35 +384,12 @@ export class KafkaSource implements Source {
   private waitForJoin(timeoutMs: number, signal?: AbortSignal): Promise<void> {
     if (this.fatal) return Promise.reject(this.fatal);
     if (this.closing) return Promise.reject(this.closedError("wait for a group join"));
-    return new Promise<void>((resolve, reject) => {
-      const finish = (error?: Error) => {
-        clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
-        this.joinWaiters.delete(waiter);
-        if (error) reject(error);
-        else resolve();
-      };
-      const waiter: JoinWaiter = { resolve: () => finish(), reject: (error) => finish(error) };
-      const onAbort = () => finish(signal?.reason instanceof Error ? signal.reason : new Error("aborted"));
-      const timer = setTimeout(
-        () =>
-          finish(
-            new KafkaIoError(
-              "SOURCE_START_FAILED",
-              `consumer group "${this.groupId}" on topics ${this.topicList()} did not complete a join within ${timeoutMs} ms`,
-              { groupId: this.groupId, timeoutMs },
-            ),
-          ),
+    const timeout = () =>
+      new KafkaIoError("SOURCE_START_FAILED", `consumer group "${this.groupId}" on topics ${this.topicList()} did not complete a join within ${timeoutMs} ms`, {
+        groupId: this.groupId,
         timeoutMs,
-      );
-      this.joinWaiters.add(waiter);
-      signal?.addEventListener("abort", onAbort, { once: true });
-      if (signal?.aborted) onAbort();
-    });
-  }
-
-  private rejectJoinWaiters(error: Error): void {
-    for (const waiter of [...this.joinWaiters]) waiter.reject(error);
+      });
+    return this.joinWaiters.wait(timeoutMs, timeout, signal);
   }
 
   private notifyRevoked(refs: PartitionRef[]): void {
@@ -477,9 +407,7 @@ export class KafkaSource implements Source {
     }
   }
 
-  // consumer.pause/resume/seek throw while kafkajs has no running consumer group (before run(),
-  // between a crash and its restart, after stop); then there is nothing to pause or reposition, and
-  // the next join decides afresh.
+  // consumer.pause/resume/seek throw while kafkajs has no running group: see ignoreNotRunning.
   private pause(slot: PartitionSlot): void {
     ignoreNotRunning(() => this.consumer.pause([{ topic: slot.topic, partitions: [slot.partition] }]));
   }
@@ -502,33 +430,5 @@ export class KafkaSource implements Source {
 
   private topicList(): string {
     return [...this.inputs.keys()].map((t) => `"${t}"`).join(", ");
-  }
-}
-
-function toSourceRecord(message: KafkaMessage): SourceRecord {
-  return {
-    key: message.key ?? null,
-    value: message.value ?? null,
-    headers: fromKafkaHeaders(message.headers),
-    offset: message.offset,
-    timestampMs: Number(message.timestamp),
-  };
-}
-
-function isGroupChange(error: unknown): boolean {
-  let current: unknown = error;
-  for (let depth = 0; current instanceof Error && depth < 4; depth++) {
-    const type: unknown = (current as Error & { type?: unknown }).type;
-    if (typeof type === "string" && GROUP_CHANGE_ERRORS.has(type)) return true;
-    current = current.cause;
-  }
-  return false;
-}
-
-function ignoreNotRunning(action: () => void): void {
-  try {
-    action();
-  } catch {
-    // See the comment above pause().
   }
 }
