@@ -189,7 +189,9 @@ export class KafkaSource implements Source {
     if (from === undefined || offsetLessThan(from, after)) lease.nextOffset = after;
     resolveOffset(lastOffset);
     if (messages.length === 0) return;
-    slot.pending.push({ lease, batch: { stream: lease.stream, partition: lease.partition, records: messages.map(toSourceRecord) } });
+    const records = messages.map(toSourceRecord);
+    const oldestEventTimeMs = records.reduce((oldest, r) => (r.timestampMs < oldest ? r.timestampMs : oldest), Number.POSITIVE_INFINITY);
+    slot.pending.push({ lease, batch: { stream: lease.stream, partition: lease.partition, records }, oldestEventTimeMs });
     if (slot.buffered > this.settings.prefetchBatchesPerPartition) this.pause(slot);
     this.drain(slot);
   }
@@ -309,6 +311,7 @@ export class KafkaSource implements Source {
       signal: lease.signal,
       commit: (nextOffset) => this.commit(lease, nextOffset),
       rewind: () => this.requestRewind(slot, lease),
+      readAheadOldestMs: () => slot.oldestPendingEventTimeMs(lease),
     };
     try {
       await handler(batch, context);

@@ -17,6 +17,7 @@ export { decodeValue, encodeValue } from "./io/stream-codec.ts";
 export { ComputationStats, type ComputationStatsView } from "./job/computation-stats.ts";
 export { Job, type JobOptions } from "./job/job.ts";
 export { lagTimestamp } from "./job/lag-timestamp.ts";
+export { UnprocessedEventTimes, type UnprocessedSpan } from "./job/unprocessed-event-times.ts";
 export type { ThrottlerMetricsView } from "./job/throttler-metrics-view.ts";
 export { importSpecModule, loadComputation } from "./load-module.ts";
 export { MemoryIoFactory } from "./memory/memory-io-factory.ts";

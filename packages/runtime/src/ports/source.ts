@@ -38,6 +38,13 @@ export interface BatchContext {
    * handler returns). Records past the last commit were not acknowledged, so nothing is lost.
    */
   rewind(): void;
+  /**
+   * The oldest event time (epoch ms) among records the source has already fetched for this
+   * partition but not yet handed to the handler; undefined when it holds none. The job's lag
+   * timestamp counts them as read and not processed (DESIGN §7.5). Optional: a source that does not
+   * fetch ahead has nothing to say.
+   */
+  readAheadOldestMs?(): number | undefined;
 }
 
 export type BatchHandler = (batch: SourceBatch, context: BatchContext) => Promise<void>;
