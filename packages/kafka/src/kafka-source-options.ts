@@ -7,6 +7,7 @@ export interface KafkaSourceOptions {
   readonly sessionTimeoutMs?: number;
   readonly heartbeatIntervalMs?: number;
   readonly rebalanceTimeoutMs?: number;
+  readonly transactionTimeoutMs?: number;
   readonly maxWaitTimeMs?: number;
   readonly maxBytesPerPartition?: number;
   readonly prefetchBatchesPerPartition?: number;
@@ -37,6 +38,7 @@ export function resolveSourceSettings(options: KafkaSourceOptions): KafkaSourceS
     sessionTimeoutMs: options.sessionTimeoutMs ?? KAFKA_SOURCE_DEFAULTS.sessionTimeoutMs,
     heartbeatIntervalMs: options.heartbeatIntervalMs ?? KAFKA_SOURCE_DEFAULTS.heartbeatIntervalMs,
     rebalanceTimeoutMs: options.rebalanceTimeoutMs ?? KAFKA_SOURCE_DEFAULTS.rebalanceTimeoutMs,
+    transactionTimeoutMs: options.transactionTimeoutMs ?? KAFKA_SOURCE_DEFAULTS.transactionTimeoutMs,
     maxWaitTimeMs: options.maxWaitTimeMs ?? KAFKA_SOURCE_DEFAULTS.maxWaitTimeMs,
     maxBytesPerPartition: options.maxBytesPerPartition ?? KAFKA_SOURCE_DEFAULTS.maxBytesPerPartition,
     prefetchBatchesPerPartition: options.prefetchBatchesPerPartition ?? KAFKA_SOURCE_DEFAULTS.prefetchBatchesPerPartition,

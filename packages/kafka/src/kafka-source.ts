@@ -6,6 +6,7 @@ import { JoinWaiters } from "./join-waiters.ts";
 import { KafkaIoError, describeError, isKafkaIoError } from "./kafka-io-error.ts";
 import { resolveSourceSettings, type KafkaSourceInit, type KafkaSourceOptions, type KafkaSourceSettings } from "./kafka-source-options.ts";
 import { isValidOffset, offsetAfter, offsetLessThan } from "./offset.ts";
+import { PartitionTransactions } from "./partition-transactions.ts";
 import { PartitionLease, PartitionSlot, slotKey, type QueuedBatch } from "./partition-lease.ts";
 import { StreamTopics, type StreamTopic } from "./stream-topics.ts";
 
@@ -35,6 +36,8 @@ export class KafkaSource implements Source {
   private readonly settings: KafkaSourceSettings;
   private readonly onError: (error: KafkaIoError) => void;
   private readonly commits: CommitCoalescer;
+  /** delivery "exactly_once" only: one transactional producer per owned partition. */
+  private readonly transactions: PartitionTransactions | null;
   /** Input streams by topic. */
   private readonly inputs = new Map<string, StreamTopic>();
   private readonly slots = new Map<string, PartitionSlot>();
@@ -68,6 +71,13 @@ export class KafkaSource implements Source {
       maxWaitTimeInMs: this.settings.maxWaitTimeMs,
       maxBytesPerPartition: this.settings.maxBytesPerPartition,
       allowAutoTopicCreation: false,
+    });
+    this.transactions = PartitionTransactions.when((init.computationSpec ?? pipeline.computations[computation])?.delivery, {
+      kafka,
+      pipeline,
+      groupId: this.groupId,
+      transactionTimeoutMs: this.settings.transactionTimeoutMs,
+      claimTimeoutMs: this.settings.transactionTimeoutMs + this.settings.sessionTimeoutMs,
     });
     this.commits = new CommitCoalescer({
       groupId: this.groupId,
@@ -155,6 +165,7 @@ export class KafkaSource implements Source {
     await Promise.all([...this.slots.values()].map((slot) => slot.drained));
     // Still a member: what the jobs asked to commit goes out now, so the next owner does not redo it.
     await this.commits.flush();
+    await this.transactions?.close();
     try {
       await this.consumer.disconnect();
     } catch (error) {
@@ -172,7 +183,7 @@ export class KafkaSource implements Source {
     const slot = this.slots.get(slotKey(batch.topic, batch.partition));
     const lease = slot?.lease;
     if (!slot || !lease || !lease.active) return;
-    if (lease.rewindRequested || slot.buffered > this.settings.prefetchBatchesPerPartition) {
+    if (lease.claiming || lease.rewindRequested || slot.buffered > this.settings.prefetchBatchesPerPartition) {
       // Not accepted: no resolveOffset, and the partition is repositioned when it is resumed.
       this.pause(slot);
       return;
@@ -235,14 +246,26 @@ export class KafkaSource implements Source {
         slot = new PartitionSlot(topic, partition);
         this.slots.set(key, slot);
       }
+      if (slot.lease?.active && this.transactions?.isFenced(slot.lease)) {
+        // Fenced but assigned here again: give up that lease and claim the partition afresh.
+        const stale = slot.lease;
+        stale.revoke(new KafkaIoError("PARTITION_REVOKED", `partition ${partition} of topic "${topic}" was claimed by another member before this rebalance gave it back`, { groupId: this.groupId, topic, partition }));
+        void this.transactions.release(stale);
+        slot.lease = null;
+        slot.dropPending();
+      }
       const lease = slot.lease;
       if (lease?.active) {
         // Retained: kafkajs starts the new generation from the committed offset; continue where this lease is.
         if (lease.nextOffset !== undefined && !lease.rewindRequested) this.seek(slot, lease.nextOffset);
       } else {
-        slot.lease = new PartitionLease(input.stream, topic, partition);
-        // A handler of the previous lease may still be running; the new one waits for it.
-        if (slot.draining) this.pause(slot);
+        const fresh = new PartitionLease(input.stream, topic, partition);
+        slot.lease = fresh;
+        if (this.transactions) {
+          fresh.claiming = true;
+          this.pause(slot);
+          void this.claim(slot, fresh);
+        } else if (slot.draining) this.pause(slot); // a handler of the previous lease may still be running; the new one waits for it
         else this.resume(slot);
       }
       refs.push({ stream: input.stream, partition });
@@ -307,11 +330,13 @@ export class KafkaSource implements Source {
   private async deliver(slot: PartitionSlot, { lease, batch }: QueuedBatch): Promise<void> {
     const handler = this.handler;
     if (!handler) return;
+    const transactions = this.transactions;
     const context: BatchContext = {
       signal: lease.signal,
       commit: (nextOffset) => this.commit(lease, nextOffset),
       rewind: () => this.requestRewind(slot, lease),
       readAheadOldestMs: () => slot.oldestPendingEventTimeMs(lease),
+      ...(transactions ? { beginTransaction: () => transactions.begin(lease) } : {}),
     };
     try {
       await handler(batch, context);
@@ -331,10 +356,34 @@ export class KafkaSource implements Source {
     }
   }
 
+  /**
+   * delivery "exactly_once": takes the partition's transactional id over (the previous owner is
+   * fenced and its open transaction aborted), then reads from the offset of the last committed
+   * transaction. Until then the partition stays paused and nothing is accepted.
+   */
+  private async claim(slot: PartitionSlot, lease: PartitionLease): Promise<void> {
+    const transactions = this.transactions;
+    if (!transactions) return;
+    try {
+      const from = await transactions.claim(lease);
+      if (!lease.active || slot.lease !== lease) return;
+      lease.claiming = false;
+      slot.dropPending();
+      lease.nextOffset = from;
+      lease.committedOffset = from;
+      this.seek(slot, from);
+      this.settle(slot);
+    } catch (error) {
+      if (!lease.active) return;
+      // Not owned usefully without the id: stay paused; the next rebalance (or restart) claims again.
+      this.onError(isKafkaIoError(error) ? error : new KafkaIoError("TRANSACTION_FAILED", describeError(error), { groupId: this.groupId }, { cause: error }));
+    }
+  }
+
   /** After a handler returned, or its loop ended: rewind, resume, or leave paused. */
   private settle(slot: PartitionSlot): void {
     const lease = slot.lease;
-    if (!lease || !lease.active || slot.inFlight) return;
+    if (!lease || !lease.active || slot.inFlight || lease.claiming) return;
     if (lease.rewindRequested) {
       lease.rewindRequested = false;
       slot.dropPending();
@@ -377,6 +426,7 @@ export class KafkaSource implements Source {
       const lease = slot.lease;
       if (!lease?.active || !predicate(slot)) continue;
       lease.revoke(reason(lease), options);
+      if (!options.stillMember) void this.transactions?.release(lease);
       slot.lease = null;
       slot.dropPending();
       revoked.push(lease.ref);

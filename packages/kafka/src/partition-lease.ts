@@ -22,6 +22,11 @@ export class PartitionLease {
   /** The last offset the broker acknowledged for this lease. */
   durableOffset: string | undefined;
   rewindRequested = false;
+  /**
+   * delivery "exactly_once": the partition's transactional id is being taken over; nothing is
+   * accepted until then, because only afterwards is the group's committed offset final.
+   */
+  claiming = false;
   private stillMember = false;
 
   constructor(

@@ -26,7 +26,7 @@ export { MemorySink } from "./memory/memory-sink.ts";
 export { MemorySource } from "./memory/memory-source.ts";
 export type { IoFactory } from "./ports/io-factory.ts";
 export type { Sink, SinkRecord } from "./ports/sink.ts";
-export type { BatchContext, BatchHandler, PartitionRef, Source, SourceBatch, SourceListener, SourceRecord } from "./ports/source.ts";
+export type { BatchContext, BatchHandler, BatchTransaction, PartitionRef, Source, SourceBatch, SourceListener, SourceRecord } from "./ports/source.ts";
 // The distributed throttler client lives in @sluice/client (DESIGN §2); re-exported for existing users.
 export {
   DistributedThrottlerFactory,

@@ -189,8 +189,13 @@ export class Job {
         const batch: Batch = { stream, partition, messages };
         await this.child("Process", () => Promise.resolve(this.options.computation.process(batch, this.context)));
         if (signal.aborted) throw signal.reason;
-        await this.child("Output", () => this.flushOutputs());
-        await this.child("Commit", () => this.commitInBackground(context, (BigInt(last.offset) + 1n).toString(), signal));
+        const nextOffset = (BigInt(last.offset) + 1n).toString();
+        if (this.exactlyOnce) {
+          await this.outputAndCommitTogether(context, nextOffset);
+        } else {
+          await this.child("Output", () => this.flushOutputs(this.options.sink));
+          await this.child("Commit", () => this.commitInBackground(context, nextOffset, signal));
+        }
         stats.recordIteration(messages.length, bytes, last.timestampMs, clock.now());
       } catch (error) {
         failSpan(span, error);
@@ -273,7 +278,33 @@ export class Job {
     }
   }
 
-  private async flushOutputs(): Promise<void> {
+  private get exactlyOnce(): boolean {
+    return this.options.pipeline.computations[this.options.computationName]?.delivery === "exactly_once";
+  }
+
+  /**
+   * `delivery: "exactly_once"` (DESIGN §7.6): Output sends into a transaction of this partition and
+   * Commit adds the offset and commits it, so outputs and offset become visible together; a
+   * failure aborts it and the iteration is redone from the last committed offset.
+   */
+  private async outputAndCommitTogether(context: BatchContext, nextOffset: string): Promise<void> {
+    if (!context.beginTransaction) {
+      throw new SluiceError(
+        "SPEC_INVALID",
+        `computations.${this.options.computationName}.delivery is "exactly_once", but the source of stream "${this.options.stream}" cannot commit outputs and offsets in one transaction; use Kafka or the memory log, or "at_least_once"`,
+      );
+    }
+    const transaction = await context.beginTransaction();
+    try {
+      await this.child("Output", () => this.flushOutputs(transaction));
+      await this.child("Commit", () => transaction.commit(nextOffset));
+    } catch (error) {
+      await transaction.abort();
+      throw error;
+    }
+  }
+
+  private async flushOutputs(target: Pick<Sink, "send">): Promise<void> {
     const sends: Promise<void>[] = [];
     for (const [stream, messages] of this.outputs) {
       const format = this.options.pipeline.streams[stream]?.format ?? "json";
@@ -287,7 +318,7 @@ export class Job {
           ...(m.timestampMs !== undefined ? { timestampMs: m.timestampMs } : {}),
         }),
       );
-      sends.push(this.options.sink.send(stream, records));
+      sends.push(target.send(stream, records));
     }
     this.outputs.clear();
     await Promise.all(sends);
