@@ -8,6 +8,7 @@ import { consoleLogger } from "./console-logger.ts";
 import { ComputationStats, type ComputationStatsView } from "./job/computation-stats.ts";
 import { Job } from "./job/job.ts";
 import type { ThrottlerMetricsView } from "./job/throttler-metrics-view.ts";
+import { UnprocessedEventTimes } from "./job/unprocessed-event-times.ts";
 import { loadComputation } from "./load-module.ts";
 import type { IoFactory } from "./ports/io-factory.ts";
 import type { Sink } from "./ports/sink.ts";
@@ -53,6 +54,8 @@ export class Worker {
   private readonly log: Logger;
   private readonly tracer: Tracer;
   private readonly jobs = new Map<string, Job>();
+  /** Per computation partition, shared by its jobs over the input streams (one lag timestamp, DESIGN §7.5). */
+  private readonly eventTimes = new Map<string, UnprocessedEventTimes>();
   private readonly running: RunningComputation[] = [];
   private readonly retiredMetrics: ThrottlerMetricsView[] = [];
   private readonly watcher: DynamicSpecWatcher;
@@ -179,11 +182,24 @@ export class Worker {
       throttlers,
       dynamicSpec: () => this.dynamicSpec,
       stats: running.stats,
+      eventTimes: this.eventTimesOf(running, partition),
       clock: this.clock,
       log: this.log,
       tracer: this.tracer,
       ...(this.options.restartBackoffMs ? { restartBackoffMs: this.options.restartBackoffMs } : {}),
     });
+  }
+
+  private eventTimesOf(running: RunningComputation, partition: number): UnprocessedEventTimes {
+    const key = `${running.name}\u0000${partition}`;
+    let eventTimes = this.eventTimes.get(key);
+    if (!eventTimes) {
+      const created = new UnprocessedEventTimes();
+      running.stats.watchLagTimestamp(() => created.lagTimestamp());
+      this.eventTimes.set(key, created);
+      eventTimes = created;
+    }
+    return eventTimes;
   }
 
   private async stopJobs(computation: string, partitions: readonly PartitionRef[]): Promise<void> {

@@ -9,8 +9,8 @@ import type { Sink, SinkRecord } from "../ports/sink.ts";
 import type { BatchContext, SourceBatch, SourceRecord } from "../ports/source.ts";
 import type { ComputationStats } from "./computation-stats.ts";
 import type { ThrottlerMetricsView } from "./throttler-metrics-view.ts";
-import { lagTimestamp } from "./lag-timestamp.ts";
 import { LinkedAbort } from "./linked-abort.ts";
+import { UnprocessedEventTimes, type UnprocessedSpan } from "./unprocessed-event-times.ts";
 
 export interface JobOptions {
   readonly pipeline: PipelineSpec;
@@ -27,6 +27,12 @@ export interface JobOptions {
   readonly clock: Clock;
   readonly log: Logger;
   readonly tracer: Tracer;
+  /**
+   * What this job's computation partition has read and not processed, over all of its inputs: the
+   * worker shares one between the jobs of a computation that read the same partition number of
+   * different input streams, so their lag timestamp is one (DESIGN §7.5). Default: the job's own.
+   */
+  readonly eventTimes?: UnprocessedEventTimes;
   /** Restart backoff after a failed iteration: doubles from min to max. */
   readonly restartBackoffMs?: { readonly min: number; readonly max: number };
 }
@@ -42,12 +48,14 @@ export class Job {
   private readonly stop = new AbortController();
   private readonly context: RuntimeContext;
   private readonly outputs = new Map<string, OutputMessage[]>();
+  private readonly eventTimes: UnprocessedEventTimes;
   private initialized: Promise<void> | null = null;
   private consecutiveFailures = 0;
   private closed = false;
 
   constructor(private readonly options: JobOptions) {
     this.id = `${options.workerId}/${options.computationName}/${options.partition}`;
+    this.eventTimes = options.eventTimes ?? new UnprocessedEventTimes();
     const declaredOutputs = options.pipeline.computations[options.computationName]?.outputs ?? [];
     this.context = {
       pipeline: options.pipeline.pipeline,
@@ -82,11 +90,23 @@ export class Job {
     const linked = new LinkedAbort([context.signal, this.stop.signal]);
     const signal = linked.signal;
     const maxRows = this.options.pipeline.computations[this.options.computationName]?.max_rows_per_batch ?? 100;
+    const { stream } = this.options;
+    const streamDelayMs = this.options.pipeline.streams[stream]?.stream_delay ?? 0;
+    const readAhead = context.readAheadOldestMs;
+    this.eventTimes.watchReadAhead(stream, streamDelayMs, readAhead ? () => readAhead.call(context) : () => undefined);
+    // Every iteration of the batch is outstanding from now on, each as its own span: an iteration
+    // that ends no longer holds the lag timestamp back, the ones still to come do.
+    const iterations: { records: readonly SourceRecord[]; unprocessed: UnprocessedSpan }[] = [];
+    for (let start = 0; start < batch.records.length; start += maxRows) {
+      const records = batch.records.slice(start, start + maxRows);
+      iterations.push({ records, unprocessed: this.eventTimes.read(stream, streamDelayMs, records.map((r) => r.timestampMs)) });
+    }
     try {
       await this.ensureInitialized();
-      for (let start = 0; start < batch.records.length; start += maxRows) {
+      for (const { records, unprocessed } of iterations) {
         if (signal.aborted) return;
-        await this.iterate(batch.records.slice(start, start + maxRows), context, signal);
+        await this.iterate(records, context, signal);
+        unprocessed.done();
         this.consecutiveFailures = 0;
       }
     } catch (error) {
@@ -94,6 +114,8 @@ export class Job {
       if (signal.aborted) return; // stopped mid-iteration: not a failure; the next owner resumes from the commit
       await this.fail(error, context, signal);
     } finally {
+      // Revoked, stopped or rewound: these records are read again later (or elsewhere), not held here.
+      for (const { unprocessed } of iterations) unprocessed.done();
       linked.dispose();
     }
   }
@@ -124,6 +146,7 @@ export class Job {
     if (this.closed) return;
     this.closed = true;
     this.stop.abort(new Error(`job ${this.id} stopped`));
+    this.eventTimes.forget(this.options.stream);
     try {
       if (this.initialized) await this.options.computation.close?.(this.context);
     } catch (error) {
@@ -161,14 +184,18 @@ export class Job {
     };
     await tracer.startActiveSpan(`${computationName} iteration`, { attributes }, async (span) => {
       try {
-        const streamDelayMs = this.options.pipeline.streams[stream]?.stream_delay ?? 0;
-        this.options.throttlers.setPriority(lagTimestamp(first.timestampMs, streamDelayMs));
+        this.options.throttlers.setPriority(this.eventTimes.lagTimestamp());
         await this.throttleInput(messages.length, bytes, signal);
         const batch: Batch = { stream, partition, messages };
         await this.child("Process", () => Promise.resolve(this.options.computation.process(batch, this.context)));
         if (signal.aborted) throw signal.reason;
-        await this.child("Output", () => this.flushOutputs());
-        await this.child("Commit", () => this.commitInBackground(context, (BigInt(last.offset) + 1n).toString(), signal));
+        const nextOffset = (BigInt(last.offset) + 1n).toString();
+        if (this.exactlyOnce) {
+          await this.outputAndCommitTogether(context, nextOffset);
+        } else {
+          await this.child("Output", () => this.flushOutputs(this.options.sink));
+          await this.child("Commit", () => this.commitInBackground(context, nextOffset, signal));
+        }
         stats.recordIteration(messages.length, bytes, last.timestampMs, clock.now());
       } catch (error) {
         failSpan(span, error);
@@ -251,7 +278,33 @@ export class Job {
     }
   }
 
-  private async flushOutputs(): Promise<void> {
+  private get exactlyOnce(): boolean {
+    return this.options.pipeline.computations[this.options.computationName]?.delivery === "exactly_once";
+  }
+
+  /**
+   * `delivery: "exactly_once"` (DESIGN §7.6): Output sends into a transaction of this partition and
+   * Commit adds the offset and commits it, so outputs and offset become visible together; a
+   * failure aborts it and the iteration is redone from the last committed offset.
+   */
+  private async outputAndCommitTogether(context: BatchContext, nextOffset: string): Promise<void> {
+    if (!context.beginTransaction) {
+      throw new SluiceError(
+        "SPEC_INVALID",
+        `computations.${this.options.computationName}.delivery is "exactly_once", but the source of stream "${this.options.stream}" cannot commit outputs and offsets in one transaction; use Kafka or the memory log, or "at_least_once"`,
+      );
+    }
+    const transaction = await context.beginTransaction();
+    try {
+      await this.child("Output", () => this.flushOutputs(transaction));
+      await this.child("Commit", () => transaction.commit(nextOffset));
+    } catch (error) {
+      await transaction.abort();
+      throw error;
+    }
+  }
+
+  private async flushOutputs(target: Pick<Sink, "send">): Promise<void> {
     const sends: Promise<void>[] = [];
     for (const [stream, messages] of this.outputs) {
       const format = this.options.pipeline.streams[stream]?.format ?? "json";
@@ -265,7 +318,7 @@ export class Job {
           ...(m.timestampMs !== undefined ? { timestampMs: m.timestampMs } : {}),
         }),
       );
-      sends.push(this.options.sink.send(stream, records));
+      sends.push(target.send(stream, records));
     }
     this.outputs.clear();
     await Promise.all(sends);
