@@ -17,10 +17,12 @@ export interface ThrottlerHandleMetrics {
 /**
  * What `ctx.getThrottlerOrThrow(id)` returns: a handle that stays valid across reconfiguration. The
  * client behind it may be swapped (its config changed) or detached (the throttler was removed from
- * dynamic_spec; calls then fail with THROTTLER_NOT_DECLARED until it is declared again).
+ * dynamic_spec; calls then fail with THROTTLER_NOT_DECLARED until it is declared again). Once its
+ * owner stops (the job ended), calls fail with CANCELLED saying so.
  */
 export class ThrottlerHandle implements Throttler {
   private current: Throttler | null = null;
+  private stoppedWith: SluiceError | null = null;
   private consumed = 0;
   private released = 0;
   private returned = 0;
@@ -40,7 +42,19 @@ export class ThrottlerHandle implements Throttler {
   }
 
   attach(client: Throttler | null): void {
+    if (this.stoppedWith) return;
     this.current = client;
+  }
+
+  /** Detaches for good: the owner of this handle stopped for `reason` (e.g. "job w1/Enricher/0 stopped"). */
+  stop(reason: string): void {
+    this.current = null;
+    this.stoppedWith ??= new SluiceError(
+      "CANCELLED",
+      `throttler "${this.throttlerId}" (computation "${this.computation}"): ${reason}; this handle no longer serves calls ` +
+        "(take a new one from the context of a running job)",
+      { throttlerId: this.throttlerId, computation: this.computation },
+    );
   }
 
   /**
@@ -57,7 +71,7 @@ export class ThrottlerHandle implements Throttler {
 
   throttle(amount: number, options?: ThrottleOptions): Promise<void> {
     const client = this.current;
-    if (client === null) return Promise.reject(this.notDeclared());
+    if (client === null) return Promise.reject(this.unavailable());
     this.lastCaller = context.active();
     const pending = client.throttle(amount, options);
     if (pending === RESOLVED) {
@@ -74,7 +88,7 @@ export class ThrottlerHandle implements Throttler {
 
   tryAcquire(amount: number): boolean {
     const client = this.current;
-    if (client === null) throw this.notDeclared();
+    if (client === null) throw this.unavailable();
     this.lastCaller = context.active();
     const taken = client.tryAcquire(amount);
     if (taken) this.consumed += amount;
@@ -83,7 +97,7 @@ export class ThrottlerHandle implements Throttler {
 
   release(amount: number): void {
     const client = this.current;
-    if (client === null) throw this.notDeclared();
+    if (client === null) throw this.unavailable();
     client.release(amount);
     this.released += amount;
   }
@@ -104,7 +118,8 @@ export class ThrottlerHandle implements Throttler {
     };
   }
 
-  private notDeclared(): SluiceError {
+  private unavailable(): SluiceError {
+    if (this.stoppedWith) return this.stoppedWith;
     return new SluiceError(
       "THROTTLER_NOT_DECLARED",
       `throttler "${this.throttlerId}" is no longer declared in dynamic_spec.throttlers (computation "${this.computation}"); ` +

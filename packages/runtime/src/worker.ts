@@ -203,7 +203,7 @@ export class Worker {
 
   private applyDynamicSpec(spec: DynamicSpec, version: number): void {
     this.dynamicSpec = spec;
-    for (const job of this.jobs.values()) job.reconfigure(spec);
+    for (const job of this.jobs.values()) job.reconfigure(spec, version);
     if (this.running.length > 0) this.log.info(`applied dynamic_spec version ${version}`);
   }
 

@@ -98,9 +98,9 @@ export class Job {
     }
   }
 
-  /** Applies a new dynamic_spec to this job's throttler clients (DESIGN §4.9). */
-  reconfigure(spec: DynamicSpec): void {
-    this.options.throttlers.reconfigure(spec);
+  /** Applies a new dynamic_spec (the controller's `version`) to this job's throttler clients (DESIGN §4.9). */
+  reconfigure(spec: DynamicSpec, version?: number): void {
+    this.options.throttlers.reconfigure(spec, version);
   }
 
   throttlerMetrics(): ThrottlerMetricsView[] {
@@ -129,7 +129,7 @@ export class Job {
     } catch (error) {
       this.options.log.warn(`job ${this.id}: close() failed: ${error instanceof Error ? error.message : String(error)}`);
     } finally {
-      this.options.throttlers.close();
+      this.options.throttlers.close(`job ${this.id} stopped`);
     }
   }
 
