@@ -59,7 +59,7 @@ describe("controller under bad input (gRPC)", { timeout: 120_000 }, () => {
   });
 
   /** Every raw call is bounded: a refusal is immediate, a grant on "steady" takes at most 1/20 s per waiter. */
-  const ask = (request: RequestQuotaCall) => raw.requestQuota(request, { deadlineAt: Date.now() + 5_000 });
+  const ask = (request: RequestQuotaCall) => raw.requestQuota(request, { deadlineAt: systemClock.now() + 5_000 });
 
   const snapshot = async () => JSON.parse((await raw.describeThrottlers()).snapshotJson) as ControllerSnapshot;
 
@@ -81,7 +81,7 @@ describe("controller under bad input (gRPC)", { timeout: 120_000 }, () => {
         try {
           await steadyClient.requestQuota(
             { throttlerId: "steady", clientId: "good", amount: 1, timestampMs: 0, quotaClassId: "", requestId: `good-${++n}` },
-            { signal: steadyStop.signal, deadlineAt: Date.now() + 5_000 },
+            { signal: steadyStop.signal, deadlineAt: systemClock.now() + 5_000 },
           );
           steadyGrants.push(performance.now());
         } catch (error) {
@@ -190,7 +190,7 @@ describe("controller under bad input (gRPC)", { timeout: 120_000 }, () => {
     const calls = Array.from({ length: total }, (_, i) =>
       flooder
         .requestQuota(call({ throttlerId: "flood", requestId: `flood-${round}-${i}`, clientId: `flooder-${i % 7}` }), {
-          deadlineAt: Date.now() + 30_000,
+          deadlineAt: systemClock.now() + 30_000,
         })
         .then(
           () => (outcomes.granted += 1),

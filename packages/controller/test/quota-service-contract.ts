@@ -117,7 +117,7 @@ export function quotaServiceContract(name: string, makeClient: MakeClient): void
       const s = await setup(t, { api: { limit: 5, period: "200ms" } }); // capacity 1
       await s.ask({ amount: 3 }); // balance −2: 400 ms of debt
       const start = performance.now();
-      await assert.rejects(s.ask({ requestId: "job-a" }, { deadlineAt: Date.now() + 150 }), (error: unknown) => {
+      await assert.rejects(s.ask({ requestId: "job-a" }, { deadlineAt: systemClock.now() + 150 }), (error: unknown) => {
         assert.ok(isSluiceError(error, "QUOTA_TIMEOUT"), String(error));
         assert.equal(error.retriable, true);
         return true;
