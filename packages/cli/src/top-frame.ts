@@ -65,7 +65,7 @@ export function formatTopFrame(input: TopFrameInput): string[] {
   lines.push(
     dim("GRANTED/s: over the last 5 s · USE: granted / limit · QUEUE: requests waiting · OWED: units they still need"),
     dim(
-      `WAIT: request to grant, avg and p95 ${previous ? `over the last ${formatDuration(input.intervalMs)}` : "since start"}, max since start · ` +
+      `WAIT: request to grant, avg and p95 ${previous ? `over the last ${formatDuration(input.intervalMs)}` : "since start"}, max over the last minute · ` +
         "┃ marks the share by weight",
     ),
   );

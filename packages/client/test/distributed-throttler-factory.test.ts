@@ -130,6 +130,21 @@ describe("DistributedThrottlerFactory", () => {
     assert.equal(metrics.released, 2);
   });
 
+  it("reports the longest wait of the last minute as waitTime.maxMs, not the longest since start", async () => {
+    const { client, clock, factory } = setup();
+    let grant: () => void = () => {};
+    client.answer = () => new Promise<void>((resolve) => (grant = resolve));
+    const api = factory.getThrottlerOrThrow("api");
+    const waited = api.throttle(1);
+    await clock.advance(500);
+    grant();
+    await waited;
+    assert.equal(api.metrics().waitTime.maxMs, 500);
+    await clock.advance(120_000);
+    const { maxMs, count } = api.metrics().waitTime;
+    assert.deepEqual({ maxMs, count }, { maxMs: 0, count: 1 });
+  });
+
   it("fails with RETRIES_EXHAUSTED once retry_attempts are spent", async () => {
     const { client, clock, factory } = setup({
       throttlers: { api: { limit: 10, retrying_channel: { retry_attempts: 3, min_backoff: "10ms", max_backoff: "10ms" } } },
