@@ -3,6 +3,7 @@ import type { QuotaServiceClient } from "@sluice/protocol";
 import { clientConfigEquals, prefetchWindow, type DynamicSpec, type ThrottlerSpec } from "@sluice/spec";
 import { RetryingQuotaRemote, type QuotaRpcOutcome } from "./retrying-quota-remote.ts";
 import { ThrottlerHandle, type ThrottlerHandleMetrics } from "./throttler-handle.ts";
+import type { ThrottlerMeters } from "./throttler-meters.ts";
 
 export interface DistributedThrottlerFactoryOptions {
   /** The computation these clients belong to: its dynamic_spec entry names their classes. */
@@ -114,6 +115,11 @@ export class DistributedThrottlerFactory {
     return [...this.handles.values()].map((handle) => handle.metrics());
   }
 
+  /** Every handle's sensors by throttler id (a worker folds a stopped job's into its running totals). */
+  meters(): [throttlerId: string, meters: ThrottlerMeters][] {
+    return [...this.handles.values()].map((handle) => [handle.throttlerId, handle.meters]);
+  }
+
   /**
    * Fails waiting callers with CANCELLED, returns every pool to the controller, and stops every
    * handle: a later call says that its owner stopped (`reason`), not that the throttler is
@@ -169,11 +175,11 @@ export class DistributedThrottlerFactory {
       clock: this.options.clock,
       ...(this.options.random ? { random: this.options.random } : {}),
       onRpc: (outcome) => {
-        handle.rpcCount += 1;
-        if (!outcome.ok) handle.rpcFailures += 1;
+        handle.meters.rpcCount += 1;
+        if (!outcome.ok) handle.meters.rpcFailures += 1;
         this.options.onRpc?.(outcome);
       },
-      onRelease: (amount) => handle.recordReturned(amount),
+      onRelease: (amount) => (handle.meters.returned += amount),
     });
     return new PrefetchingThrottler(prefetchWindow(spec), remote, this.options.clock, throttlerId);
   }

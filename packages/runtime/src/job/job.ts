@@ -8,7 +8,8 @@ import { decodeHeaders, decodeText, decodeValue, encodeHeaders, encodeText, enco
 import type { Sink, SinkRecord } from "../ports/sink.ts";
 import type { BatchContext, SourceBatch, SourceRecord } from "../ports/source.ts";
 import type { ComputationStats } from "./computation-stats.ts";
-import type { ThrottlerMetricsView } from "./throttler-metrics-view.ts";
+import type { RetiredThrottlerTotals } from "./retired-throttler-totals.ts";
+import { throttlerMetricsView, type ThrottlerMetricsView } from "./throttler-metrics-view.ts";
 import { lagTimestamp } from "./lag-timestamp.ts";
 import { LinkedAbort } from "./linked-abort.ts";
 
@@ -104,19 +105,12 @@ export class Job {
   }
 
   throttlerMetrics(): ThrottlerMetricsView[] {
-    return this.options.throttlers.metrics().map((m) => ({
-      computation: this.options.computationName,
-      throttlerId: m.throttlerId,
-      consumed: m.consumed,
-      released: m.released,
-      returned: m.returned,
-      waitCount: m.waitTime.count,
-      waitSumMs: m.waitTime.sumMs,
-      waitMaxMs: m.waitTime.maxMs,
-      waitBuckets: m.waitTime.buckets,
-      rpcCount: m.rpcCount,
-      rpcFailures: m.rpcFailures,
-    }));
+    return this.options.throttlers.metrics().map((m) => throttlerMetricsView(this.options.computationName, m));
+  }
+
+  /** Adds this job's throttler sensors to a worker's running totals (once the job stopped). */
+  foldThrottlerMetrics(into: RetiredThrottlerTotals): void {
+    for (const [throttlerId, meters] of this.options.throttlers.meters()) into.fold(this.options.computationName, throttlerId, meters);
   }
 
   /** Stops the job: aborts waits, calls the computation's close(), returns prefetched quota. Idempotent. */
