@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ManualClock, SluiceError, isSluiceError } from "@sluice/core";
+import { ManualClock, RESOLVED, SluiceError, isSluiceError } from "@sluice/core";
 import { validateDynamicSpec, type DynamicSpec } from "@sluice/spec";
 import { DistributedThrottlerFactory } from "../src/index.ts";
 import { FakeQuotaClient } from "./fake-quota-client.ts";
@@ -65,13 +65,18 @@ describe("DistributedThrottlerFactory", () => {
     const { client, factory } = setup();
     const rows = factory.getThrottlerOrThrow("rows");
     await rows.throttle(1);
-    const poolBefore = client.calls.length;
+    await new Promise((resolve) => setImmediate(resolve)); // the refill queued ahead of demand lands
+    rows.release(10); // the pool now holds at least 10 units
+    const rpcsBefore = client.calls.length;
     factory.reconfigure(
       dynamicSpec({ ...base, throttlers: { ...base.throttlers, rows: { ...base.throttlers.rows, period: "2s", max_grant_amount: 5, classes: { vip: { weight: 1 } } } } }),
     );
     assert.equal(factory.getThrottlerOrThrow("rows"), rows, "the same handle");
-    await rows.throttle(0);
-    assert.equal(client.calls.length, poolBefore, "no new client, no new RPC");
+    // Answered from the pool kept across the change: synchronously (the shared resolved promise), no RPC.
+    assert.equal(rows.throttle(10), RESOLVED, "served from the kept pool");
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(client.calls.length, rpcsBefore, "no new client, no new RPC");
+    assert.deepEqual(client.releases, [], "no retired client handed its pool back");
   });
 
   it("rebuilds the client when its own config changes; the handle taken before keeps working", async () => {
