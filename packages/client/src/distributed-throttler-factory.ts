@@ -125,7 +125,7 @@ export class DistributedThrottlerFactory {
    * handle: a later call says that its owner stopped (`reason`), not that the throttler is
    * undeclared. Idempotent.
    */
-  close(reason = "the job stopped"): void {
+  close(reason = "its throttler client was closed"): void {
     if (this.closed) return;
     this.closed = true;
     for (const { client } of this.built.values()) client.close(reason);

@@ -37,8 +37,7 @@ export class ThrottlerHandle implements Throttler {
     this.current = null;
     this.stoppedWith ??= new SluiceError(
       "CANCELLED",
-      `throttler "${this.throttlerId}" (computation "${this.computation}"): ${reason}; this handle no longer serves calls ` +
-        "(take a new one from the context of a running job)",
+      `throttler "${this.throttlerId}" (computation "${this.computation}"): ${reason}; this handle no longer serves calls`,
       { throttlerId: this.throttlerId, computation: this.computation },
     );
   }

@@ -195,13 +195,14 @@ describe("DistributedThrottlerFactory", () => {
     await api.throttle(1); // the first refill holds 1 unit; nothing left over
     client.answer = () => new Promise(() => {}); // the next refill never comes back
     const blocked = api.throttle(5);
-    factory.close("job w1/Enricher/0 stopped");
+    factory.close("job w1/Enricher/0 stopped (take a new handle from the context of a running job)");
     await assert.rejects(blocked, (e: unknown) => isSluiceError(e, "CANCELLED"));
     await clock.advance(0);
     // The truth: the job stopped. Not "no longer declared… add it back", which no reconfiguration fixes.
     const stopped = (e: unknown) =>
       isSluiceError(e, "CANCELLED") &&
-      e.message === 'CANCELLED: throttler "api" (computation "Enricher"): job w1/Enricher/0 stopped; this handle no longer serves calls (take a new one from the context of a running job)';
+      e.message ===
+        'CANCELLED: throttler "api" (computation "Enricher"): job w1/Enricher/0 stopped (take a new handle from the context of a running job); this handle no longer serves calls';
     await assert.rejects(api.throttle(1), stopped);
     assert.throws(() => api.tryAcquire(1), stopped);
     assert.throws(() => api.release(1), stopped);

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
-import { isSluiceError, QuotaBucketDriver, quotaBucketConfig, systemClock } from "@sluice/core";
+import { isSluiceError, QuotaBucketDriver, quotaBucketConfig, systemClock, type Throttler } from "@sluice/core";
 import type { CallOptions, RequestQuotaCall } from "@sluice/protocol";
 import { validatePipelineSpec, type PipelineSpec } from "@sluice/spec";
 import { defineComputation, MemoryIoFactory, Worker, type Computation, type RuntimeContext } from "../src/index.ts";
@@ -247,14 +247,24 @@ describe("Worker on the memory log", () => {
         }
       },
       async process(batch, ctx) {
-        await ctx.getThrottlerOrThrow("rows").throttle(batch.messages.length);
+        const rows = ctx.getThrottlerOrThrow("rows");
+        kept.push(rows);
+        await rows.throttle(batch.messages.length);
       },
     });
+    const kept: Throttler[] = [];
     const { io, worker } = setup(manual);
     produce(io, 10);
     await worker.start();
     await runUntil(worker, () => (worker.stats()[0]?.rows ?? 0) >= 10);
     await worker.close();
+    // A handle kept past its job says that the job stopped (not "no longer declared… add it back").
+    assert.ok(kept[0], "process() took a handle");
+    await assert.rejects(kept[0].throttle(1), (error: unknown) => {
+      assert.ok(isSluiceError(error, "CANCELLED"), String(error));
+      assert.match(error.message, /^CANCELLED: throttler "rows" \(computation "Doubler"\): job w1\/Doubler\/\d stopped \(take a new handle from the context of a running job\); this handle no longer serves calls$/);
+      return true;
+    });
     assert.equal(seen[0], "null");
     assert.match(seen[1] ?? "", /THROTTLER_NOT_DECLARED: throttler "nope" is not declared in dynamic_spec.throttlers \(computation "Doubler"; declared: "rows", "bytes"\)/);
   });

@@ -123,7 +123,7 @@ export class Job {
     } catch (error) {
       this.options.log.warn(`job ${this.id}: close() failed: ${error instanceof Error ? error.message : String(error)}`);
     } finally {
-      this.options.throttlers.close(`job ${this.id} stopped`);
+      this.options.throttlers.close(`job ${this.id} stopped (take a new handle from the context of a running job)`);
     }
   }
 
