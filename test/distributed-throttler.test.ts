@@ -175,6 +175,24 @@ describe("distributed throttler across processes", () => {
     assert.match(result.error?.message ?? "", /failed 3 times/);
   });
 
+  it("ends a throttle() waiting on a throttler that `sluice reconfigure` removes with THROTTLER_REMOVED, within one request_period", async () => {
+    const specPath = spec({ kept: { limit: 10 }, gone: { limit: 1, period: "1s", request_period: "1s" } });
+    const c = await controller(specPath);
+    const run = await quotaClient({ controller: c.address, computation: "Reader", throttler: "gone", clientId: "r", startAt: Date.now(), durationMs: 60_000, amount: 1, calls: 100 });
+    await new Promise((r) => setTimeout(r, 1500)); // the bucket is spent: the client waits at 1/s
+    const removing = writeSpec({ throttlers: { kept: { limit: 10 } } });
+    const reconfigure = sluice(["reconfigure", removing, "--controller", c.address]);
+    children.push(reconfigure);
+    assert.equal((await reconfigure.exited).code, 0, reconfigure.stderr);
+    const removedAt = Date.now();
+    const result = await run.result;
+    const tookMs = Date.now() - removedAt;
+    assert.equal(result.error?.code, "THROTTLER_REMOVED", JSON.stringify(result));
+    assert.match(result.error?.message ?? "", /throttler "gone" was removed/);
+    // One request_period (1 s) plus process exit; before the fix it retried for its 10 min budget.
+    assert.ok(tookMs < 3000, `the waiting throttle() ended ${tookMs} ms after the update`);
+  });
+
   it("applies `sluice reconfigure` while clients run: a raised limit within one request_period; an invalid update changes nothing", async () => {
     const specPath = spec({ live: { limit: 20, period: "1s", request_period: "500ms" } });
     const c = await controller(specPath);

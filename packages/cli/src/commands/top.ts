@@ -1,4 +1,4 @@
-import { isSluiceError } from "@sluice/core";
+import { isSluiceError, systemClock } from "@sluice/core";
 import type { ControllerSnapshot } from "@sluice/controller";
 import type { LeaderFollowingClient, QuotaServiceClient } from "@sluice/protocol";
 import { controllerClient, parseControllerList } from "../controller-client.ts";
@@ -114,7 +114,7 @@ async function watch(client: LeaderFollowingClient, options: TopOptions, termina
 }
 
 async function describe(client: QuotaServiceClient, signal?: AbortSignal): Promise<ControllerSnapshot> {
-  const { snapshotJson } = await client.describeThrottlers({ deadlineAt: Date.now() + DESCRIBE_DEADLINE_MS, ...(signal ? { signal } : {}) });
+  const { snapshotJson } = await client.describeThrottlers({ deadlineAt: systemClock.now() + DESCRIBE_DEADLINE_MS, ...(signal ? { signal } : {}) });
   const parsed = JSON.parse(snapshotJson) as ControllerSnapshot;
   if (!Array.isArray(parsed.throttlers)) throw new Error(`DescribeThrottlers answered without a throttler list: ${snapshotJson.slice(0, 200)}`);
   return parsed;

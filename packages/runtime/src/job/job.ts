@@ -8,7 +8,8 @@ import { decodeHeaders, decodeText, decodeValue, encodeHeaders, encodeText, enco
 import type { Sink, SinkRecord } from "../ports/sink.ts";
 import type { BatchContext, SourceBatch, SourceRecord } from "../ports/source.ts";
 import type { ComputationStats } from "./computation-stats.ts";
-import type { ThrottlerMetricsView } from "./throttler-metrics-view.ts";
+import type { RetiredThrottlerTotals } from "./retired-throttler-totals.ts";
+import { throttlerMetricsView, type ThrottlerMetricsView } from "./throttler-metrics-view.ts";
 import { LinkedAbort } from "./linked-abort.ts";
 import { UnprocessedEventTimes, type UnprocessedSpan } from "./unprocessed-event-times.ts";
 
@@ -120,25 +121,18 @@ export class Job {
     }
   }
 
-  /** Applies a new dynamic_spec to this job's throttler clients (DESIGN §4.9). */
-  reconfigure(spec: DynamicSpec): void {
-    this.options.throttlers.reconfigure(spec);
+  /** Applies a new dynamic_spec (the controller's `version`) to this job's throttler clients (DESIGN §4.9). */
+  reconfigure(spec: DynamicSpec, version?: number): void {
+    this.options.throttlers.reconfigure(spec, version);
   }
 
   throttlerMetrics(): ThrottlerMetricsView[] {
-    return this.options.throttlers.metrics().map((m) => ({
-      computation: this.options.computationName,
-      throttlerId: m.throttlerId,
-      consumed: m.consumed,
-      released: m.released,
-      returned: m.returned,
-      waitCount: m.waitTime.count,
-      waitSumMs: m.waitTime.sumMs,
-      waitMaxMs: m.waitTime.maxMs,
-      waitBuckets: m.waitTime.buckets,
-      rpcCount: m.rpcCount,
-      rpcFailures: m.rpcFailures,
-    }));
+    return this.options.throttlers.metrics().map((m) => throttlerMetricsView(this.options.computationName, m));
+  }
+
+  /** Adds this job's throttler sensors to a worker's running totals (once the job stopped). */
+  foldThrottlerMetrics(into: RetiredThrottlerTotals): void {
+    for (const [throttlerId, meters] of this.options.throttlers.meters()) into.fold(this.options.computationName, throttlerId, meters);
   }
 
   /** Stops the job: aborts waits, calls the computation's close(), returns prefetched quota. Idempotent. */
@@ -152,7 +146,7 @@ export class Job {
     } catch (error) {
       this.options.log.warn(`job ${this.id}: close() failed: ${error instanceof Error ? error.message : String(error)}`);
     } finally {
-      this.options.throttlers.close();
+      this.options.throttlers.close(`job ${this.id} stopped (take a new handle from the context of a running job)`);
     }
   }
 
@@ -194,7 +188,7 @@ export class Job {
           await this.outputAndCommitTogether(context, nextOffset);
         } else {
           await this.child("Output", () => this.flushOutputs(this.options.sink));
-          await this.child("Commit", () => this.commitInBackground(context, nextOffset, signal));
+          this.commitInBackground(context, nextOffset, signal);
         }
         stats.recordIteration(messages.length, bytes, last.timestampMs, clock.now());
       } catch (error) {
@@ -328,15 +322,39 @@ export class Job {
    * Hands the offset to the source and goes on without waiting for the broker: the outputs before
    * it are acknowledged, so the commit may land later (the Kafka source merges them) without
    * weakening at-least-once. A commit that never lands only means a restart repeats these rows.
+   *
+   * The `Commit` span (a child of the iteration's) starts now and ends when the source says the
+   * offset is durable, or with the commit's error: it shows what the commit waited for (the merge
+   * interval, the broker) and whether it failed, without the job waiting for it. A child ended
+   * later rather than a linked span, so the trace keeps DESIGN §2.1's shape; it may end after its
+   * parent.
    */
-  private commitInBackground(context: BatchContext, nextOffset: string, signal: AbortSignal): Promise<void> {
-    context.commit(nextOffset).catch((error: unknown) => {
-      // Read the sources, not `signal`: the commit may settle after the batch's linked signal was disposed.
-      if (signal.aborted || context.signal.aborted || this.stop.signal.aborted) return; // revoked or stopping: the next owner resumes from the last durable commit
-      const reason = error instanceof Error ? error.message : String(error);
-      this.options.log.warn(`job ${this.id}: ${reason}; rows before offset ${nextOffset} are processed again if the job restarts before a later commit`);
-    });
-    return Promise.resolve();
+  private commitInBackground(context: BatchContext, nextOffset: string, signal: AbortSignal): void {
+    const span = this.options.tracer.startSpan("Commit", { attributes: { "sluice.commit.offset": nextOffset } });
+    let durable: Promise<void>;
+    try {
+      durable = context.commit(nextOffset);
+    } catch (error) {
+      // A source that refuses at once (not a merged commit failing later) fails the iteration.
+      failSpan(span, error);
+      span.end();
+      throw error;
+    }
+    durable.then(
+      () => {
+        span.setAttribute("sluice.commit.durable", true);
+        span.end();
+      },
+      (error: unknown) => {
+        span.setAttribute("sluice.commit.durable", false);
+        failSpan(span, error);
+        span.end();
+        // Read the sources, not `signal`: the commit may settle after the batch's linked signal was disposed.
+        if (signal.aborted || context.signal.aborted || this.stop.signal.aborted) return; // revoked or stopping: the next owner resumes from the last durable commit
+        const reason = error instanceof Error ? error.message : String(error);
+        this.options.log.warn(`job ${this.id}: ${reason}; rows before offset ${nextOffset} are processed again if the job restarts before a later commit`);
+      },
+    );
   }
 
   private decode(record: SourceRecord): Message {
