@@ -3,7 +3,7 @@
 // (DESIGN §7.7), as `npm install ./dist/packages/*.tgz` takes them. `pnpm pack` applies each
 // package's publishConfig (exports, main, types pointing at dist/) and turns workspace:* into versions.
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildPackages } from "./build-packages.mjs";
@@ -16,8 +16,15 @@ export function packAll() {
   rmSync(PACK_DIR, { recursive: true, force: true });
   mkdirSync(PACK_DIR, { recursive: true });
   for (const pkg of packages) {
-    const pack = spawnSync("pnpm", ["pack", "--pack-destination", PACK_DIR], { cwd: pkg.dir, encoding: "utf8" });
-    if (pack.status !== 0) throw new Error(`pnpm pack of ${pkg.name} failed (exit ${pack.status}):\n${pack.stdout}${pack.stderr}`);
+    // The repository's LICENSE goes into every tarball (pack takes it from the package's folder).
+    const license = join(pkg.dir, "LICENSE");
+    copyFileSync(join(root, "LICENSE"), license);
+    try {
+      const pack = spawnSync("pnpm", ["pack", "--pack-destination", PACK_DIR], { cwd: pkg.dir, encoding: "utf8" });
+      if (pack.status !== 0) throw new Error(`pnpm pack of ${pkg.name} failed (exit ${pack.status}):\n${pack.stdout}${pack.stderr}`);
+    } finally {
+      rmSync(license, { force: true });
+    }
   }
   return readdirSync(PACK_DIR)
     .filter((file) => file.endsWith(".tgz"))
