@@ -6,22 +6,24 @@ import { DistributedThrottlerFactory } from "./distributed-throttler-factory.ts"
 import { DynamicSpecWatcher } from "./dynamic-spec-watcher.ts";
 import type { ThrottlerHandle, ThrottlerHandleMetrics } from "./throttler-handle.ts";
 
+// Optional fields also take `undefined`, so that `token: process.env.TOKEN` type-checks under
+// exactOptionalPropertyTypes too.
 export interface ConnectThrottlersOptions {
   /** `host:port` of `sluice controller`, or several (a leader and its followers, DESIGN §7.4). */
   readonly controller: string | readonly string[];
   /** Stable id of this caller, sent with every request (e.g. "billing-1"): the controller's metrics name it. */
   readonly clientId: string;
   /** The controller's `--token`: sent as `authorization: Bearer <token>`. */
-  readonly token?: string;
+  readonly token?: string | undefined;
   /**
    * Quota class of this client's requests: one for every throttler, or per throttler id (missing =
    * the throttler's default class). Shares between classes are the controller's (DESIGN §4.2).
    */
-  readonly quotaClass?: string | Readonly<Record<string, string>>;
+  readonly quotaClass?: string | Readonly<Record<string, string>> | undefined;
   /** How long to wait for the controller's first dynamic_spec before giving up (default 10 s). */
-  readonly connectTimeoutMs?: number;
+  readonly connectTimeoutMs?: number | undefined;
   /** Where reconnect notices go (default: stderr, prefixed with the client id); null = nowhere. */
-  readonly log?: ((line: string) => void) | null;
+  readonly log?: ((line: string) => void) | null | undefined;
   /** For tests in virtual time; the system clock otherwise. */
   readonly clock?: Clock;
   /** For tests: how to reach one address (default: gRPC). */
