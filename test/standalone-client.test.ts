@@ -7,6 +7,7 @@ import { connectThrottlers, type Throttlers } from "@sluice/client";
 import { isSluiceError } from "@sluice/core";
 import { createGrpcQuotaClient } from "@sluice/protocol";
 import { Child, NOOP_COMPUTATION, sluice, startController, writeSpec } from "./helpers/processes.ts";
+import { generateTestCertificates } from "./helpers/test-certificates.ts";
 
 const LIMIT = 20;
 
@@ -97,6 +98,34 @@ describe("connectThrottlers against a real controller", () => {
     open.push(throttlers);
     await throttlers.getThrottlerOrThrow("external_api").throttle(1);
     await throttlers.close();
+  });
+
+  it("connects over mutual TLS with the tls option, and is refused without a client certificate", async () => {
+    const certs = generateTestCertificates();
+    try {
+      const child = sluice([
+        "controller", specFile({ external_api: { limit: 100 } }), "--port", "0",
+        "--tls-cert", certs.serverCert, "--tls-key", certs.serverKey, "--tls-client-ca", certs.caCert,
+      ]);
+      children.push(child);
+      const address = `127.0.0.1:${(await child.waitFor(/listening on 127\.0\.0\.1:(\d+)/))[1]}`;
+      const tls = { ca: certs.read(certs.caCert), cert: certs.read(certs.clientCert), key: certs.read(certs.clientKey) };
+      const throttlers = await connectThrottlers({ controller: address, clientId: "billing-tls", tls, log: null });
+      open.push(throttlers);
+      await throttlers.getThrottlerOrThrow("external_api").throttle(1);
+      await throttlers.close();
+
+      await assert.rejects(
+        connectThrottlers({ controller: address, clientId: "billing-tls", tls: { ca: tls.ca }, connectTimeoutMs: 5_000, log: null }),
+        (error: unknown) => {
+          assert.ok(isSluiceError(error), String(error));
+          assert.ok(error.code === "UNAUTHENTICATED" || error.code === "CONTROLLER_UNAVAILABLE", error.message);
+          return true;
+        },
+      );
+    } finally {
+      certs.remove();
+    }
   });
 
   it("gives up with CONTROLLER_UNAVAILABLE when nothing listens, naming the address", async () => {

@@ -1,5 +1,5 @@
 import { SluiceError, systemClock, type Clock } from "@sluice/core";
-import { createGrpcQuotaClient, type GrpcQuotaClientOptions, type QuotaServiceClient } from "@sluice/protocol";
+import { createGrpcQuotaClient, type ClientTlsOptions, type GrpcQuotaClientOptions, type QuotaServiceClient } from "@sluice/protocol";
 import type { DynamicSpec } from "@sluice/spec";
 import { ControllerConnection } from "./controller-connection.ts";
 import { DistributedThrottlerFactory } from "./distributed-throttler-factory.ts";
@@ -15,6 +15,11 @@ export interface ConnectThrottlersOptions {
   readonly clientId: string;
   /** The controller's `--token`: sent as `authorization: Bearer <token>`. */
   readonly token?: string | undefined;
+  /**
+   * Connect with TLS, as the CLI's `--tls-ca`, `--tls-cert`/`--tls-key` (mutual TLS) and
+   * `--tls-server-name` do: PEM contents (`readFileSync("ca.pem")`), not file names. Absent = plaintext.
+   */
+  readonly tls?: ClientTlsOptions | undefined;
   /**
    * Quota class of this client's requests: one for every throttler, or per throttler id (missing =
    * the throttler's default class). Shares between classes are the controller's (DESIGN §4.2).
@@ -66,7 +71,10 @@ export async function connectThrottlers(options: ConnectThrottlersOptions): Prom
   const clock = options.clock ?? systemClock;
   const log = options.log === undefined ? (line: string) => console.warn(`[sluice client ${clientId}] ${line}`) : options.log;
   const connect = options.connect ?? createGrpcQuotaClient;
-  const grpcOptions: GrpcQuotaClientOptions = options.token !== undefined ? { token: options.token } : {};
+  const grpcOptions: GrpcQuotaClientOptions = {
+    ...(options.token !== undefined ? { token: options.token } : {}),
+    ...(options.tls !== undefined ? { tls: options.tls } : {}),
+  };
   const connection = new ControllerConnection(addresses, (address) => connect(address, grpcOptions));
 
   const quotaClass = options.quotaClass;
