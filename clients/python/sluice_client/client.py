@@ -21,6 +21,12 @@ import grpc
 from ._generated import quota_pb2, quota_pb2_grpc
 from .errors import SluiceError, from_rpc_error
 
+#: The caller's remaining time in whole ms: the controller answers QUOTA_TIMEOUT at it, and the
+#: transport deadline comes DEADLINE_ANSWER_GRACE later, so an expiring wait ends cleanly rather than
+#: by a stream reset (protocol/src/call-deadline.ts explains why resets must stay rare).
+CALLER_TIMEOUT_METADATA_KEY = "sluice-timeout-ms"
+DEADLINE_ANSWER_GRACE = 1.0
+
 
 @dataclass(frozen=True)
 class RetryPolicy:
@@ -100,8 +106,9 @@ class QuotaClient:
             if self._closed.is_set():
                 raise SluiceError("CANCELLED", f"quota request {request.request_id} on throttler {throttler_id!r}: the client was closed")
             timeout = max(0.001, min(policy.rpc_timeout, give_up_at - time.monotonic()))
+            metadata = (*self._metadata, (CALLER_TIMEOUT_METADATA_KEY, str(int(timeout * 1000))))
             try:
-                self._stub.RequestQuota(request, timeout=timeout, metadata=self._metadata)
+                self._stub.RequestQuota(request, timeout=timeout + DEADLINE_ANSWER_GRACE, metadata=metadata)
                 return time.monotonic() - started
             except grpc.RpcError as rpc_error:
                 error = from_rpc_error(rpc_error, "RequestQuota", self.address)

@@ -12,6 +12,7 @@ ERROR_CODES: dict[str, tuple[bool, grpc.StatusCode | None]] = {
     "THROTTLER_NOT_DECLARED": (False, None),
     "UNKNOWN_THROTTLER": (True, grpc.StatusCode.NOT_FOUND),
     "INVALID_AMOUNT": (False, grpc.StatusCode.INVALID_ARGUMENT),
+    "INVALID_REQUEST": (False, grpc.StatusCode.INVALID_ARGUMENT),
     "QUEUE_FULL": (True, grpc.StatusCode.RESOURCE_EXHAUSTED),
     "QUOTA_TIMEOUT": (True, grpc.StatusCode.DEADLINE_EXCEEDED),
     "CONTROLLER_UNAVAILABLE": (True, grpc.StatusCode.UNAVAILABLE),

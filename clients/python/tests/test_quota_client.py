@@ -97,3 +97,11 @@ def test_an_unreachable_controller_exhausts_the_retries_with_the_last_error():
     assert raised.value.code == "RETRIES_EXHAUSTED"
     assert raised.value.details["last_code"] == "CONTROLLER_UNAVAILABLE"
     assert "failed 2 times" in str(raised.value)
+
+
+def test_a_malformed_request_is_invalid_request(controller):
+    address, token = controller
+    with QuotaClient(address, client_id="x" * 2000, token=token) as oversized:
+        with pytest.raises(SluiceError) as raised:
+            oversized.acquire("py_rate", 1)
+    assert raised.value.code == "INVALID_REQUEST" and not raised.value.retriable, raised.value
