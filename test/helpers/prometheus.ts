@@ -57,7 +57,8 @@ export function parseExposition(text: string): Exposition {
       labels[label[1] ?? ""] = (label[2] ?? "").replace(/\\n/g, "\n").replace(/\\"/g, '"').replace(/\\\\/g, "\\");
     }
     const value = rawValue === "+Inf" ? Infinity : rawValue === "-Inf" ? -Infinity : Number(rawValue);
-    assert.ok(rawValue === "NaN" || !Number.isNaN(value), `bad value in ${line}`);
+    // Prometheus reads values with Go's ParseFloat, which takes NaN in any case (prom-client writes "Nan").
+    assert.ok(rawValue.toLowerCase() === "nan" || !Number.isNaN(value), `bad value in ${line}`);
     const family = familyOf(name, types);
     assert.ok(family, `sample ${name} has no TYPE line before it`);
     samples.push({ name, labels, value });

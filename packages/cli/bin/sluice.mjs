@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Entry point of the `sluice` command. It registers tsx's loader first so that the CLI's own
-// TypeScript sources and users' computation modules (`.ts`) load without a build step. Both hooks:
+// Entry point of the `sluice` command. It registers tsx's loader first so that users' computation
+// modules (`.ts`) load without a build step, and so do the CLI's own sources in this repository. Both hooks:
 // a `.ts` file in a package without `"type": "module"` is CommonJS to Node, and loads only through
 // tsx's CommonJS hook.
 import { register } from "tsx/esm/api";
@@ -17,5 +17,7 @@ process.emitWarning = function (warning, ...rest) {
   if (code === "DEP0123") return;
   return emitWarning.call(process, warning, ...rest);
 };
-const { main } = await import("../src/main.ts");
+// By the package's own name: its "exports" map "./main" to the TypeScript source in this repository
+// and, in the packed package (publishConfig), to the compiled dist/main.js.
+const { main } = await import("@sluice/cli/main");
 process.exitCode = await main(process.argv.slice(2));

@@ -1,6 +1,7 @@
 import { Command, CommanderError } from "commander";
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type Cli, type CommandRegistration } from "./cli.ts";
 import { registerController } from "./commands/controller.ts";
+import { registerInit } from "./commands/init.ts";
 import { registerReconfigure } from "./commands/reconfigure.ts";
 import { registerRun } from "./commands/run.ts";
 import { registerSchema } from "./commands/schema.ts";
@@ -18,6 +19,7 @@ const COMMANDS: readonly CommandRegistration[] = [
   registerTop,
   registerValidate,
   registerSchema,
+  registerInit,
 ];
 
 export interface MainOutput {

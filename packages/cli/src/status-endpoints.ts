@@ -99,7 +99,7 @@ function serveWorkerOnly(worker: WorkerMetricsSource, pipeline: string, endpoint
     metrics: () => {
       const out = new PrometheusText();
       writeWorkerMetrics(out, pipeline, worker);
-      return out.toString();
+      return out.render({ processMetrics: true });
     },
   });
 }

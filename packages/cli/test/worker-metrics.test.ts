@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import { WAIT_BUCKETS_MS } from "@sluice/core";
 import { PrometheusText } from "@sluice/controller";
 import type { ComputationStatsView, ThrottlerMetricsView } from "@sluice/runtime";
@@ -18,12 +18,14 @@ const throttler: ThrottlerMetricsView = {
 };
 
 describe("worker metrics", () => {
-  const text = (() => {
+  let text = "";
+  let lines = new Set<string>();
+  before(async () => {
     const out = new PrometheusText();
     writeWorkerMetrics(out, "enricher", { workerId: "w-1", stats: () => [stats("Enricher", 1500), stats("Idle", null)], throttlerMetrics: () => [throttler] });
-    return out.toString();
-  })();
-  const lines = new Set(text.split("\n"));
+    text = await out.render();
+    lines = new Set(text.split("\n"));
+  });
 
   it("labels per computation and per computation and throttler, as the reference tags them", () => {
     for (const line of [

@@ -15,6 +15,11 @@ export interface DistributedThrottlerFactoryOptions {
   readonly clock: Clock;
   readonly random?: () => number;
   readonly onRpc?: (outcome: QuotaRpcOutcome) => void;
+  /**
+   * The quota class to use on a throttler when it is not the computation's dynamic_spec entry that
+   * says (a standalone client, §7.7): a string wins, undefined falls back to that entry.
+   */
+  readonly quotaClass?: (throttlerId: string) => string | undefined;
 }
 
 interface Built {
@@ -104,6 +109,8 @@ export class DistributedThrottlerFactory {
 
   /** Quota class this computation uses on a throttler, from its dynamic_spec entry ("" = default). */
   classIdFor(throttlerId: string): string {
+    const chosen = this.options.quotaClass?.(throttlerId);
+    if (chosen !== undefined) return chosen;
     const entry = this.spec.computations[this.options.computation];
     if (!entry) return "";
     if (entry.input_rows_throttler_id === throttlerId) return entry.input_rows_throttler_class_id ?? "";

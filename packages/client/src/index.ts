@@ -1,3 +1,5 @@
+export { connectThrottlers, type ConnectThrottlersOptions, type Throttlers } from "./connect-throttlers.ts";
+export { ControllerConnection } from "./controller-connection.ts";
 export { DistributedThrottlerFactory, type DistributedThrottlerFactoryOptions } from "./distributed-throttler-factory.ts";
 export { DynamicSpecWatcher, type DynamicSpecWatcherOptions } from "./dynamic-spec-watcher.ts";
 export { retryBackoffMs } from "./retry-backoff.ts";

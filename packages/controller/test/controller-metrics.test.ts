@@ -9,11 +9,11 @@ import { Controller, PrometheusText, writeControllerMetrics } from "../src/index
 
 const context = (): CallContext => ({ deadlineAt: null, signal: new AbortController().signal, metadata: {} });
 
-function metricsOf(controller: Controller): Map<string, number> {
+async function metricsOf(controller: Controller): Promise<Map<string, number>> {
   const out = new PrometheusText();
   writeControllerMetrics(out, controller.snapshot());
   const samples = new Map<string, number>();
-  for (const line of out.toString().split("\n")) {
+  for (const line of (await out.render()).split("\n")) {
     if (line === "" || line.startsWith("#")) continue;
     const at = line.lastIndexOf(" ");
     samples.set(line.slice(0, at), Number(line.slice(at + 1)));
@@ -38,7 +38,7 @@ describe("controller metrics", () => {
     const waiting = ask(3, "silver", "unknown"); // an undeclared class → default; waits for the debt
     await clock.advance(0);
 
-    let m = metricsOf(controller);
+    let m = await metricsOf(controller);
     assert.equal(m.get('sluice_controller_throttler_limit{throttler_id="api"}'), 10);
     assert.equal(m.get('sluice_controller_throttler_limit{throttler_id="free"}'), -1, "unlimited is −1");
     assert.equal(m.get('sluice_controller_throttler_capacity{throttler_id="free"}'), undefined, "no capacity when unlimited");
@@ -58,7 +58,7 @@ describe("controller metrics", () => {
     // The debt of 2 is paid in 200 ms at 10/s; the third request waited exactly that long.
     await clock.advance(200);
     assert.deepEqual(await waiting, { granted: 3, waitedMs: 200 });
-    m = metricsOf(controller);
+    m = await metricsOf(controller);
     assert.equal(m.get('sluice_controller_throttler_queue_size{throttler_id="api"}'), 0);
     assert.equal(m.get('sluice_controller_throttler_wait_time_ms_count{throttler_id="api"}'), 3);
     assert.equal(m.get('sluice_controller_throttler_wait_time_ms_bucket{throttler_id="api",le="100"}'), 2);
@@ -68,14 +68,14 @@ describe("controller metrics", () => {
     assert.equal(m.get('sluice_controller_quota_class_wait_time_ms_max{throttler_id="api",quota_class="default"}'), 200);
 
     await controller.releaseQuota({ throttlerId: "api", clientId: "c", amount: 2, quotaClassId: "gold" }, context());
-    m = metricsOf(controller);
+    m = await metricsOf(controller);
     assert.equal(m.get('sluice_controller_throttler_released_total{throttler_id="api"}'), 2);
     assert.equal(m.get("sluice_controller_dynamic_spec_version"), 1);
 
     // `_max` is a recent maximum (the reference's wait_time.max): two minutes later the 200 ms wait
     // has left its window while the histogram keeps counting it.
     await clock.advance(120_000);
-    m = metricsOf(controller);
+    m = await metricsOf(controller);
     assert.equal(m.get('sluice_controller_throttler_wait_time_ms_max{throttler_id="api"}'), 0);
     assert.equal(m.get('sluice_controller_quota_class_wait_time_ms_max{throttler_id="api",quota_class="default"}'), 0);
     assert.equal(m.get('sluice_controller_throttler_wait_time_ms_count{throttler_id="api"}'), 3);

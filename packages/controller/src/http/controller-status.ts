@@ -35,7 +35,7 @@ export function startControllerStatusServer(options: ControllerStatusOptions): P
       const out = new PrometheusText();
       writeControllerMetrics(out, controller.snapshot());
       options.moreMetrics?.(out);
-      return out.toString();
+      return out.render({ processMetrics: true });
     },
   });
 }

@@ -1,0 +1,81 @@
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Optional as _Optional
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class RequestQuotaRequest(_message.Message):
+    __slots__ = ("throttler_id", "client_id", "amount", "timestamp_ms", "quota_class_id", "request_id")
+    THROTTLER_ID_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    AMOUNT_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
+    QUOTA_CLASS_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    throttler_id: str
+    client_id: str
+    amount: float
+    timestamp_ms: int
+    quota_class_id: str
+    request_id: str
+    def __init__(self, throttler_id: _Optional[str] = ..., client_id: _Optional[str] = ..., amount: _Optional[float] = ..., timestamp_ms: _Optional[int] = ..., quota_class_id: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class RequestQuotaResponse(_message.Message):
+    __slots__ = ("granted", "waited_ms")
+    GRANTED_FIELD_NUMBER: _ClassVar[int]
+    WAITED_MS_FIELD_NUMBER: _ClassVar[int]
+    granted: float
+    waited_ms: int
+    def __init__(self, granted: _Optional[float] = ..., waited_ms: _Optional[int] = ...) -> None: ...
+
+class ReleaseQuotaRequest(_message.Message):
+    __slots__ = ("throttler_id", "client_id", "amount", "quota_class_id")
+    THROTTLER_ID_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    AMOUNT_FIELD_NUMBER: _ClassVar[int]
+    QUOTA_CLASS_ID_FIELD_NUMBER: _ClassVar[int]
+    throttler_id: str
+    client_id: str
+    amount: float
+    quota_class_id: str
+    def __init__(self, throttler_id: _Optional[str] = ..., client_id: _Optional[str] = ..., amount: _Optional[float] = ..., quota_class_id: _Optional[str] = ...) -> None: ...
+
+class ReleaseQuotaResponse(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class WatchDynamicSpecRequest(_message.Message):
+    __slots__ = ("client_id",)
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    client_id: str
+    def __init__(self, client_id: _Optional[str] = ...) -> None: ...
+
+class DynamicSpecUpdate(_message.Message):
+    __slots__ = ("version", "dynamic_spec_json")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    DYNAMIC_SPEC_JSON_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    dynamic_spec_json: str
+    def __init__(self, version: _Optional[int] = ..., dynamic_spec_json: _Optional[str] = ...) -> None: ...
+
+class UpdateDynamicSpecRequest(_message.Message):
+    __slots__ = ("dynamic_spec_json",)
+    DYNAMIC_SPEC_JSON_FIELD_NUMBER: _ClassVar[int]
+    dynamic_spec_json: str
+    def __init__(self, dynamic_spec_json: _Optional[str] = ...) -> None: ...
+
+class UpdateDynamicSpecResponse(_message.Message):
+    __slots__ = ("version",)
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    def __init__(self, version: _Optional[int] = ...) -> None: ...
+
+class DescribeThrottlersRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class DescribeThrottlersResponse(_message.Message):
+    __slots__ = ("snapshot_json",)
+    SNAPSHOT_JSON_FIELD_NUMBER: _ClassVar[int]
+    snapshot_json: str
+    def __init__(self, snapshot_json: _Optional[str] = ...) -> None: ...

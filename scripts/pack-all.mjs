@@ -1,0 +1,40 @@
+#!/usr/bin/env node
+// `pnpm pack:all`: builds, then writes one tarball per publishable package into dist/packages/
+// (DESIGN §7.7), as `npm install ./dist/packages/*.tgz` takes them. `pnpm pack` applies each
+// package's publishConfig (exports, main, types pointing at dist/) and turns workspace:* into versions.
+import { spawnSync } from "node:child_process";
+import { copyFileSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { buildPackages } from "./build-packages.mjs";
+
+const root = resolve(fileURLToPath(import.meta.url), "../..");
+export const PACK_DIR = join(root, "dist/packages");
+
+export function packAll() {
+  const packages = buildPackages();
+  rmSync(PACK_DIR, { recursive: true, force: true });
+  mkdirSync(PACK_DIR, { recursive: true });
+  for (const pkg of packages) {
+    // The repository's LICENSE goes into every tarball (pack takes it from the package's folder).
+    const license = join(pkg.dir, "LICENSE");
+    copyFileSync(join(root, "LICENSE"), license);
+    try {
+      const pack = spawnSync("pnpm", ["pack", "--pack-destination", PACK_DIR], { cwd: pkg.dir, encoding: "utf8" });
+      if (pack.status !== 0) throw new Error(`pnpm pack of ${pkg.name} failed (exit ${pack.status}):\n${pack.stdout}${pack.stderr}`);
+    } finally {
+      rmSync(license, { force: true });
+    }
+  }
+  return readdirSync(PACK_DIR)
+    .filter((file) => file.endsWith(".tgz"))
+    .sort()
+    .map((file) => join(PACK_DIR, file));
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const startedAt = Date.now();
+  const tarballs = packAll();
+  for (const file of tarballs) console.log(`${file.slice(root.length + 1)}  ${(statSync(file).size / 1024).toFixed(0)} KiB`);
+  console.log(`${tarballs.length} tarballs in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
+}
