@@ -7,7 +7,18 @@ export interface PrefetchSizing {
   readonly maxPrefetchAmount: number;
   /** Refills older than this no longer count when sizing the next one. */
   readonly windowMs: number;
+  /**
+   * The throttler is unlimited: no other client can be short of quota because this one asked for
+   * much, so a young client sizes its refills by the rate it was granted at so far, not by doubling.
+   */
+  readonly unbounded?: boolean;
 }
+
+/**
+ * The shortest time over which an unbounded client's young rate is measured: a few round trips,
+ * so that two refills sent back to back do not extrapolate to an absurd rate.
+ */
+export const UNBOUNDED_MIN_SPAN_MS = 20;
 
 /**
  * Sizes a prefetching client's next refill from the refills in a sliding window: the average amount
@@ -44,7 +55,12 @@ export class PrefetchSizer {
     // Improvement on the reference, which always divides by the whole window: a client younger than
     // its window measures its rate over the time it has existed (at least one request period), so a
     // busy new client reaches its steady refill size in a few refills instead of dozens.
-    const spanMs = Math.min(windowMs, Math.max(now - oldest.at, 1000 / targetRps));
+    // An unbounded client measures over at least UNBOUNDED_MIN_SPAN_MS instead: each doubling cost
+    // its callers a round trip (~15 of them before a busy job's pool reached its steady size, half
+    // a second of waiting on a loaded machine), and since the quota never binds, a refill that
+    // overshoots costs nobody anything (what is left goes back when the client closes).
+    const floorMs = this.sizing.unbounded === true ? Math.min(UNBOUNDED_MIN_SPAN_MS, 1000 / targetRps) : 1000 / targetRps;
+    const spanMs = Math.min(windowMs, Math.max(now - oldest.at, floorMs));
     const observedRps = count / (spanMs / 1000);
     // Whole units, like the reference's integer amounts: fractional refills only add float residue.
     const next = Math.ceil(((this.windowAmount / count) * observedRps) / targetRps - TOLERANCE);

@@ -16,6 +16,8 @@ export interface PrefetchWindow {
   readonly maxPrefetchAmount: number;
   /** Sliding window over which the client measures its refill rate. */
   readonly windowMs: number;
+  /** True when the throttler is unlimited (its quota never binds): the client's pool grows faster. */
+  readonly unbounded: boolean;
 }
 
 export type PrefetchFields = LimitFields & Pick<ThrottlerSpec, "request_period">;
@@ -31,6 +33,7 @@ export function prefetchWindow(throttler: PrefetchFields): PrefetchWindow {
         ? PREFETCH_DEFAULTS.unlimitedMaxPrefetchAmount
         : Math.max(Math.ceil((limit * requestPeriodMs) / 1000), PREFETCH_DEFAULTS.minPrefetchAmount),
     windowMs: Math.max(PREFETCH_DEFAULTS.windowRequestPeriods * requestPeriodMs, PREFETCH_DEFAULTS.minWindowMs),
+    unbounded: limit === null,
   };
 }
 

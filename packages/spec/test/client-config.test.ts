@@ -24,12 +24,13 @@ describe("prefetchWindow (ytflow.md §2.1)", () => {
       minPrefetchAmount: 1,
       maxPrefetchAmount: 1e9,
       windowMs: 50_000,
+      unbounded: true,
     });
   });
 
   it("caps a refill at ceil(limit × request_period), independent of period", () => {
     const window = prefetchWindow(throttler({ limit: 100, period: "1m", request_period: "500ms" }));
-    assert.deepEqual(window, { targetRps: 2, minPrefetchAmount: 1, maxPrefetchAmount: 50, windowMs: 5_000 });
+    assert.deepEqual(window, { targetRps: 2, minPrefetchAmount: 1, maxPrefetchAmount: 50, windowMs: 5_000, unbounded: false });
     assert.equal(prefetchWindow(throttler({ limit: 7, request_period: "300ms" })).maxPrefetchAmount, 3);
   });
 
