@@ -16,7 +16,10 @@ import type {
   RequestQuotaCall,
   RequestQuotaResult,
 } from "@sluice/protocol";
-import { DEFAULT_CLASS_ID, validateDynamicSpec, type DynamicSpec } from "@sluice/spec";
+import { DEFAULT_CLASS_ID, validateDynamicSpec, type DynamicSpec, type ThrottlerSpec } from "@sluice/spec";
+import { AdaptiveLimits } from "./adaptive/adaptive-limits.ts";
+import type { AdaptiveSnapshot } from "./adaptive/adaptive-loop.ts";
+import type { LoadSource, LoadSpec } from "./adaptive/load-source.ts";
 import { bucketConfigOf, describeLimit, sameBucketConfig } from "./bucket-config.ts";
 import { GRANTED_RATE_SAMPLE_MS, GrantedRates } from "./granted-rates.ts";
 import { jsonSyntaxPosition } from "./json-syntax-position.ts";
@@ -42,6 +45,10 @@ export interface ControllerOptions {
    * passes a tracer of its own so that the embedded controller's spans carry `sluice-controller`.
    */
   readonly tracer?: Tracer;
+  /** Directory an adaptive throttler's `load.module` is resolved against (the spec file's). Default: the working directory. */
+  readonly baseDir?: string;
+  /** Builds an adaptive throttler's load source (tests); default: Prometheus over HTTP or the module. */
+  readonly loadSourceOf?: (throttlerId: string, load: LoadSpec) => LoadSource;
 }
 
 export interface ControllerClassSnapshot extends QuotaClassSnapshot {
@@ -53,6 +60,8 @@ export interface ControllerThrottlerSnapshot extends Omit<QuotaBucketSnapshot, "
   /** Granted units per second over the last 5 s. */
   readonly grantedRate: number;
   readonly classes: readonly ControllerClassSnapshot[];
+  /** Present when the throttler's limit is set by its adaptive loop (DESIGN §7.3). */
+  readonly adaptive?: AdaptiveSnapshot;
 }
 
 /** What DescribeThrottlers returns as JSON. */
@@ -85,6 +94,7 @@ export class Controller implements QuotaServiceHandler {
   private readonly log: (line: string) => void;
   private readonly detachedGraceMs: number;
   private readonly tracer: Tracer;
+  private readonly adaptive: AdaptiveLimits;
   private spec: DynamicSpec;
   private currentVersion = 1;
   private closedWith: SluiceError | null = null;
@@ -96,9 +106,18 @@ export class Controller implements QuotaServiceHandler {
     this.detachedGraceMs = options.detachedGraceMs ?? QUOTA_BUCKET_DEFAULTS.detachedGraceMs;
     this.tracer = options.tracer ?? trace.getTracer("@sluice/controller");
     this.spec = options.dynamicSpec;
+    this.adaptive = new AdaptiveLimits({
+      clock: this.clock,
+      log: this.log,
+      baseDir: options.baseDir,
+      sourceOf: options.loadSourceOf,
+      setLimit: (id, limit) => this.setLimit(id, limit),
+      sample: (id) => this.usageSample(id),
+    });
     for (const [id, throttler] of Object.entries(options.dynamicSpec.throttlers)) {
-      this.addDriver(id, bucketConfigOf(throttler, this.detachedGraceMs));
+      this.addDriver(id, this.configOf(id, throttler));
     }
+    this.adaptive.sync(options.dynamicSpec.throttlers);
     void this.sampleRates(this.sampling.signal);
   }
 
@@ -205,10 +224,12 @@ export class Controller implements QuotaServiceHandler {
     const throttlers = [...this.drivers.values()].map((driver): ControllerThrottlerSnapshot => {
       const bucket = driver.snapshot();
       this.rates.sample(bucket, now);
+      const adaptive = this.adaptive.snapshot(bucket.id);
       return {
         ...bucket,
         grantedRate: this.rates.rate(bucket.id, now),
         classes: bucket.classes.map((c) => ({ ...c, grantedRate: this.rates.rate(bucket.id, now, c.id) })),
+        ...(adaptive ? { adaptive } : {}),
       };
     });
     return { version: this.currentVersion, generatedAt: new Date(now).toISOString(), throttlers };
@@ -223,6 +244,7 @@ export class Controller implements QuotaServiceHandler {
     const error = new SluiceError("CONTROLLER_UNAVAILABLE", "the controller is shutting down; retry against the restarted controller");
     this.closedWith = error;
     this.sampling.abort();
+    this.adaptive.close();
     for (const driver of this.drivers.values()) driver.close(error);
     for (const watcher of [...this.watchers]) watcher.end(error);
     this.watchers.clear();
@@ -232,7 +254,7 @@ export class Controller implements QuotaServiceHandler {
   private apply(next: DynamicSpec): number {
     const version = this.currentVersion + 1;
     const nextConfigs = new Map<string, QuotaBucketConfig>();
-    for (const [id, throttler] of Object.entries(next.throttlers)) nextConfigs.set(id, bucketConfigOf(throttler, this.detachedGraceMs));
+    for (const [id, throttler] of Object.entries(next.throttlers)) nextConfigs.set(id, this.configOf(id, throttler));
 
     const added: string[] = [];
     const removed: string[] = [];
@@ -264,6 +286,7 @@ export class Controller implements QuotaServiceHandler {
     }
     this.spec = next;
     this.currentVersion = version;
+    this.adaptive.sync(next.throttlers);
 
     const count = `${this.configs.size} ${this.configs.size === 1 ? "throttler" : "throttlers"}`;
     const parts = [`dynamic_spec version ${version} applied: ${count}${this.configs.size > 0 ? ` (${this.describeLimits()})` : ""}`];
@@ -275,6 +298,29 @@ export class Controller implements QuotaServiceHandler {
     const update = this.currentUpdate();
     for (const watcher of [...this.watchers]) this.notify(watcher, update);
     return version;
+  }
+
+  /** The bucket config of a throttler; an adaptive one runs at the limit its loop keeps in force. */
+  private configOf(id: string, throttler: ThrottlerSpec): QuotaBucketConfig {
+    const config = bucketConfigOf(throttler, this.detachedGraceMs);
+    const adaptiveLimit = this.adaptive.limitFor(id, throttler);
+    return adaptiveLimit === null ? config : { ...config, limit: adaptiveLimit };
+  }
+
+  /** The adaptive loop moved a limit: the bucket takes it at once, the rest of its config unchanged. */
+  private setLimit(id: string, limit: number): void {
+    const driver = this.drivers.get(id);
+    const config = this.configs.get(id);
+    if (!driver || !config || config.limit === limit) return;
+    const next = { ...config, limit };
+    driver.reconfigure(next);
+    this.configs.set(id, next);
+  }
+
+  private usageSample(id: string): { granted: number; released: number; pendingRequests: number } | undefined {
+    const bucket = this.drivers.get(id)?.snapshot();
+    if (!bucket) return undefined;
+    return { granted: bucket.counters.granted, released: bucket.counters.released, pendingRequests: bucket.pendingRequests };
   }
 
   private addDriver(id: string, config: QuotaBucketConfig): void {

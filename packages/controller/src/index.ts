@@ -14,3 +14,6 @@ export { PrometheusText, PROMETHEUS_CONTENT_TYPE, formatValue, type Labels, type
 export { writeControllerMetrics, histogramWithMax } from "./metrics/controller-metrics.ts";
 export { startStatusServer, type StatusServerOptions, type RunningStatusServer } from "./http/status-server.ts";
 export { startControllerStatusServer, type ControllerStatusOptions } from "./http/controller-status.ts";
+export { AdaptiveLimitLoop, type AdaptiveSnapshot, type AdaptiveLoopOptions } from "./adaptive/adaptive-loop.ts";
+export { decideLimit, initialLawState, ADAPTIVE_LAW, type AdaptiveDecision, type AdaptiveLawState, type LoadReading, type ThrottlerUsage, type AdaptiveBounds } from "./adaptive/adaptive-law.ts";
+export { prometheusLoadSource, moduleLoadSource, loadSourceOf, loadOfQueryAnswer, type LoadSource, type LoadSpec } from "./adaptive/load-source.ts";

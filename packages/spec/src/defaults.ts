@@ -27,6 +27,13 @@ export const RETRYING_CHANNEL_DEFAULTS = Object.freeze({
   backoff_jitter: 0.1,
 });
 
+/** `adaptive` (DESIGN §7.3); initial_limit defaults to min_limit, max_limit has no default. */
+export const ADAPTIVE_DEFAULTS = Object.freeze({
+  min_limit: 1,
+  interval: "5s",
+  dry_run: false,
+});
+
 export const THROTTLER_CLASS_DEFAULTS = Object.freeze({
   weight: 1.0,
 });

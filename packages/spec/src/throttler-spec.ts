@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { adaptiveSpecSchema } from "./adaptive-spec.ts";
 import { DESPITE_INNER_ISSUES, isPlainObject } from "./cross-check.ts";
 import { RETRYING_CHANNEL_DEFAULTS, THROTTLER_CLASS_DEFAULTS, THROTTLER_DEFAULTS } from "./defaults.ts";
 import { describeValue } from "./describe-value.ts";
@@ -171,9 +172,15 @@ export const throttlerSpecSchema = z
       max_queue_size: integer("an integer ≥ 1", { min: 1 })
         .prefault(throttlerDefaults.max_queue_size)
         .describe(`Requests that may wait on this throttler; one more is refused at once (QUEUE_FULL). Default ${throttlerDefaults.max_queue_size}.`),
+      adaptive: adaptiveSpecSchema
+        .optional()
+        .describe("Adaptive limit (DESIGN §7.3) instead of a fixed limit: the controller moves the limit to hold the load of the protected system inside a band."),
     },
     { error: mustBe("an object") },
   )
+  .superRefine((value: unknown, ctx) => {
+    if (isPlainObject(value)) checkAdaptiveExclusions(value, ctx);
+  }, DESPITE_INNER_ISSUES)
   .superRefine((value: unknown, ctx) => {
     if (!isPlainObject(value) || value["use_class_weights_as_limit"] !== true) return;
     const classes = value["classes"];
@@ -199,6 +206,30 @@ export const throttlerSpecSchema = z
     }
   }, DESPITE_INNER_ISSUES)
   .describe("A named distributed throttler: one token bucket on the controller, metering rows or bytes.");
+
+/** `adaptive` sets the limit itself: a fixed limit or a weight-sum limit beside it would be ignored. */
+function checkAdaptiveExclusions(value: Record<string, unknown>, ctx: z.core.$RefinementCtx): void {
+  if (value["adaptive"] === undefined) return;
+  const limit = value["limit"];
+  if (limit !== null && limit !== undefined) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["limit"],
+      input: limit,
+      message:
+        `limit must not be set together with adaptive (the adaptive loop sets the limit between min_limit and max_limit), ` +
+        `got ${describeValue(limit)}; remove limit, or remove adaptive to keep a fixed limit`,
+    });
+  }
+  if (value["use_class_weights_as_limit"] === true) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["use_class_weights_as_limit"],
+      input: true,
+      message: "use_class_weights_as_limit cannot be combined with adaptive: both would set the throttler's limit; keep one",
+    });
+  }
+}
 
 export type ThrottlerSpec = z.output<typeof throttlerSpecSchema>;
 export type ThrottlerSpecInput = z.input<typeof throttlerSpecSchema>;
