@@ -25,6 +25,7 @@ export {
   effectiveLimitOf,
   quotaBucketConfig,
   type QuotaBucketConfig,
+  type ThrottlerKind,
 } from "./quota-bucket-config.ts";
 export { QuotaBucketDriver, type AcquireRequest, type Grant } from "./quota-bucket-driver.ts";
 export { RateWindow } from "./rate-window.ts";
@@ -39,3 +40,4 @@ export {
 export { RESOLVED, type ThrottleOptions, type Throttler } from "./throttler.ts";
 export { TokenBucket, type TokenBucketConfig } from "./token-bucket.ts";
 export { WAIT_BUCKETS_MS, WaitHistogram, type WaitHistogramView } from "./wait-histogram.ts";
+export { ConcurrencyUnits } from "./concurrency-units.ts";

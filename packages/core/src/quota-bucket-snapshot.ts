@@ -65,4 +65,8 @@ export interface QuotaBucketSnapshot {
   /** Enqueue to final grant. */
   readonly waitTime: WaitHistogramView;
   readonly classes: readonly QuotaClassSnapshot[];
+  /** Absent in snapshots written before concurrency throttlers existed: read as "rate". */
+  readonly kind?: "rate" | "concurrency";
+  /** Units held now (concurrency throttlers); null for a rate throttler. */
+  readonly inUse?: number | null;
 }

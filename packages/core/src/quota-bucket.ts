@@ -14,6 +14,7 @@ import type { Admission, QuotaRequest, Settlement } from "./quota-request.ts";
 import { RememberedGrants } from "./remembered-grants.ts";
 import type { SluiceError } from "./sluice-error.ts";
 import { TokenBucket } from "./token-bucket.ts";
+import { ConcurrencyUnits } from "./concurrency-units.ts";
 import { WaitHistogram } from "./wait-histogram.ts";
 
 export { MAX_REQUEST_AMOUNT, type Admission, type QuotaRequest, type Settlement } from "./quota-request.ts";
@@ -28,10 +29,19 @@ export type { QuotaBucketCounters, QuotaBucketSnapshot, QuotaClassSnapshot } fro
  * `reconfigure`, then `poll(now)` to collect what became due, and sleeps until `nextWakeAt(now)`.
  * There is no polling loop: nothing happens between the wake-ups the bucket asks for.
  */
+
+/** What grants are made from: a token bucket (rate) or units in use (concurrency). */
+type UnitSource = TokenBucket | ConcurrencyUnits;
+
+function unitSourceOf(config: QuotaBucketConfig, now: number): UnitSource {
+  const limit = effectiveLimitOf(config);
+  return config.kind === "concurrency" ? new ConcurrencyUnits(limit) : new TokenBucket({ limit, periodMs: config.periodMs }, now);
+}
+
 export class QuotaBucket {
   readonly id: string;
   private config: QuotaBucketConfig;
-  private readonly tokens: TokenBucket;
+  private tokens: UnitSource;
   private readonly scheduler: ClassScheduler;
   private readonly classes = new Map<string, ClassQueue>();
   private readonly entries = new Map<string, Entry>();
@@ -48,7 +58,7 @@ export class QuotaBucket {
   constructor(id: string, config: QuotaBucketConfig, now: number) {
     this.id = id;
     this.config = config;
-    this.tokens = new TokenBucket({ limit: effectiveLimitOf(config), periodMs: config.periodMs }, now);
+    this.tokens = unitSourceOf(config, now);
     this.scheduler = new ClassScheduler(config.classWeights);
     this.ensureClassQueues();
   }
@@ -170,7 +180,7 @@ export class QuotaBucket {
   tryAcquire(amount: number, classId: string, now: number): boolean {
     if (this.checkAmount(amount, "")) return false;
     if (amount === 0) return true;
-    if (this.pendingRequests > 0 || !this.tokens.canGrantWithoutQueue(now)) return false;
+    if (this.pendingRequests > 0 || !this.tokens.canGrantWithoutQueue(now) || !this.tokens.canTake(amount, now)) return false;
     this.tokens.take(amount, now);
     const resolved = this.resolveClass(classId);
     this.counters.granted += amount;
@@ -198,7 +208,9 @@ export class QuotaBucket {
    */
   reconfigure(config: QuotaBucketConfig, now: number): void {
     this.config = config;
-    this.tokens.reconfigure({ limit: effectiveLimitOf(config), periodMs: config.periodMs }, now);
+    // A change of kind starts a fresh unit source: tokens and units in use mean different things.
+    if (this.tokens.kind !== (config.kind ?? "rate")) this.tokens = unitSourceOf(config, now);
+    else this.tokens.reconfigure({ limit: effectiveLimitOf(config), periodMs: config.periodMs }, now);
     this.scheduler.reconfigure(config.classWeights);
     this.ensureClassQueues();
     for (const id of [...this.classes.keys()]) this.refreshClass(id);
@@ -233,6 +245,8 @@ export class QuotaBucket {
       counters: { ...this.counters },
       waitTime: this.waitTime.view(),
       classes,
+      kind: this.tokens.kind,
+      inUse: this.tokens.inUse,
     };
   }
 
@@ -248,6 +262,8 @@ export class QuotaBucket {
       }
       const max = this.config.maxGrantAmount;
       const chunk = max === null ? entry.remaining : Math.min(entry.remaining, max);
+      // Concurrency: the chunk at the head must fit; it keeps its place until units come back.
+      if (!this.tokens.canTake(chunk, now)) return;
       this.tokens.take(chunk, now);
       entry.chargedVirtualTime += this.scheduler.charge(classId, chunk);
       entry.granted += chunk;
