@@ -15,11 +15,15 @@ import type {
   ReleaseQuotaCall,
   RequestQuotaCall,
   RequestQuotaResult,
+  RenewLeasesCall,
 } from "@sluice/protocol";
 import { DEFAULT_CLASS_ID, validateDynamicSpec, type DynamicSpec, type ThrottlerSpec } from "@sluice/spec";
 import { AdaptiveLimits } from "./adaptive/adaptive-limits.ts";
 import type { AdaptiveSnapshot } from "./adaptive/adaptive-loop.ts";
 import type { LoadSource, LoadSpec } from "./adaptive/load-source.ts";
+import { bucketRequestOf } from "./bucket-request.ts";
+import { checkReleaseAmount, refuseNeverFitting } from "./concurrency/concurrency-admission.ts";
+import { ConcurrencyLeases, type ConcurrencySnapshot } from "./concurrency/concurrency-leases.ts";
 import { bucketConfigOf, describeLimit, sameBucketConfig } from "./bucket-config.ts";
 import { GRANTED_RATE_SAMPLE_MS, GrantedRates } from "./granted-rates.ts";
 import { jsonSyntaxPosition } from "./json-syntax-position.ts";
@@ -62,6 +66,8 @@ export interface ControllerThrottlerSnapshot extends Omit<QuotaBucketSnapshot, "
   readonly classes: readonly ControllerClassSnapshot[];
   /** Present when the throttler's limit is set by its adaptive loop (DESIGN §7.3). */
   readonly adaptive?: AdaptiveSnapshot;
+  /** Present for a concurrency throttler (DESIGN §7.2): its holders and ended leases. */
+  readonly concurrency?: ConcurrencySnapshot;
 }
 
 /** What DescribeThrottlers returns as JSON. */
@@ -95,6 +101,7 @@ export class Controller implements QuotaServiceHandler {
   private readonly detachedGraceMs: number;
   private readonly tracer: Tracer;
   private readonly adaptive: AdaptiveLimits;
+  private readonly leases: ConcurrencyLeases;
   private spec: DynamicSpec;
   private currentVersion = 1;
   private closedWith: SluiceError | null = null;
@@ -113,6 +120,15 @@ export class Controller implements QuotaServiceHandler {
       sourceOf: options.loadSourceOf,
       setLimit: (id, limit) => this.setLimit(id, limit),
       sample: (id) => this.usageSample(id),
+    });
+    this.leases = new ConcurrencyLeases({
+      clock: this.clock,
+      log: this.log,
+      leaseMsOf: (id) => {
+        const throttler = this.spec.throttlers[id];
+        return throttler?.kind === "concurrency" ? throttler.lease_timeout : null;
+      },
+      releaseUnits: (id, amount, classId) => this.drivers.get(id)?.release(amount, classId),
     });
     for (const [id, throttler] of Object.entries(options.dynamicSpec.throttlers)) {
       this.addDriver(id, this.configOf(id, throttler));
@@ -145,24 +161,34 @@ export class Controller implements QuotaServiceHandler {
 
   private async acquire(call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult> {
     const driver = this.driverFor(call.throttlerId);
-    // DESIGN §4.10: an RPC that is cancelled or passes its deadline keeps its place (detached) for
-    // a retry with the same request_id, instead of going to the back of the queue.
-    return driver.acquire({
-      amount: call.amount,
-      requestId: call.requestId,
-      clientId: call.clientId,
-      // Lag priority must be a usable number for the queue order; anything else means "no
-      // information yet" (0), exactly as the uint64 on the wire would carry it.
-      timestampMs: Number.isFinite(call.timestampMs) && call.timestampMs > 0 ? call.timestampMs : 0,
-      classId: call.quotaClassId,
-      deadlineAt: context.deadlineAt,
-      signal: context.signal,
-      onAbort: "detach",
-    });
+    const throttler = this.spec.throttlers[call.throttlerId];
+    if (throttler?.kind === "concurrency") return this.acquireUnits(driver, throttler, call, context);
+    return driver.acquire(bucketRequestOf(call, context));
   }
 
   async releaseQuota(call: ReleaseQuotaCall, _context: CallContext): Promise<void> {
-    this.driverFor(call.throttlerId).release(call.amount, call.quotaClassId);
+    const driver = this.driverFor(call.throttlerId);
+    if (this.spec.throttlers[call.throttlerId]?.kind === "concurrency") {
+      // Only what this client holds comes back: a late release of units whose lease already ended
+      // must not free units another holder is using.
+      checkReleaseAmount(call);
+      this.leases.released(call.throttlerId, call.clientId, this.classIdOf(call), call.amount);
+      return;
+    }
+    driver.release(call.amount, call.quotaClassId);
+  }
+
+  async renewLeases(call: RenewLeasesCall, _context: CallContext): Promise<{ held: number }> {
+    this.throwIfClosed();
+    return { held: this.leases.renew(call.clientId, call.throttlerIds) };
+  }
+
+  /** A concurrency throttler's grant is leased to its client until released or not renewed (DESIGN §7.2). */
+  private async acquireUnits(driver: QuotaBucketDriver, throttler: ThrottlerSpec, call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult> {
+    refuseNeverFitting(call, throttler);
+    const result = await driver.acquire(bucketRequestOf(call, context));
+    this.leases.granted(call.throttlerId, call.clientId, this.classIdOf(call), result.granted);
+    return result;
   }
 
   watchDynamicSpec(clientId: string, emit: (update: DynamicSpecUpdate) => void, context: CallContext): Promise<void> {
@@ -225,11 +251,13 @@ export class Controller implements QuotaServiceHandler {
       const bucket = driver.snapshot();
       this.rates.sample(bucket, now);
       const adaptive = this.adaptive.snapshot(bucket.id);
+      const concurrency = this.leases.snapshot(bucket.id);
       return {
         ...bucket,
         grantedRate: this.rates.rate(bucket.id, now),
         classes: bucket.classes.map((c) => ({ ...c, grantedRate: this.rates.rate(bucket.id, now, c.id) })),
         ...(adaptive ? { adaptive } : {}),
+        ...(concurrency ? { concurrency } : {}),
       };
     });
     return { version: this.currentVersion, generatedAt: new Date(now).toISOString(), throttlers };
@@ -245,6 +273,7 @@ export class Controller implements QuotaServiceHandler {
     this.closedWith = error;
     this.sampling.abort();
     this.adaptive.close();
+    this.leases.close();
     for (const driver of this.drivers.values()) driver.close(error);
     for (const watcher of [...this.watchers]) watcher.end(error);
     this.watchers.clear();
@@ -253,6 +282,9 @@ export class Controller implements QuotaServiceHandler {
   /** Applies a validated spec in one synchronous step, so no call ever sees half of it. */
   private apply(next: DynamicSpec): number {
     const version = this.currentVersion + 1;
+    for (const id of Object.keys(this.spec.throttlers)) {
+      if (next.throttlers[id]?.kind !== "concurrency") this.leases.forget(id);
+    }
     const nextConfigs = new Map<string, QuotaBucketConfig>();
     for (const [id, throttler] of Object.entries(next.throttlers)) nextConfigs.set(id, this.configOf(id, throttler));
 
@@ -350,7 +382,7 @@ export class Controller implements QuotaServiceHandler {
   }
 
   /** The class a request is served in: its own if declared on the throttler, else `default` (DESIGN §4.2). */
-  private classIdOf(call: RequestQuotaCall): string {
+  private classIdOf(call: Pick<RequestQuotaCall, "throttlerId" | "quotaClassId">): string {
     const classes = this.spec.throttlers[call.throttlerId]?.classes ?? {};
     return call.quotaClassId !== "" && Object.hasOwn(classes, call.quotaClassId) ? call.quotaClassId : DEFAULT_CLASS_ID;
   }

@@ -4,6 +4,9 @@
 // Sources: DESIGN.md §3–§3.2 and reference/ytflow.md §2.1 (TDynamicThrottlerSpec defaults).
 
 export const THROTTLER_DEFAULTS = Object.freeze({
+  kind: "rate",
+  /** Concurrency throttlers only (DESIGN §7.2). */
+  lease_timeout: "30s",
   /** null = unlimited (the reference's `Limit` is an optional double). */
   limit: null,
   period: "10s",

@@ -12,6 +12,8 @@ export {
 export { adaptiveSpecSchema, initialLimitOf, type AdaptiveSpec, type AdaptiveSpecInput } from "./adaptive-spec.ts";
 export {
   throttlerSpecSchema,
+  THROTTLER_KINDS,
+  type ThrottlerKind,
   throttlerClassSpecSchema,
   throttlerClassIdSchema,
   retryingChannelSpecSchema,

@@ -11,6 +11,9 @@ import { mustBe } from "./rule-error.ts";
 // Rules that involve only one throttler live here, so parsing a throttler spec on its own enforces
 // them; references between throttlers and computations are checked in dynamic-spec.ts.
 
+export const THROTTLER_KINDS = ["rate", "concurrency"] as const;
+export type ThrottlerKind = (typeof THROTTLER_KINDS)[number];
+
 /** The class every request without (or with an unknown) class id falls into; weight 1.0, implicit. */
 export const DEFAULT_CLASS_ID = "default";
 
@@ -118,6 +121,19 @@ const throttlerDefaults = THROTTLER_DEFAULTS;
 export const throttlerSpecSchema = z
   .strictObject(
     {
+      kind: z
+        .enum(THROTTLER_KINDS, { error: mustBe('"rate" or "concurrency"') })
+        .prefault(throttlerDefaults.kind)
+        .describe(
+          '"rate": a token bucket, limit = units per second. "concurrency": limit = units in use at once, given back by ' +
+            `release, when the holder ends, or after lease_timeout without renewal (DESIGN §7.2). Default "${throttlerDefaults.kind}".`,
+        ),
+      lease_timeout: duration({ minMs: 0, exclusive: true })
+        .prefault(throttlerDefaults.lease_timeout)
+        .describe(
+          "Concurrency throttlers: units a client holds come back after this long without renewal (a crashed holder never " +
+            `leaks capacity for good). Default "${throttlerDefaults.lease_timeout}".`,
+        ),
       limit: z
         .number({ error: mustBe("a finite number ≥ 0, or null for unlimited") })
         .min(0)

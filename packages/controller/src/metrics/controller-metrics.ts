@@ -70,6 +70,11 @@ export function writeControllerMetrics(out: PrometheusText, snapshot: Controller
     ]));
 
   writeAdaptiveMetrics(out, throttlers);
+  out
+    .gauge("sluice_controller_throttler_in_use", "Concurrency throttlers: units in use now (granted, not yet released or expired).", perThrottler((t) => (t.concurrency ? (t.inUse ?? 0) : null)))
+    .gauge("sluice_controller_throttler_holders", "Concurrency throttlers: clients holding units now.", perThrottler((t) => t.concurrency?.holders ?? null))
+    .counter("sluice_controller_throttler_expired_leases_total", "Concurrency throttlers: leases that ended without renewal for lease_timeout (a crashed or cut-off holder).", perThrottler((t) => t.concurrency?.expiredLeases ?? null))
+    .counter("sluice_controller_throttler_expired_units_total", "Concurrency throttlers: units given back because their lease ended.", perThrottler((t) => t.concurrency?.expiredUnits ?? null));
 
   out
     .counter("sluice_controller_quota_class_granted_total", "Units granted to the class.", classes.map(({ labels, c }) => ({ labels, value: c.granted })))
