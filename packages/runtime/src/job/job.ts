@@ -12,6 +12,8 @@ import type { ThrottlerMetricsView } from "./throttler-metrics-view.ts";
 import { lagTimestamp } from "./lag-timestamp.ts";
 import { LinkedAbort } from "./linked-abort.ts";
 
+const NOTHING_HELD = (): void => {};
+
 export interface JobOptions {
   readonly pipeline: PipelineSpec;
   readonly computationName: string;
@@ -163,11 +165,17 @@ export class Job {
       try {
         const streamDelayMs = this.options.pipeline.streams[stream]?.stream_delay ?? 0;
         this.options.throttlers.setPriority(lagTimestamp(first.timestampMs, streamDelayMs));
-        await this.throttleInput(messages.length, bytes, signal);
-        const batch: Batch = { stream, partition, messages };
-        await this.child("Process", () => Promise.resolve(this.options.computation.process(batch, this.context)));
-        if (signal.aborted) throw signal.reason;
-        await this.child("Output", () => this.flushOutputs());
+        const giveBackUnits = await this.throttleInput(messages.length, bytes, signal);
+        try {
+          const batch: Batch = { stream, partition, messages };
+          await this.child("Process", () => Promise.resolve(this.options.computation.process(batch, this.context)));
+          if (signal.aborted) throw signal.reason;
+          await this.child("Output", () => this.flushOutputs());
+        } finally {
+          // DESIGN §7.2: a concurrency throttler's units are the batch in flight, held from before
+          // Process until its outputs are acknowledged (or the iteration failed).
+          giveBackUnits();
+        }
         await this.child("Commit", () => this.commitInBackground(context, (BigInt(last.offset) + 1n).toString(), signal));
         stats.recordIteration(messages.length, bytes, last.timestampMs, clock.now());
       } catch (error) {
@@ -179,12 +187,15 @@ export class Job {
     });
   }
 
-  /** Waits for rows and bytes quota together (DESIGN §6); traced as Input.Throttle. */
-  private async throttleInput(rows: number, bytes: number, signal: AbortSignal): Promise<void> {
+  /**
+   * Waits for rows and bytes quota together (DESIGN §6); traced as Input.Throttle. Returns what gives
+   * back the units taken from concurrency throttlers (a no-op when there are none).
+   */
+  private async throttleInput(rows: number, bytes: number, signal: AbortSignal): Promise<() => void> {
     const entry = this.options.dynamicSpec().computations[this.options.computationName];
     const rowsId = entry?.input_rows_throttler_id;
     const bytesId = entry?.input_bytes_throttler_id;
-    if ((!rowsId && !bytesId) || rows === 0) return;
+    if ((!rowsId && !bytesId) || rows === 0) return NOTHING_HELD;
     const { throttlers, clock, stats } = this.options;
     const attributes: Attributes = {};
     if (rowsId) {
@@ -198,6 +209,9 @@ export class Job {
       attributes["sluice.throttle.bytes.amount"] = bytes;
     }
     attributes["sluice.throttle.priority_ms"] = throttlers.priority;
+    const held: (readonly [Throttler, number])[] = [];
+    if (rowsId && throttlers.isConcurrency(rowsId)) held.push([throttlers.getThrottlerOrThrow(rowsId), rows]);
+    if (bytesId && throttlers.isConcurrency(bytesId)) held.push([throttlers.getThrottlerOrThrow(bytesId), bytes]);
     await this.options.tracer.startActiveSpan("Input.Throttle", { attributes }, async (span) => {
       const startedAt = clock.now();
       try {
@@ -220,6 +234,16 @@ export class Job {
         span.end();
       }
     });
+    if (held.length === 0) return NOTHING_HELD;
+    return () => {
+      for (const [throttler, amount] of held) {
+        try {
+          throttler.release(amount);
+        } catch {
+          // The throttler was removed meanwhile: its client gave its units back when it was detached.
+        }
+      }
+    };
   }
 
   /**
