@@ -113,7 +113,8 @@ export const adaptiveSpecSchema = z
         .boolean({ error: mustBe("true or false") })
         .prefault(ADAPTIVE_DEFAULTS.dry_run)
         .describe(
-          "Compute and export the limit the loop would set without applying it; initial_limit stays in force. " +
+          "Compute and export the limit the loop would set without applying it; the limit in force stays where it was " +
+            "(initial_limit when the loop starts in dry run). " +
             `Default ${ADAPTIVE_DEFAULTS.dry_run}.`,
         ),
     },

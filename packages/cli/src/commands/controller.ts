@@ -50,6 +50,7 @@ export const registerController: CommandRegistration = (program, cli) => {
         if (tracing.enabled) say(tracing.description);
         running = await startController({
           spec,
+          baseDir: loaded.specDir,
           host: options.host,
           port: options.port,
           ...(token !== undefined ? { token } : {}),

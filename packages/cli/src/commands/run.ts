@@ -57,7 +57,7 @@ export const registerRun: CommandRegistration = (program, cli) => {
       // Before anything that makes spans; the embedded controller's spans go to a tracer of its own.
       const tracing = await startTracing({ ...(options.otlp ? { otlp: options.otlp } : {}), ...runServices(spec, options.workerId) });
       if (tracing.enabled) cli.stdout(`sluice run: ${tracing.description}\n`);
-      const quota = await connectQuota(spec, options, (line) => cli.stdout(`${line}\n`), tracing.embeddedTracer);
+      const quota = await connectQuota(spec, specDir, options, (line) => cli.stdout(`${line}\n`), tracing.embeddedTracer);
       const io: IoFactory = spec.kafka ? await createKafkaIo(spec) : new MemoryIoFactory(spec);
       const code = await runSession({
         spec,
@@ -86,6 +86,7 @@ export const registerRun: CommandRegistration = (program, cli) => {
 /** The embedded controller (optionally also served over gRPC), or a connection to the spec's controller. */
 async function connectQuota(
   spec: PipelineSpec,
+  specDir: string,
   options: RunOptions,
   log: (line: string) => void,
   tracer: Tracer | undefined,
@@ -98,7 +99,7 @@ async function connectQuota(
   let served: RunningController | null = null;
   let controller: Controller;
   if (options.controllerPort !== undefined) {
-    served = await startController({ spec, port: Number(options.controllerPort), log, ...(tracer ? { tracer } : {}) });
+    served = await startController({ spec, baseDir: specDir, port: Number(options.controllerPort), log, ...(tracer ? { tracer } : {}) });
     controller = served.controller;
     log(`sluice run: embedded controller listening on ${served.address}`);
   } else {
@@ -107,6 +108,7 @@ async function connectQuota(
       computations: Object.keys(spec.computations),
       clock: systemClock,
       log,
+      baseDir: specDir,
       ...(tracer ? { tracer } : {}),
     });
   }

@@ -20,7 +20,7 @@ export interface AdaptiveSnapshot {
   readonly targetHigh: number;
   readonly minLimit: number;
   readonly maxLimit: number;
-  /** The limit the bucket runs at. Under dry_run, initial_limit. */
+  /** The limit the bucket runs at. Under dry_run, where it was when dry_run began (initial_limit from the start). */
   readonly limitInForce: number;
   /** The limit the law decided; equals limitInForce unless dry_run. */
   readonly suggestedLimit: number;
@@ -104,8 +104,9 @@ export class AdaptiveLimitLoop {
 
   /**
    * A live `sluice reconfigure` of `adaptive`: the loop keeps its limit, moved into the new bounds,
-   * and goes on with the new band, interval and source. Turning dry_run on puts initial_limit in
-   * force; turning it off puts the suggested limit in force.
+   * and goes on with the new band, interval and source. Turning dry_run on freezes the limit in
+   * force where it is (the loop only suggests from then on); turning it off puts the suggested
+   * limit in force.
    */
   reconfigure(spec: AdaptiveSpec, source: LoadSource): void {
     const previous = this.spec;
@@ -127,7 +128,7 @@ export class AdaptiveLimitLoop {
   /** The limit in force once `spec` is applied by reconfigure(); pure, so a caller can configure the bucket first. */
   inForceAfter(spec: AdaptiveSpec): number {
     const bounds = boundsOf(spec);
-    return spec.dry_run ? AdaptiveLimitLoop.initialInForce(spec) : initialLawState(this.law.limit, bounds).limit;
+    return initialLawState(spec.dry_run ? this.inForce : this.law.limit, bounds).limit;
   }
 
   /** The limit a new loop for `spec` puts in force: initial_limit within the bounds. */
