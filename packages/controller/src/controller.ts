@@ -18,7 +18,7 @@ import type {
   RenewLeasesCall,
 } from "@sluice/protocol";
 import { DEFAULT_CLASS_ID, validateDynamicSpec, type DynamicSpec, type ThrottlerSpec } from "@sluice/spec";
-import { AdaptiveLimits } from "./adaptive/adaptive-limits.ts";
+import { AdaptiveLimits, type BucketUsageSample } from "./adaptive/adaptive-limits.ts";
 import type { AdaptiveSnapshot } from "./adaptive/adaptive-loop.ts";
 import type { LoadSource, LoadSpec } from "./adaptive/load-source.ts";
 import { bucketRequestOf } from "./bucket-request.ts";
@@ -349,10 +349,15 @@ export class Controller implements QuotaServiceHandler {
     this.configs.set(id, next);
   }
 
-  private usageSample(id: string): { granted: number; released: number; pendingRequests: number } | undefined {
+  private usageSample(id: string): BucketUsageSample | undefined {
     const bucket = this.drivers.get(id)?.snapshot();
     if (!bucket) return undefined;
-    return { granted: bucket.counters.granted, released: bucket.counters.released, pendingRequests: bucket.pendingRequests };
+    return {
+      granted: bucket.counters.granted,
+      released: bucket.counters.released,
+      pendingRequests: bucket.pendingRequests,
+      inUse: bucket.inUse ?? null,
+    };
   }
 
   private addDriver(id: string, config: QuotaBucketConfig): void {

@@ -1,45 +1,42 @@
-import { isPlainObject } from "./cross-check.ts";
-import type { IssuePathSegment } from "./issue-path.ts";
+import type * as z from "zod";
+import { THROTTLER_DEFAULTS } from "./defaults.ts";
+import { parseDuration } from "./duration.ts";
 
-// Fields that mean nothing for a throttler's kind (DESIGN §7.2): `period` and `smooth` shape a token
-// bucket's window, `lease_timeout` is how long a concurrency holder may go without renewing. The
-// parsed spec carries every default, so whether a user *wrote* one can only be seen in the raw
-// input: validate.ts runs this beside the schema so that all issues are still reported at once.
+// Fields that mean nothing for a throttler's kind (DESIGN §7.2): `period`, `smooth` and
+// `use_class_weights_as_limit` shape a token bucket, `lease_timeout` is how long a concurrency
+// holder may go without renewing. The refinement sees the parsed throttler, where every default is
+// filled in (and the controller sends parsed specs to workers, which validate them again), so it
+// refuses a field only when it differs from its default: that is a setting the kind would ignore.
 
-const RATE_ONLY = ["period", "smooth", "use_class_weights_as_limit"] as const;
-const CONCURRENCY_ONLY = ["lease_timeout"] as const;
+const PERIOD_DEFAULT_MS = parseDuration(THROTTLER_DEFAULTS.period);
+const LEASE_DEFAULT_MS = parseDuration(THROTTLER_DEFAULTS.lease_timeout);
 
-export interface KindIssue {
-  readonly path: readonly IssuePathSegment[];
-  readonly message: string;
-}
-
-/** Issues for `throttlers` (the raw `dynamic_spec.throttlers` object), paths relative to it. */
-export function kindFieldIssues(throttlers: unknown): KindIssue[] {
-  if (!isPlainObject(throttlers)) return [];
-  const issues: KindIssue[] = [];
-  for (const [id, throttler] of Object.entries(throttlers)) {
-    if (!isPlainObject(throttler)) continue;
-    const kind = throttler["kind"] ?? "rate";
-    if (kind === "concurrency") {
-      for (const key of RATE_ONLY) {
-        if (!Object.hasOwn(throttler, key)) continue;
-        issues.push({
-          path: [id, key],
-          message:
-            `${key} does not apply to a concurrency throttler (throttler "${id}": its limit is units in use at once, not a rate ` +
-            `over a window); remove ${key}, or set "kind": "rate"`,
-        });
-      }
-    } else if (kind === "rate") {
-      for (const key of CONCURRENCY_ONLY) {
-        if (!Object.hasOwn(throttler, key)) continue;
-        issues.push({
-          path: [id, key],
-          message: `${key} applies only to concurrency throttlers (throttler "${id}" is a rate throttler); remove it, or set "kind": "concurrency"`,
-        });
-      }
+export function checkKindFields(value: Record<string, unknown>, ctx: z.core.$RefinementCtx): void {
+  const kind = value["kind"];
+  const id = "this throttler";
+  if (kind === "concurrency") {
+    const ignored: [string, boolean][] = [
+      ["period", typeof value["period"] === "number" && value["period"] !== PERIOD_DEFAULT_MS],
+      ["smooth", value["smooth"] === true],
+      ["use_class_weights_as_limit", value["use_class_weights_as_limit"] === true],
+    ];
+    for (const [key, set] of ignored) {
+      if (!set) continue;
+      ctx.addIssue({
+        code: "custom",
+        path: [key],
+        input: value[key],
+        message:
+          `${key} does not apply to a concurrency throttler (${id} counts units in use at once, not a rate over a window); ` +
+          `remove ${key}, or set "kind": "rate"`,
+      });
     }
+  } else if (kind === "rate" && typeof value["lease_timeout"] === "number" && value["lease_timeout"] !== LEASE_DEFAULT_MS) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["lease_timeout"],
+      input: value["lease_timeout"],
+      message: `lease_timeout applies only to concurrency throttlers (${id} is a rate throttler); remove it, or set "kind": "concurrency"`,
+    });
   }
-  return issues;
 }

@@ -1,5 +1,6 @@
 import * as z from "zod";
 import { adaptiveSpecSchema } from "./adaptive-spec.ts";
+import { checkKindFields } from "./kind-fields.ts";
 import { DESPITE_INNER_ISSUES, isPlainObject } from "./cross-check.ts";
 import { RETRYING_CHANNEL_DEFAULTS, THROTTLER_CLASS_DEFAULTS, THROTTLER_DEFAULTS } from "./defaults.ts";
 import { describeValue } from "./describe-value.ts";
@@ -195,7 +196,9 @@ export const throttlerSpecSchema = z
     { error: mustBe("an object") },
   )
   .superRefine((value: unknown, ctx) => {
-    if (isPlainObject(value)) checkAdaptiveExclusions(value, ctx);
+    if (!isPlainObject(value)) return;
+    checkAdaptiveExclusions(value, ctx);
+    checkKindFields(value, ctx);
   }, DESPITE_INNER_ISSUES)
   .superRefine((value: unknown, ctx) => {
     if (!isPlainObject(value) || value["use_class_weights_as_limit"] !== true) return;

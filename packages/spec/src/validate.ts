@@ -4,7 +4,6 @@ import { closestMatch } from "./did-you-mean.ts";
 import { dynamicSpecSchema, undeclaredComputations, type DynamicSpec } from "./dynamic-spec.ts";
 import { compareIssuePaths, formatIssuePath, type IssuePathSegment } from "./issue-path.ts";
 import { knownKeysAt } from "./known-keys.ts";
-import { kindFieldIssues } from "./kind-fields.ts";
 import { pipelineSpecSchema, type PipelineSpec } from "./pipeline-spec.ts";
 import { mustBe } from "./rule-error.ts";
 
@@ -30,13 +29,8 @@ export interface DynamicSpecValidationOptions {
 
 export function validatePipelineSpec(input: unknown): ValidationResult<PipelineSpec> {
   const result = pipelineSpecSchema.safeParse(input, parseOptions);
-  const issues = result.success ? [] : toSpecIssues(result.error.issues, pipelineSpecSchema, []);
-  const dynamic = isPlainObject(input) ? input["dynamic_spec"] : undefined;
-  for (const issue of kindFieldIssues(isPlainObject(dynamic) ? dynamic["throttlers"] : undefined)) {
-    issues.push({ path: formatIssuePath(["dynamic_spec", "throttlers", ...issue.path]), message: issue.message });
-  }
-  if (result.success && issues.length === 0) return { ok: true, value: result.data };
-  return { ok: false, issues: sortIssues(issues) };
+  if (result.success) return { ok: true, value: result.data };
+  return { ok: false, issues: toSpecIssues(result.error.issues, pipelineSpecSchema, []) };
 }
 
 export function validateDynamicSpec(
@@ -46,9 +40,6 @@ export function validateDynamicSpec(
   const prefix = options.pathPrefix === undefined || options.pathPrefix === "" ? [] : options.pathPrefix.split(".");
   const result = dynamicSpecSchema.safeParse(input, parseOptions);
   const issues = result.success ? [] : toSpecIssues(result.error.issues, dynamicSpecSchema, prefix);
-  for (const issue of kindFieldIssues(isPlainObject(input) ? input["throttlers"] : undefined)) {
-    issues.push({ path: formatIssuePath([...prefix, "throttlers", ...issue.path]), message: issue.message });
-  }
   if (options.computations !== undefined && isPlainObject(input) && isPlainObject(input["computations"])) {
     for (const issue of undeclaredComputations(input["computations"], options.computations)) {
       issues.push({ path: formatIssuePath([...prefix, ...issue.path]), message: issue.message });

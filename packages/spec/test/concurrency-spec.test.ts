@@ -28,11 +28,18 @@ describe("throttler kind", () => {
     assert.equal(
       formatIssues(result.issues),
       [
-        'dynamic_spec.throttlers.api.lease_timeout: lease_timeout applies only to concurrency throttlers (throttler "api" is a rate throttler); remove it, or set "kind": "concurrency"',
+        'dynamic_spec.throttlers.api.lease_timeout: lease_timeout applies only to concurrency throttlers (this throttler is a rate throttler); remove it, or set "kind": "concurrency"',
         "dynamic_spec.throttlers.api.max_queue_size: max_queue_size must be an integer ≥ 1, got 0",
-        'dynamic_spec.throttlers.tasks.period: period does not apply to a concurrency throttler (throttler "tasks": its limit is units in use at once, not a rate over a window); remove period, or set "kind": "rate"',
+        'dynamic_spec.throttlers.tasks.period: period does not apply to a concurrency throttler (this throttler counts units in use at once, not a rate over a window); remove period, or set "kind": "rate"',
       ].join("\n"),
     );
+  });
+
+  it("accepts a parsed concurrency spec again (defaults filled in are not settings)", () => {
+    const first = validateDynamicSpec({ throttlers: { tasks: { kind: "concurrency", limit: 4 } } });
+    assert.ok(first.ok);
+    const again = validateDynamicSpec(JSON.parse(JSON.stringify(first.value)));
+    assert.ok(again.ok, again.ok ? "" : formatIssues(again.issues));
   });
 
   it("refuses an unknown kind and reports the kind rule in a pipeline file too", () => {
@@ -43,7 +50,7 @@ describe("throttler kind", () => {
       pipeline: "p",
       streams: {},
       computations: {},
-      dynamic_spec: { throttlers: { t: { kind: "concurrency", use_class_weights_as_limit: false } } },
+      dynamic_spec: { throttlers: { t: { kind: "concurrency", use_class_weights_as_limit: true } } },
     });
     assert.ok(!pipeline.ok);
     assert.match(formatIssues(pipeline.issues), /^dynamic_spec\.throttlers\.t\.use_class_weights_as_limit: use_class_weights_as_limit does not apply to a concurrency throttler/);

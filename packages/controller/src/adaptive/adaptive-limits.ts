@@ -11,6 +11,8 @@ export interface BucketUsageSample {
   /** Units given back since the bucket started (monotone). */
   readonly released: number;
   readonly pendingRequests: number;
+  /** Units held now (concurrency throttlers), null for a rate throttler. */
+  readonly inUse: number | null;
 }
 
 export interface AdaptiveLimitsOptions {
@@ -85,8 +87,9 @@ export class AdaptiveLimits {
   }
 
   /**
-   * Use over the last interval: units granted net of units given back (a prefetching client returns
-   * what it did not use), per second; "queued" when a request waits now.
+   * Use over the last interval. A rate throttler: units granted net of units given back (a
+   * prefetching client returns what it did not use), per second. A concurrency throttler: the
+   * units in use now. "queued" when a request waits now.
    */
   private usageMeter(id: string): (elapsedMs: number) => ThrottlerUsage {
     let previous = this.options.sample(id);
@@ -94,9 +97,11 @@ export class AdaptiveLimits {
       const now = this.options.sample(id);
       const before = previous;
       previous = now;
-      if (!now || !before || elapsedMs <= 0) return { use: 0, queued: (now?.pendingRequests ?? 0) > 0 };
+      const queued = (now?.pendingRequests ?? 0) > 0;
+      if (now && now.inUse !== null) return { use: now.inUse, queued };
+      if (!now || !before || elapsedMs <= 0) return { use: 0, queued };
       const net = now.granted - before.granted - (now.released - before.released);
-      return { use: Math.max(0, net) / (elapsedMs / 1000), queued: now.pendingRequests > 0 };
+      return { use: Math.max(0, net) / (elapsedMs / 1000), queued };
     };
   }
 }

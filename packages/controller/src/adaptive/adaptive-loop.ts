@@ -100,6 +100,7 @@ export class AdaptiveLimitLoop {
 
   close(): void {
     this.stopping.abort();
+    this.wake.abort();
   }
 
   /**
@@ -164,7 +165,9 @@ export class AdaptiveLimitLoop {
     this.options.usage(0);
     while (!signal.aborted) {
       try {
-        await this.options.clock.sleep(this.spec.interval, AbortSignal.any([signal, this.wake.signal]));
+        // One controller per sleep that close() and reconfigure() abort: no listener piles up on
+        // a long-lived signal (AbortSignal.any would leave one per interval on `stopping`).
+        await this.options.clock.sleep(this.spec.interval, this.wake.signal);
       } catch {
         if (signal.aborted) return;
         this.wake = new AbortController();
