@@ -131,3 +131,13 @@ function longestRun(flags: readonly boolean[]): number {
   }
   return best;
 }
+
+describe("adaptive control law in whole units (concurrency throttlers)", () => {
+  const whole: AdaptiveBounds = { ...bounds, wholeUnits: true };
+  it("raises to the next whole unit at least, and cuts to a whole unit", () => {
+    const raised = decideLimit(initialLawState(15, whole), { ok: true, load: 0.86 }, { use: 15, queued: true }, whole);
+    assert.equal(raised.state.limit, 16, "15 × 0.925/0.86 = 16.1 admits one more task only as 16 or more; never 15.9");
+    const cut = decideLimit(initialLawState(30, whole), { ok: true, load: 0.97 }, { use: 30, queued: true }, whole);
+    assert.ok(Number.isInteger(cut.state.limit) && cut.state.limit < 30, `cut to ${cut.state.limit}`);
+  });
+});

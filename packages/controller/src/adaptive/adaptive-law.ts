@@ -18,7 +18,7 @@
 // its admitted work a move lands inside the band instead of across it; a raise right after a raise goes
 // only half way (square root of the ratio), because that reading lags the work just admitted; raises are capped at
 // ×1.5 per interval (slow start: a few tasks first, then more in steps) so a reading that lags the
-// last change cannot drive the limit far past the band; cuts are steeper (cubed) because a CPU
+// last change cannot drive the limit far past the band; cuts are steeper (squared) because a CPU
 // signal saturates at 1.0 and reads an overload smaller than it is (a saturated reading says nothing
 // of how far beyond capacity the demand is, so it cuts to ×0.6 at least) — and cutting too far is
 // the safe error, repaired by the next raise.
@@ -35,8 +35,8 @@ export const ADAPTIVE_LAW = Object.freeze({
   raiseExponentAfterRaise: 0.5,
   /** Largest cut per interval: halve. */
   maxCut: 0.5,
-  /** Cuts follow (mid / load)^3. */
-  cutExponent: 3,
+  /** Cuts follow (mid / load)^2. */
+  cutExponent: 2,
   /**
    * A reading at or above this is saturated: a CPU cannot read more than 1.0, so how far beyond
    * capacity the demand is cannot be known, and the cut is at least to ×saturatedCut.
@@ -54,6 +54,12 @@ export interface AdaptiveBounds {
   readonly high: number;
   readonly minLimit: number;
   readonly maxLimit: number;
+  /**
+   * Concurrency throttlers admit whole units: a limit of 15.9 admits 15 tasks. A raise then goes to
+   * the nearest whole number, one unit more at least, and a cut to a whole number below, or a limit could creep by
+   * fractions for ever without admitting one more task.
+   */
+  readonly wholeUnits?: boolean;
 }
 
 export interface AdaptiveLawState {
@@ -118,7 +124,8 @@ export function decideLimit(state: AdaptiveLawState, reading: LoadReading, usage
   if (load > bounds.high) {
     let fromUse = Math.min(limit, use) * (mid / load) ** ADAPTIVE_LAW.cutExponent;
     if (load >= ADAPTIVE_LAW.saturatedLoad && bounds.high < ADAPTIVE_LAW.saturatedLoad) fromUse = Math.min(fromUse, limit * ADAPTIVE_LAW.saturatedCut);
-    const next = clamp(roundLimit(Math.max(limit * ADAPTIVE_LAW.maxCut, fromUse)), bounds);
+    const cut = Math.max(limit * ADAPTIVE_LAW.maxCut, fromUse);
+    const next = clamp(bounds.wholeUnits ? Math.floor(cut) : roundLimit(cut), bounds);
     if (next >= limit) return { state: { limit, failures: 0, raisedLast: false }, action: "hold", reason: `load ${fmt(load)} above ${band} but already at min_limit` };
     return { state: { limit: next, failures: 0, raisedLast: false }, action: "cut", reason: `load ${fmt(load)} above ${band}, use ${fmt(use)}` };
   }
@@ -134,7 +141,8 @@ export function decideLimit(state: AdaptiveLawState, reading: LoadReading, usage
   const exponent = state.raisedLast ? ADAPTIVE_LAW.raiseExponentAfterRaise : 1;
   const towardsMid = load > 0 ? use * (mid / load) ** exponent : Number.POSITIVE_INFINITY;
   const raised = Math.min(limit * ADAPTIVE_LAW.maxRaise, towardsMid, use * ADAPTIVE_LAW.maxRaise + ADAPTIVE_LAW.minRaiseStep);
-  const next = clamp(roundLimit(raised), bounds);
+  const whole = Math.max(Math.round(raised), Math.floor(limit) + 1);
+  const next = clamp(bounds.wholeUnits ? (raised > limit ? whole : limit) : roundLimit(raised), bounds);
   if (next <= limit) {
     const why = limit >= bounds.maxLimit ? "already at max_limit" : `use ${fmt(use)} does not call for more`;
     return { state: { limit, failures: 0, raisedLast: false }, action: "hold", reason: `load ${fmt(load)} below ${band} but ${why}` };

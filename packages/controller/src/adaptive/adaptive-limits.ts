@@ -67,6 +67,7 @@ export class AdaptiveLimits {
         usage: this.usageMeter(id),
         apply: (limit) => this.options.setLimit(id, limit),
         log: this.options.log,
+        wholeUnits: throttler.kind === "concurrency",
       });
       this.loops.set(id, { loop, spec: adaptive });
       loop.start();

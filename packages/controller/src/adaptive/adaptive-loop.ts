@@ -50,10 +50,12 @@ export interface AdaptiveLoopOptions {
   /** Sets the bucket's limit. Called at start, on every change in force, and on reconfiguration. */
   readonly apply: (limit: number) => void;
   readonly log: (line: string) => void;
+  /** A concurrency throttler: limits in whole units. */
+  readonly wholeUnits?: boolean;
 }
 
-function boundsOf(spec: AdaptiveSpec): AdaptiveBounds {
-  return { low: spec.target.low, high: spec.target.high, minLimit: spec.min_limit, maxLimit: spec.max_limit };
+function boundsOf(spec: AdaptiveSpec, wholeUnits = false): AdaptiveBounds {
+  return { low: spec.target.low, high: spec.target.high, minLimit: spec.min_limit, maxLimit: spec.max_limit, wholeUnits };
 }
 
 /**
@@ -204,7 +206,7 @@ export class AdaptiveLimitLoop {
     if (!reading.ok) this.counters.failedReadings++;
     this.load = reading.ok ? reading.load : null;
     const before = this.law.limit;
-    const decision = decideLimit(this.law, reading, usage, boundsOf(this.spec));
+    const decision = decideLimit(this.law, reading, usage, boundsOf(this.spec, this.options.wholeUnits));
     this.law = decision.state;
     this.lastDecisionAt = now;
     this.lastAction = decision.action;
