@@ -6,7 +6,8 @@
 //   (units/s for a rate throttler).
 //   load > high          cut:   limit' = max(limit × MAX_CUT, min(limit, use) × (mid / load)^CUT_EXPONENT),
 //                               and at most limit × SATURATED_CUT when the reading is saturated (≥ 0.99)
-//                               (e = 1, or 0.5 right after a raise)
+//                               (e = 1, or 0.5 right after a raise; right after a cut, a cut is
+//                               proportional (exponent 1) and a saturated reading no cause for ×0.6)
 //   load < low, demand   raise: limit' = min(limit × MAX_RAISE, use × (mid / load)^e, use × MAX_RAISE + MIN_RAISE_STEP)
 //   low ≤ load ≤ high    hold
 //   no demand            hold (nobody is asking for more: raising would only bank headroom)
@@ -69,6 +70,8 @@ export interface AdaptiveLawState {
   readonly failures: number;
   /** Whether the last decision raised the limit: the next reading then still lags that raise. */
   readonly raisedLast: boolean;
+  /** Whether the last decision cut the limit: the next reading then still lags that cut. */
+  readonly cutLast?: boolean;
 }
 
 export type LoadReading = { readonly ok: true; readonly load: number } | { readonly ok: false; readonly reason: string };
@@ -122,12 +125,16 @@ export function decideLimit(state: AdaptiveLawState, reading: LoadReading, usage
   const band = `[${fmt(bounds.low)}, ${fmt(bounds.high)}]`;
   const use = Math.max(0, usage.use);
   if (load > bounds.high) {
-    let fromUse = Math.min(limit, use) * (mid / load) ** ADAPTIVE_LAW.cutExponent;
-    if (load >= ADAPTIVE_LAW.saturatedLoad && bounds.high < ADAPTIVE_LAW.saturatedLoad) fromUse = Math.min(fromUse, limit * ADAPTIVE_LAW.saturatedCut);
+    // Right after a cut the reading still shows part of the work admitted before it: the next cut
+    // is proportional only, and a saturated reading does not cut to ×0.6 a second time.
+    const exponent = state.cutLast === true ? 1 : ADAPTIVE_LAW.cutExponent;
+    let fromUse = Math.min(limit, use) * (mid / load) ** exponent;
+    const saturated = load >= ADAPTIVE_LAW.saturatedLoad && bounds.high < ADAPTIVE_LAW.saturatedLoad;
+    if (saturated && state.cutLast !== true) fromUse = Math.min(fromUse, limit * ADAPTIVE_LAW.saturatedCut);
     const cut = Math.max(limit * ADAPTIVE_LAW.maxCut, fromUse);
     const next = clamp(bounds.wholeUnits ? Math.floor(cut) : roundLimit(cut), bounds);
     if (next >= limit) return { state: { limit, failures: 0, raisedLast: false }, action: "hold", reason: `load ${fmt(load)} above ${band} but already at min_limit` };
-    return { state: { limit: next, failures: 0, raisedLast: false }, action: "cut", reason: `load ${fmt(load)} above ${band}, use ${fmt(use)}` };
+    return { state: { limit: next, failures: 0, raisedLast: false, cutLast: true }, action: "cut", reason: `load ${fmt(load)} above ${band}, use ${fmt(use)}` };
   }
   if (load >= bounds.low) return { state: { limit, failures: 0, raisedLast: false }, action: "hold", reason: `load ${fmt(load)} inside ${band}` };
   const demand = usage.queued || use >= limit * ADAPTIVE_LAW.demandShare;
