@@ -6,8 +6,8 @@
 //   (units/s for a rate throttler).
 //   load > high          cut:   limit' = max(limit × MAX_CUT, min(limit, use) × (mid / load)^CUT_EXPONENT),
 //                               and at most limit × SATURATED_CUT when the reading is saturated (≥ 0.99)
-//                               (e = 1, or 0.5 right after a raise; right after a cut, a cut is
-//                               proportional (exponent 1) and a saturated reading no cause for ×0.6)
+//                               (e = 1, or 0.5 right after a raise; a saturated reading right after
+//                               a cut cuts to ×0.8, not ×0.6)
 //   load < low, demand   raise: limit' = min(limit × MAX_RAISE, use × (mid / load)^e, use × MAX_RAISE + MIN_RAISE_STEP)
 //   low ≤ load ≤ high    hold
 //   no demand            hold (nobody is asking for more: raising would only bank headroom)
@@ -44,6 +44,7 @@ export const ADAPTIVE_LAW = Object.freeze({
    */
   saturatedLoad: 0.99,
   saturatedCut: 0.6,
+  saturatedCutAfterCut: 0.8,
   /** Use below this share of the limit, with nobody waiting, is "no demand": the limit holds. */
   demandShare: 0.5,
   /** Consecutive failed readings after which the limit falls to min_limit. */
@@ -125,12 +126,12 @@ export function decideLimit(state: AdaptiveLawState, reading: LoadReading, usage
   const band = `[${fmt(bounds.low)}, ${fmt(bounds.high)}]`;
   const use = Math.max(0, usage.use);
   if (load > bounds.high) {
-    // Right after a cut the reading still shows part of the work admitted before it: the next cut
-    // is proportional only, and a saturated reading does not cut to ×0.6 a second time.
-    const exponent = state.cutLast === true ? 1 : ADAPTIVE_LAW.cutExponent;
-    let fromUse = Math.min(limit, use) * (mid / load) ** exponent;
+    let fromUse = Math.min(limit, use) * (mid / load) ** ADAPTIVE_LAW.cutExponent;
+    // Right after a cut the reading still shows part of the work admitted before it, so a second
+    // saturated reading cuts less (×0.8) than the first (×0.6).
     const saturated = load >= ADAPTIVE_LAW.saturatedLoad && bounds.high < ADAPTIVE_LAW.saturatedLoad;
-    if (saturated && state.cutLast !== true) fromUse = Math.min(fromUse, limit * ADAPTIVE_LAW.saturatedCut);
+    const saturatedCut = state.cutLast === true ? ADAPTIVE_LAW.saturatedCutAfterCut : ADAPTIVE_LAW.saturatedCut;
+    if (saturated) fromUse = Math.min(fromUse, limit * saturatedCut);
     const cut = Math.max(limit * ADAPTIVE_LAW.maxCut, fromUse);
     const next = clamp(bounds.wholeUnits ? Math.floor(cut) : roundLimit(cut), bounds);
     if (next >= limit) return { state: { limit, failures: 0, raisedLast: false }, action: "hold", reason: `load ${fmt(load)} above ${band} but already at min_limit` };
