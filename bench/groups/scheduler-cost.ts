@@ -50,7 +50,7 @@ export async function measureSchedulerCost(g: GroupContext): Promise<void> {
           ? {
               note:
                 "QuotaBucket.poll + one submit to keep the queue at n; amount 1 per request, random lag timestamps and classes (seeded), weights 5:3:1 (3 classes) or 1–5 (100 classes), one token per ms of virtual time; " +
-                "Sluice runs with the default 60 s grace, in which every granted request id is remembered (bounded by max_queue_size = n + 1,000); the detachedGraceMs 0 variant forgets them at once, which isolates the queues and the class scheduler",
+                "Sluice runs with the default 60 s grace, in which every granted request id is remembered (at most 100 × max_queue_size, max_queue_size = n + 1,000); the detachedGraceMs 0 variant forgets them at once, which isolates the queues and the class scheduler",
             }
           : {}),
       });
@@ -91,8 +91,10 @@ function bucketCostNs(n: number, classCount: number, grants: number, seed: numbe
   // while the queue fills; afterwards every ms of virtual time grants about one request.
   const bucket = new QuotaBucket("bench", quotaBucketConfig({ limit: 1000, periodMs: 1000, classWeights, maxQueueSize: n + 1000, detachedGraceMs }), 0);
   let now = 0;
+  let seq = 0;
+  // Each request has an id, as RPCs do: only those are remembered for the grace (anonymous ones are not idempotent).
   const submit = () =>
-    bucket.submit({ requestId: "", clientId: "", amount: 1, timestampMs: Math.floor(random() * 1e9), classId: classIds[Math.floor(random() * classIds.length)] ?? "", deadlineAt: null }, now);
+    bucket.submit({ requestId: `r${seq++}`, clientId: "", amount: 1, timestampMs: Math.floor(random() * 1e9), classId: classIds[Math.floor(random() * classIds.length)] ?? "", deadlineAt: null }, now);
   bucket.submit({ requestId: "", clientId: "", amount: 1000, timestampMs: 0, classId: "", deadlineAt: null }, now);
   bucket.poll(now);
   for (let i = 0; i < n; i++) submit();

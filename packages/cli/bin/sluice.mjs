@@ -8,5 +8,14 @@ import { register as registerCommonJs } from "tsx/cjs/api";
 
 register();
 registerCommonJs();
+// grpc-js sends the host of the controller's address as the TLS server name even when it is an IP
+// address (127.0.0.1:7070), and Node then warns (DEP0123) on every TLS connection: about the
+// library, not about anything the user could change. That warning alone is dropped.
+const emitWarning = process.emitWarning;
+process.emitWarning = function (warning, ...rest) {
+  const code = typeof rest[0] === "object" && rest[0] !== null ? rest[0].code : rest[1];
+  if (code === "DEP0123") return;
+  return emitWarning.call(process, warning, ...rest);
+};
 const { main } = await import("../src/main.ts");
 process.exitCode = await main(process.argv.slice(2));

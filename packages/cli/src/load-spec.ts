@@ -3,6 +3,7 @@ import { dirname, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import {
   formatIssuePath,
+  parseJson,
   sortIssues,
   validatePipelineSpec,
   type IssuePathSegment,
@@ -10,7 +11,6 @@ import {
   type SpecIssue,
 } from "@sluice/spec";
 import { computationExportProblem, generatorExportProblem } from "./module-exports.ts";
-import { parseJson } from "./parse-json.ts";
 
 // Everything `sluice validate` (and later `sluice run`) checks before starting: the file reads, it is
 // JSON, the spec is valid, and every module it names exists and exports the right thing. Modules are

@@ -1,9 +1,10 @@
 import { PrometheusText, startControllerStatusServer, startStatusServer, type Controller, type RunningStatusServer } from "@sluice/controller";
 import { InvalidArgumentError } from "commander";
+import { clearTokenWarning, isLoopbackHost } from "./tls-options.ts";
 import { writeWorkerMetrics, type WorkerMetricsSource } from "./worker-metrics.ts";
 
 // The HTTP endpoints of each command (dashboard, /api/snapshot, /metrics, /healthz) and the lines
-// they print: tests and scripts parse `… on http://127.0.0.1:<port>/…`, so the shapes are fixed here.
+// they print: tests and scripts parse `… on http(s)://127.0.0.1:<port>/…`, so the shapes are fixed here.
 
 export const DEFAULT_HTTP_HOST = "127.0.0.1";
 
@@ -17,7 +18,22 @@ export function parseHttpPort(value: string): number {
 export interface HttpEndpointOptions {
   readonly host: string;
   readonly port: number;
+  /** https with this certificate and key. */
+  readonly tls?: { readonly cert: Buffer; readonly key: Buffer } | undefined;
+  /** Required on every request (bearer header or the dashboard's cookie). */
+  readonly token?: string | undefined;
+  /** /metrics and /healthz answer without the token. */
+  readonly openMetrics?: boolean | undefined;
 }
+
+/** The warning for a token served in clear beyond this machine; undefined when there is nothing to warn about. */
+export function httpEndpointWarning(endpoint: HttpEndpointOptions, what: string, tlsFlags: string): string | undefined {
+  if (endpoint.token === undefined || endpoint.tls !== undefined || isLoopbackHost(endpoint.host)) return undefined;
+  return clearTokenWarning(what, endpoint.host, tlsFlags);
+}
+
+/** `--metrics-open`: the same words on every command that has an HTTP server. */
+export const METRICS_OPEN_DESCRIPTION = "with a token: leave /metrics and /healthz open (for scrapers and health checks that send no header)";
 
 /** `sluice controller --http-port`: dashboard and the controller's metrics. */
 export async function serveControllerStatus(

@@ -75,6 +75,15 @@ describe("sluice validate", () => {
       assert.match(run.stderr, /^✗ \(root\): .*syntax\.json is not valid JSON at line 3, column 37: .*trailing comma/m);
     });
 
+    it("reports where a spec nested 200,000 deep goes wrong, without a stack overflow", () => {
+      const path = join(dir, "deep.json");
+      writeFileSync(path, `{"pipeline": ${"[".repeat(200_000)}`);
+      const run = runSluice("validate", path);
+      assert.equal(run.code, 1);
+      assert.match(run.stderr, /^✗ \(root\): .*deep\.json is not valid JSON at line 1, column 200014: /m);
+      assert.doesNotMatch(run.stderr, /RangeError|call stack/);
+    });
+
     it("reports a missing spec file", () => {
       const run = runSluice("validate", join(dir, "absent.json"));
       assert.equal(run.code, 1);

@@ -42,6 +42,13 @@ export interface RetryingQuotaRemoteOptions {
  * is spent; then RETRIES_EXHAUSTED, and the job fails. There is no fallback to a local limit.
  */
 export class RetryingQuotaRemote implements QuotaRemote {
+  /**
+   * The class the latest granted refill was charged to. Quota already fetched stays with the class it
+   * was fetched for (DESIGN §4.9): what the pool gives back is the latest refills' quota, so a release
+   * after a class change refunds the class that paid for it, not the one in force now.
+   */
+  private chargedClassId: string | null = null;
+
   constructor(private readonly options: RetryingQuotaRemoteOptions) {}
 
   async acquire(amount: number, signal: AbortSignal): Promise<void> {
@@ -53,6 +60,7 @@ export class RetryingQuotaRemote implements QuotaRemote {
     let lastError: SluiceError | undefined;
     for (let attempt = 1; ; attempt++) {
       const sentAt = clock.now();
+      const quotaClassId = this.options.classId();
       try {
         await this.options.client().requestQuota(
           {
@@ -60,11 +68,12 @@ export class RetryingQuotaRemote implements QuotaRemote {
             clientId: this.options.clientId,
             amount,
             timestampMs: Math.max(0, Math.floor(this.options.priority())),
-            quotaClassId: this.options.classId(),
+            quotaClassId,
             requestId,
           },
           { deadlineAt: Math.min(sentAt + spec.rpc_timeout, giveUpAt), signal, ...this.traceMetadata() },
         );
+        this.chargedClassId = quotaClassId;
         this.options.onRpc?.({ throttlerId, ok: true, latencyMs: clock.now() - sentAt });
         return;
       } catch (thrown) {
@@ -106,7 +115,7 @@ export class RetryingQuotaRemote implements QuotaRemote {
     this.options.onRelease?.(amount);
     try {
       await this.options.client().releaseQuota(
-        { throttlerId: this.options.throttlerId, clientId: this.options.clientId, amount, quotaClassId: this.options.classId() },
+        { throttlerId: this.options.throttlerId, clientId: this.options.clientId, amount, quotaClassId: this.chargedClassId ?? this.options.classId() },
         { deadlineAt: this.options.clock.now() + this.options.spec.rpc_timeout },
       );
     } catch {

@@ -1,6 +1,6 @@
 import type { Tracer } from "@opentelemetry/api";
 import { systemClock, type Clock } from "@sluice/core";
-import { serveQuotaService } from "@sluice/protocol";
+import { serveQuotaService, type ServerTlsOptions } from "@sluice/protocol";
 import type { PipelineSpec } from "@sluice/spec";
 import { Controller } from "./controller.ts";
 
@@ -13,6 +13,8 @@ export interface StartControllerOptions {
   readonly port: number;
   /** Callers must send `authorization: Bearer <token>`. */
   readonly token?: string;
+  /** Serve TLS (mutual TLS when it has a clientCa); absent = plaintext. */
+  readonly tls?: ServerTlsOptions;
   /** Default: the system clock (call deadlines arrive as epoch ms). */
   readonly clock?: Clock;
   readonly log?: (line: string) => void;
@@ -51,6 +53,7 @@ export async function startController(options: StartControllerOptions): Promise<
       port: options.port,
       ...(options.host !== undefined ? { host: options.host } : {}),
       ...(options.token !== undefined ? { token: options.token } : {}),
+      ...(options.tls !== undefined ? { tls: options.tls } : {}),
     });
   } catch (error) {
     controller.close();

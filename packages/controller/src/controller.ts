@@ -17,7 +17,7 @@ import type {
   RequestQuotaResult,
   RenewLeasesCall,
 } from "@sluice/protocol";
-import { DEFAULT_CLASS_ID, validateDynamicSpec, type DynamicSpec, type ThrottlerSpec } from "@sluice/spec";
+import { DEFAULT_CLASS_ID, parseJson, validateDynamicSpec, type DynamicSpec, type ThrottlerSpec } from "@sluice/spec";
 import { AdaptiveLimits, type BucketUsageSample } from "./adaptive/adaptive-limits.ts";
 import type { AdaptiveSnapshot } from "./adaptive/adaptive-loop.ts";
 import type { LoadSource, LoadSpec } from "./adaptive/load-source.ts";
@@ -26,7 +26,7 @@ import { checkReleaseAmount, refuseNeverFitting } from "./concurrency/concurrenc
 import { ConcurrencyLeases, type ConcurrencySnapshot } from "./concurrency/concurrency-leases.ts";
 import { bucketConfigOf, describeLimit, sameBucketConfig } from "./bucket-config.ts";
 import { GRANTED_RATE_SAMPLE_MS, GrantedRates } from "./granted-rates.ts";
-import { jsonSyntaxPosition } from "./json-syntax-position.ts";
+import { releaseQuotaProblem, requestQuotaProblem, watchProblem } from "./request-limits.ts";
 import { traceRequestQuota } from "./request-quota-span.ts";
 
 export interface ControllerOptions {
@@ -156,6 +156,8 @@ export class Controller implements QuotaServiceHandler {
   }
 
   requestQuota(call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult> {
+    const malformed = requestQuotaProblem(call);
+    if (malformed) return Promise.reject(malformed);
     return traceRequestQuota(this.tracer, this.clock, call, context, this.classIdOf(call), () => this.acquire(call, context));
   }
 
@@ -167,6 +169,8 @@ export class Controller implements QuotaServiceHandler {
   }
 
   async releaseQuota(call: ReleaseQuotaCall, _context: CallContext): Promise<void> {
+    const malformed = releaseQuotaProblem(call);
+    if (malformed) throw malformed;
     const driver = this.driverFor(call.throttlerId);
     if (this.spec.throttlers[call.throttlerId]?.kind === "concurrency") {
       // Only what this client holds comes back: a late release of units whose lease already ended
@@ -193,6 +197,8 @@ export class Controller implements QuotaServiceHandler {
 
   watchDynamicSpec(clientId: string, emit: (update: DynamicSpecUpdate) => void, context: CallContext): Promise<void> {
     if (this.closedWith) return Promise.reject(this.closedWith);
+    const malformed = watchProblem(clientId);
+    if (malformed) return Promise.reject(malformed);
     if (context.signal.aborted) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
       const onAbort = () => {
@@ -217,18 +223,16 @@ export class Controller implements QuotaServiceHandler {
   async updateDynamicSpec(dynamicSpecJson: string, _context?: CallContext): Promise<{ version: number }> {
     this.throwIfClosed();
     const unchanged = `nothing changed, version ${this.currentVersion} stays in force`;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(dynamicSpecJson);
-    } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
+    const parsed = parseJson(dynamicSpecJson);
+    if (!parsed.ok) {
+      const { line, column, offset } = parsed;
       throw new SluiceError(
         "SPEC_INVALID",
-        `dynamic_spec_json is not valid JSON${jsonSyntaxPosition(dynamicSpecJson)} (${reason}); ${unchanged}`,
-        { version: this.currentVersion },
+        `dynamic_spec_json is not valid JSON at line ${line}, column ${column} (${parsed.message}); ${unchanged}`,
+        { version: this.currentVersion, line, column, offset },
       );
     }
-    const result = validateDynamicSpec(parsed, { computations: this.computations, pathPrefix: "dynamic_spec" });
+    const result = validateDynamicSpec(parsed.value, { computations: this.computations, pathPrefix: "dynamic_spec" });
     if (!result.ok) {
       const listed = result.issues.map((issue) => `${issue.path}: ${issue.message}`).join("; ");
       throw new SluiceError(

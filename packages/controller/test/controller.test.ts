@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { ManualClock, isSluiceError } from "@sluice/core";
 import type { CallContext, DynamicSpecUpdate } from "@sluice/protocol";
 import { validateDynamicSpec } from "@sluice/spec";
-import { Controller, jsonSyntaxPosition } from "../src/index.ts";
+import { Controller } from "../src/index.ts";
 
 // The controller in virtual time: reconfiguration, observed rates, shutdown. Transport behaviour is
 // covered by the contract suite.
@@ -112,13 +112,23 @@ describe("Controller (virtual time)", () => {
   });
 });
 
-describe("jsonSyntaxPosition", () => {
-  it("finds where a JSON text first goes wrong", () => {
-    assert.equal(jsonSyntaxPosition('{"a": }'), " at line 1, column 7");
-    assert.equal(jsonSyntaxPosition('{\n  "a": 1,\n}'), " at line 3, column 1");
-    assert.equal(jsonSyntaxPosition("[1, 2"), " at line 1, column 6");
-    assert.equal(jsonSyntaxPosition('"\\x"'), " at line 1, column 3");
-    assert.equal(jsonSyntaxPosition("{} x"), " at line 1, column 4");
-    assert.equal(jsonSyntaxPosition('{"ok": [true, null, -1.5e3, "\\u00e9"]}'), "");
+describe("Controller.updateDynamicSpec with text that is not JSON", () => {
+  it("refuses it with SPEC_INVALID and the line and column, however deeply nested", async () => {
+    const { controller } = controllerWith({ api: { limit: 10 } });
+    const refusal = async (text: string) => {
+      const error: unknown = await controller.updateDynamicSpec(text).then(
+        () => assert.fail(`accepted ${text.slice(0, 40)}`),
+        (caught: unknown) => caught,
+      );
+      assert.ok(isSluiceError(error, "SPEC_INVALID"), String(error));
+      return error.message;
+    };
+    assert.match(await refusal('{"a": }'), /^SPEC_INVALID: dynamic_spec_json is not valid JSON at line 1, column 7 \(/);
+    assert.match(await refusal('{\n  "a": 1,\n}'), /at line 3, column 1 \(.*JSON allows no trailing comma\); nothing changed, version 1 stays in force$/);
+    // Each of these overflowed the stack of the recursive scanner that located errors before.
+    assert.match(await refusal("[".repeat(200_000)), /at line 1, column 200001 \(/);
+    assert.match(await refusal('{"a":'.repeat(200_000)), /at line 1, column 1000001 \(/);
+    assert.match(await refusal(`${"[".repeat(200_000)}}`), /at line 1, column 200001 \(/);
+    assert.equal(controller.version, 1);
   });
 });

@@ -9,6 +9,12 @@ export interface Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
+/**
+ * The longest delay `setTimeout` takes (2^31 − 1 ms, about 24.8 days). Node fires a longer one after
+ * 1 ms, with a warning, so an unbounded wait (a deadline weeks away, a debt at a tiny limit) would spin.
+ */
+export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
+
 /** The real clock: wall time in milliseconds, timers from the event loop. */
 export const systemClock: Clock = {
   now: () => performance.timeOrigin + performance.now(),
@@ -18,14 +24,25 @@ export const systemClock: Clock = {
         reject(signal.reason);
         return;
       }
+      let timer: ReturnType<typeof setTimeout> | undefined;
       const onAbort = () => {
         clearTimeout(timer);
         reject(signal?.reason);
       };
-      const timer = setTimeout(() => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve();
-      }, Math.max(0, ms));
+      // Longer than one timer can wait: wait in steps of at most MAX_TIMER_DELAY_MS and re-arm.
+      const arm = (left: number) => {
+        const step = Math.min(left, MAX_TIMER_DELAY_MS);
+        timer = setTimeout(() => {
+          const rest = left - step;
+          if (rest > 0) {
+            arm(rest);
+            return;
+          }
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
+        }, step);
+      };
+      arm(ms > 0 ? ms : 0); // NaN and negative delays are "now"
       signal?.addEventListener("abort", onAbort, { once: true });
     });
   },

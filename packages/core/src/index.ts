@@ -15,13 +15,16 @@ export {
   QuotaBucket,
   type Admission,
   type QuotaBucketCounters,
+  type QuotaBucketMemory,
   type QuotaBucketSnapshot,
   type QuotaClassSnapshot,
   type QuotaRequest,
   type Settlement,
 } from "./quota-bucket.ts";
 export {
+  GRANT_CHUNKS_PER_POLL,
   QUOTA_BUCKET_DEFAULTS,
+  REQUEST_IDS_PER_QUEUE_SLOT,
   effectiveLimitOf,
   quotaBucketConfig,
   type QuotaBucketConfig,

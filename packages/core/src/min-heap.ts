@@ -30,21 +30,38 @@ export class MinHeap<T> {
     const last = items.pop();
     if (items.length === 0 || last === undefined) return top;
     items[0] = last;
-    let i = 0;
+    this.siftDown(0);
+    return top;
+  }
+
+  values(): readonly T[] {
+    return this.items;
+  }
+
+  /** Keeps only the items `keep` accepts (calling `dropped` on the others) and restores heap order in O(n). */
+  retain(keep: (item: T) => boolean, dropped?: (item: T) => void): void {
+    const items = this.items;
+    let kept = 0;
+    for (const item of items) {
+      if (keep(item)) items[kept++] = item;
+      else dropped?.(item);
+    }
+    items.length = kept;
+    for (let i = (kept >> 1) - 1; i >= 0; i--) this.siftDown(i);
+  }
+
+  private siftDown(start: number): void {
+    const items = this.items;
+    let i = start;
     for (;;) {
       const left = 2 * i + 1;
       const right = left + 1;
       let smallest = i;
       if (left < items.length && this.before(items[left] as T, items[smallest] as T)) smallest = left;
       if (right < items.length && this.before(items[right] as T, items[smallest] as T)) smallest = right;
-      if (smallest === i) break;
+      if (smallest === i) return;
       [items[i], items[smallest]] = [items[smallest] as T, items[i] as T];
       i = smallest;
     }
-    return top;
-  }
-
-  values(): readonly T[] {
-    return this.items;
   }
 }

@@ -1,5 +1,7 @@
 import { asSluiceError, cancelledError } from "./abort.ts";
 import type { Clock } from "./clock.ts";
+import { fits, invalidAmount, settleToZero, TOLERANCE, validAmount } from "./prefetch-amounts.ts";
+import { PrefetchSizer } from "./prefetch-sizer.ts";
 import { SluiceError } from "./sluice-error.ts";
 import { RESOLVED, type ThrottleOptions, type Throttler } from "./throttler.ts";
 
@@ -30,20 +32,10 @@ export interface PrefetchConfig {
   readonly retryDelayMs?: number;
 }
 
-/**
- * Amounts are doubles and refills are fractional, so sums drift by ~1e-14. A comparison that must
- * hold exactly (a pool of 99.99999999999999 for a request of 100) would leave a caller waiting
- * forever with nothing in flight; quantities within this relative tolerance count as equal.
- */
-const TOLERANCE = 1e-9;
-
-function fits(amount: number, available: number): boolean {
-  // Relative to what is there, so an infinite amount never fits.
-  return amount <= available + TOLERANCE * Math.max(1, Math.abs(available));
-}
-
 interface LocalRequest {
   readonly amount: number;
+  /** Arrival number: a final refill failure fails only callers that were waiting when it was sent. */
+  readonly seq: number;
   settled: boolean;
   resolve(): void;
   reject(error: SluiceError): void;
@@ -70,7 +62,9 @@ export interface PrefetchStats {
  *
  * Better than the reference: an aborted caller leaves the queue at once (its share of an arriving
  * refill stays in the pool for the next caller), and a refill that fails with a retriable error fails
- * nobody — it is asked again; only a final error fails the callers that no remaining refill covers.
+ * nobody — it is asked again. A final error (the retry budget spent) fails only callers that were
+ * already waiting when that refill was sent — their own wait has lasted its whole budget — and only as
+ * many as the refills still in flight cannot cover; later callers keep waiting on a new refill.
  */
 export class PrefetchingThrottler implements Throttler {
   private available = 0;
@@ -79,9 +73,8 @@ export class PrefetchingThrottler implements Throttler {
   private readonly queue: LocalRequest[] = [];
   private queueHead = 0;
   private liveQueued = 0;
-  private prefetchAmount: number;
-  private readonly window: { at: number; amount: number }[] = [];
-  private windowAmount = 0;
+  private readonly sizer: PrefetchSizer;
+  private arrivals = 0;
   private refills = 0;
   private refillFailures = 0;
   private returned = 0;
@@ -100,10 +93,12 @@ export class PrefetchingThrottler implements Throttler {
     private readonly clock: Clock,
     private readonly name = "throttler",
   ) {
-    this.prefetchAmount = config.minPrefetchAmount;
+    this.sizer = new PrefetchSizer(config);
   }
 
   throttle(amount: number, options?: ThrottleOptions): Promise<void> {
+    // 0 is granted at once (DESIGN §4.1), even behind waiting callers: it takes nothing from anyone.
+    if (amount === 0) return RESOLVED;
     if (this.liveQueued === 0 && amount >= 0 && fits(amount, this.available)) {
       this.available = Math.max(0, this.available - amount);
       return RESOLVED;
@@ -112,6 +107,7 @@ export class PrefetchingThrottler implements Throttler {
   }
 
   tryAcquire(amount: number): boolean {
+    if (amount === 0) return true;
     if (this.liveQueued === 0 && amount >= 0 && fits(amount, this.available)) {
       this.available = Math.max(0, this.available - amount);
       // Only the try it stocked up for (or a larger one) ends the stock-up: a small try in between
@@ -125,13 +121,18 @@ export class PrefetchingThrottler implements Throttler {
       this.stockedUpFor = Math.max(this.stockedUpFor, amount);
       this.stockedUpAt = this.clock.now();
       const forecast = this.available + this.inFlight - this.queuedAmount;
-      if (forecast < amount) this.refill(Math.max(this.prefetchAmount, amount - forecast));
+      if (forecast < amount) this.refill(Math.max(this.sizer.prefetchAmount, amount - forecast));
     }
     return false;
   }
 
   release(amount: number): void {
     if (!validAmount(amount)) throw invalidAmount(this.name, amount);
+    // A closed client's pool was already given back and nobody takes from it: this goes back too.
+    if (this.closedWith) {
+      this.giveToRemote(amount);
+      return;
+    }
     this.available += amount;
     this.satisfy();
   }
@@ -146,7 +147,7 @@ export class PrefetchingThrottler implements Throttler {
       inFlight: this.inFlight,
       queuedRequests: this.liveQueued,
       queuedAmount: this.queuedAmount,
-      prefetchAmount: this.prefetchAmount,
+      prefetchAmount: this.sizer.prefetchAmount,
       refills: this.refills,
       refillFailures: this.refillFailures,
       returned: this.returned,
@@ -197,6 +198,7 @@ export class PrefetchingThrottler implements Throttler {
       };
       const request: LocalRequest = {
         amount,
+        seq: this.arrivals++,
         settled: false,
         resolve: () => {
           signal?.removeEventListener("abort", onAbort);
@@ -244,19 +246,18 @@ export class PrefetchingThrottler implements Throttler {
     if (this.closedWith) return;
     const forecast = this.available + this.inFlight - this.queuedAmount;
     if (fits(this.queuedAmount, this.available + this.inFlight)) return;
-    this.updatePrefetch(this.clock.now());
-    this.refill(Math.max(this.prefetchAmount, -forecast));
+    this.sizer.update(this.clock.now());
+    this.refill(Math.max(this.sizer.prefetchAmount, -forecast));
   }
 
   private refill(amount: number): void {
-    const now = this.clock.now();
     this.inFlight += amount;
     this.refills += 1;
-    this.window.push({ at: now, amount });
-    this.windowAmount += amount;
+    this.sizer.recordRefill(this.clock.now(), amount);
+    const waitingBefore = this.arrivals;
     this.remote.acquire(amount, this.lifetime.signal).then(
       () => this.onRefilled(amount),
-      (error: unknown) => this.onRefillFailed(amount, error),
+      (error: unknown) => this.onRefillFailed(amount, waitingBefore, error),
     );
   }
 
@@ -274,8 +275,8 @@ export class PrefetchingThrottler implements Throttler {
       // Keep one refill queued while callers outrun the pool. Otherwise the controller sees this
       // client's class go idle between refills (for the time it takes to use up the pool) and, since
       // an idle class banks no credit, a busy class would get less than its weight.
-      this.updatePrefetch(this.clock.now());
-      this.refill(this.prefetchAmount);
+      this.sizer.update(this.clock.now());
+      this.refill(this.sizer.prefetchAmount);
       return;
     }
     this.requestIfNeeded();
@@ -302,7 +303,8 @@ export class PrefetchingThrottler implements Throttler {
     this.giveToRemote(excess);
   }
 
-  private onRefillFailed(amount: number, thrown: unknown): void {
+  /** `waitingBefore`: callers with a smaller arrival number were waiting when the refill was sent. */
+  private onRefillFailed(amount: number, waitingBefore: number, thrown: unknown): void {
     this.inFlight = settleToZero(this.inFlight - amount);
     if (this.closedWith) return;
     this.refillFailures += 1;
@@ -311,17 +313,21 @@ export class PrefetchingThrottler implements Throttler {
       this.retryLater();
       return;
     }
-    // Final error: fail, from the back, the callers that the refills still in flight cannot cover.
+    // Final error: the retry budget of this refill is spent, and with it the wait of every caller
+    // that was already waiting when it was sent. Fail those, from the back, until the refills still
+    // in flight cover the rest; a caller that came later has not waited its own budget yet.
     for (let i = this.queue.length - 1; i >= this.queueHead; i--) {
       if (fits(this.queuedAmount, this.available + this.inFlight)) break;
       const request = this.queue[i];
-      if (!request || request.settled) continue;
+      if (!request || request.settled || request.seq >= waitingBefore) continue;
       request.settled = true;
       this.liveQueued -= 1;
-      this.queuedAmount -= request.amount;
+      this.queuedAmount = this.liveQueued === 0 ? 0 : this.queuedAmount - request.amount;
       request.reject(error);
     }
-    this.maybeFinishRetiring();
+    // A failed head may have blocked smaller callers the pool covers; the rest get a refill of their own.
+    this.satisfy();
+    this.requestIfNeeded();
   }
 
   private retryLater(): void {
@@ -336,28 +342,6 @@ export class PrefetchingThrottler implements Throttler {
         this.retryPending = false;
       },
     );
-  }
-
-  /**
-   * Sizes the next refill from the refills in the window: the average amount scaled by how far the
-   * observed refill rate is from the target, clamped to [min, max] (the reference's UpdatePrefetch).
-   */
-  private updatePrefetch(now: number): void {
-    const { windowMs, targetRps, minPrefetchAmount, maxPrefetchAmount } = this.config;
-    while (this.window.length > 0 && (this.window[0]?.at ?? now) <= now - windowMs) {
-      this.windowAmount -= this.window.shift()?.amount ?? 0;
-    }
-    const count = this.window.length;
-    const oldest = this.window[0];
-    if (count === 0 || oldest === undefined || this.windowAmount <= 0) return;
-    // Improvement on the reference, which always divides by the whole window: a client younger than
-    // its window measures its rate over the time it has existed (at least one request period), so a
-    // busy new client reaches its steady refill size in a few refills instead of dozens.
-    const spanMs = Math.min(windowMs, Math.max(now - oldest.at, 1000 / targetRps));
-    const observedRps = count / (spanMs / 1000);
-    // Whole units, like the reference's integer amounts: fractional refills only add float residue.
-    const next = Math.ceil(((this.windowAmount / count) * observedRps) / targetRps - TOLERANCE);
-    this.prefetchAmount = Math.min(maxPrefetchAmount, Math.max(minPrefetchAmount, next));
   }
 
   private maybeFinishRetiring(): void {
@@ -379,18 +363,3 @@ export class PrefetchingThrottler implements Throttler {
   }
 }
 
-/** A running sum that should be back at zero, without the float residue of its additions. */
-function settleToZero(value: number): number {
-  return Math.abs(value) < TOLERANCE ? 0 : value;
-}
-
-function validAmount(amount: number): boolean {
-  return typeof amount === "number" && Number.isFinite(amount) && amount >= 0;
-}
-
-function invalidAmount(name: string, amount: number): SluiceError {
-  return new SluiceError("INVALID_AMOUNT", `amount must be a finite number >= 0, got ${String(amount)} (throttler "${name}")`, {
-    throttlerId: name,
-    amount,
-  });
-}

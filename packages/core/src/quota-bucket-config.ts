@@ -51,3 +51,17 @@ export function effectiveLimitOf(config: QuotaBucketConfig): number | null {
     .filter(([id]) => id !== DEFAULT_CLASS)
     .reduce((sum, [, weight]) => sum + weight, 0);
 }
+
+/**
+ * Most chunks one `poll` grants. A request of 10^9 units with `max_grant_amount` 10 is 10^8 chunks;
+ * granting them in one go would hold the event loop for seconds. Past this many, `poll` returns and
+ * `nextWakeAt` says "now", so the driver yields to the event loop and carries on (a turn is ~2 ms).
+ */
+export const GRANT_CHUNKS_PER_POLL = 4096;
+
+/**
+ * Request ids a bucket holds at most, per unit of `max_queue_size`: waiting and detached requests plus
+ * granted ids remembered for their whole grace. At the bound a new request with an id is refused with
+ * QUEUE_FULL until the oldest remembered ids expire — forgetting one early could grant a retry twice.
+ */
+export const REQUEST_IDS_PER_QUEUE_SLOT = 100;

@@ -2,9 +2,9 @@ import type { Entry } from "./quota-entry.ts";
 import { MAX_REQUEST_AMOUNT } from "./quota-request.ts";
 import { SluiceError } from "./sluice-error.ts";
 
-/** Why an amount cannot be accepted, or null when it can. `requestId` "" or "~…" (anonymous) is not named. */
+/** Why an amount cannot be accepted, or null when it can. `requestId` is the client's ("" = none, not named). */
 export function checkAmount(throttlerId: string, amount: number, requestId: string): SluiceError | null {
-  const where = `throttler "${throttlerId}"${requestId && !requestId.startsWith("~") ? `, request "${requestId}"` : ""}`;
+  const where = `throttler "${throttlerId}"${requestId ? `, request "${requestId}"` : ""}`;
   if (typeof amount !== "number" || !Number.isFinite(amount) || amount < 0) {
     return new SluiceError("INVALID_AMOUNT", `amount must be a finite number >= 0, got ${String(amount)} (${where})`, {
       throttlerId,
@@ -29,6 +29,19 @@ export function queueFullError(throttlerId: string, pendingRequests: number, max
   );
 }
 
+/**
+ * Remembered request ids are never dropped before their grace ends (a retry would be granted twice),
+ * so at the bound a new idempotent request is refused instead, until the oldest ids expire.
+ */
+export function tooManyRememberedError(throttlerId: string, remembered: number, bound: number, graceMs: number): SluiceError {
+  return new SluiceError(
+    "QUEUE_FULL",
+    `throttler "${throttlerId}" holds ${remembered} request ids (waiting, or granted within the last ${graceMs} ms and ` +
+      `remembered so that a retry is not granted twice); it holds at most ${bound}; retry with backoff`,
+    { throttlerId, rememberedRequestIds: remembered, maxRememberedRequestIds: bound, detachedGraceMs: graceMs },
+  );
+}
+
 export interface TimeoutContext {
   readonly throttlerId: string;
   readonly waitedMs: number;
@@ -41,9 +54,9 @@ export function timeoutError(entry: Entry, context: TimeoutContext): SluiceError
   const { throttlerId, waitedMs, limit, pendingRequests, detachedGraceMs } = context;
   return new SluiceError(
     "QUOTA_TIMEOUT",
-    `request "${entry.id}" for ${entry.amount} units (class "${entry.classId}") waited ${Math.round(waitedMs)} ms on throttler "${throttlerId}" ` +
+    `${entry.requestId === "" ? "a request without a request id" : `request "${entry.requestId}"`} for ${entry.amount} units (class "${entry.classId}") waited ${Math.round(waitedMs)} ms on throttler "${throttlerId}" ` +
       `(limit ${limit === null ? "unlimited" : `${limit}/s`}, ${pendingRequests} requests waiting) and was not granted; ` +
       `it keeps its place for ${detachedGraceMs} ms: retry with the same request id to resume`,
-    { throttlerId, requestId: entry.id, amount: entry.amount, waitedMs, limit },
+    { throttlerId, requestId: entry.requestId, amount: entry.amount, waitedMs, limit },
   );
 }

@@ -70,3 +70,17 @@ export interface QuotaBucketSnapshot {
   /** Units held now (concurrency throttlers); null for a rate throttler. */
   readonly inUse?: number | null;
 }
+
+/** What a bucket holds in memory, in objects: bounded by its live requests and remembered ids. */
+export interface QuotaBucketMemory {
+  /** Requests waiting or detached. */
+  readonly requests: number;
+  /** Entries the class queues hold, including ones that stopped waiting and are not yet dropped. */
+  readonly queueEntries: number;
+  /** Deadline and grace timers, including stale ones not yet dropped. */
+  readonly timers: number;
+  /** Granted request ids remembered for the grace, so that a retry is answered and not granted twice. */
+  readonly rememberedRequestIds: number;
+  /** The most `requests + rememberedRequestIds` may reach; beyond, a new request with an id is refused. */
+  readonly maxRequestIds: number;
+}

@@ -1,24 +1,31 @@
 import { ClassScheduler, DEFAULT_CLASS } from "./class-scheduler.ts";
-import { headOf, newClassQueue, type ClassQueue } from "./class-queue.ts";
+import { ClassQueues, headOf } from "./class-queue.ts";
 import { DeadlineTimers } from "./deadline-timers.ts";
-import { effectiveLimitOf, type QuotaBucketConfig } from "./quota-bucket-config.ts";
-import { checkAmount, queueFullError, timeoutError } from "./quota-bucket-errors.ts";
+import {
+  effectiveLimitOf,
+  GRANT_CHUNKS_PER_POLL,
+  REQUEST_IDS_PER_QUEUE_SLOT,
+  type QuotaBucketConfig,
+} from "./quota-bucket-config.ts";
+import { checkAmount, queueFullError, timeoutError, tooManyRememberedError } from "./quota-bucket-errors.ts";
 import {
   newQuotaBucketCounters,
   type QuotaBucketCounters,
+  type QuotaBucketMemory,
   type QuotaBucketSnapshot,
-  type QuotaClassSnapshot,
 } from "./quota-bucket-snapshot.ts";
-import { laterDeadline, type Entry } from "./quota-entry.ts";
+import { chunkOf, laterDeadline, requestKey, type Entry } from "./quota-entry.ts";
 import type { Admission, QuotaRequest, Settlement } from "./quota-request.ts";
 import { RememberedGrants } from "./remembered-grants.ts";
-import type { SluiceError } from "./sluice-error.ts";
 import { TokenBucket } from "./token-bucket.ts";
 import { ConcurrencyUnits } from "./concurrency-units.ts";
 import { WaitHistogram } from "./wait-histogram.ts";
 
 export { MAX_REQUEST_AMOUNT, type Admission, type QuotaRequest, type Settlement } from "./quota-request.ts";
-export type { QuotaBucketCounters, QuotaBucketSnapshot, QuotaClassSnapshot } from "./quota-bucket-snapshot.ts";
+export type { QuotaBucketCounters, QuotaBucketMemory, QuotaBucketSnapshot, QuotaClassSnapshot } from "./quota-bucket-snapshot.ts";
+
+/** A request that arrived at a balance of exactly 0 waits this long: the driver's timer step. */
+const ARRIVAL_STEP_MS = 1;
 
 /**
  * One named throttler on the controller (DESIGN §4): a token bucket shared among weighted classes by
@@ -43,7 +50,7 @@ export class QuotaBucket {
   private config: QuotaBucketConfig;
   private tokens: UnitSource;
   private readonly scheduler: ClassScheduler;
-  private readonly classes = new Map<string, ClassQueue>();
+  private readonly classes: ClassQueues;
   private readonly entries = new Map<string, Entry>();
   /** Detached entries in detach order, so the oldest goes first when too many pile up. */
   private readonly detached = new Map<string, Entry>();
@@ -53,6 +60,11 @@ export class QuotaBucket {
   private readonly waitTime = new WaitHistogram();
   private readonly counters: QuotaBucketCounters = newQuotaBucketCounters();
   private pendingRequests = 0;
+  /**
+   * The request that arrived to an empty queue, while it has not had its first chunk (there is at
+   * most one: any later arrival found it waiting). It is granted at once only at a positive balance.
+   */
+  private arrivedToEmptyQueue: Entry | null = null;
   private seq = 0;
 
   constructor(id: string, config: QuotaBucketConfig, now: number) {
@@ -60,7 +72,8 @@ export class QuotaBucket {
     this.config = config;
     this.tokens = unitSourceOf(config, now);
     this.scheduler = new ClassScheduler(config.classWeights);
-    this.ensureClassQueues();
+    this.classes = new ClassQueues(this.scheduler);
+    this.classes.ensure([DEFAULT_CLASS, ...Object.keys(config.classWeights)]);
   }
 
   get pending(): number {
@@ -68,8 +81,8 @@ export class QuotaBucket {
   }
 
   submit(request: QuotaRequest, now: number): Admission {
-    const requestId = request.requestId !== "" ? request.requestId : `~${this.seq}`;
-    const amountError = this.checkAmount(request.amount, requestId);
+    const requestId = requestKey(request.requestId, this.seq);
+    const amountError = checkAmount(this.id, request.amount, request.requestId);
     if (amountError) {
       this.counters.refusedInvalidAmount += 1;
       return { kind: "refused", requestId, error: amountError };
@@ -87,21 +100,29 @@ export class QuotaBucket {
       this.counters.joined += 1;
       return { kind: "joined", requestId };
     }
-    if (existing?.state === "detached") {
-      this.reattach(existing, request.deadlineAt);
-      return { kind: "reattached", requestId };
-    }
-    if (request.amount === 0) {
+    if (request.amount === 0 && existing === undefined) {
       return { kind: "granted", requestId, amount: 0, waitedMs: 0 };
     }
+    // A hard bound: a detached request coming back takes a place in the queue like a new one.
     if (this.pendingRequests >= this.config.maxQueueSize) {
       this.counters.refusedQueueFull += 1;
       return { kind: "refused", requestId, error: queueFullError(this.id, this.pendingRequests, this.config.maxQueueSize) };
     }
+    if (existing?.state === "detached") {
+      this.reattach(existing, request.deadlineAt);
+      return { kind: "reattached", requestId };
+    }
+    const idBound = this.config.maxQueueSize * REQUEST_IDS_PER_QUEUE_SLOT;
+    if (request.requestId !== "" && this.entries.size + this.completed.size >= idBound) {
+      this.counters.refusedQueueFull += 1;
+      const held = this.entries.size + this.completed.size;
+      return { kind: "refused", requestId, error: tooManyRememberedError(this.id, held, idBound, this.config.detachedGraceMs) };
+    }
     const entry: Entry = {
       id: requestId,
+      requestId: request.requestId,
       clientId: request.clientId,
-      classId: this.resolveClass(request.classId),
+      classId: this.classes.resolve(request.classId, this.config, this.counters),
       timestampMs: request.timestampMs,
       seq: this.seq++,
       enqueuedAt: now,
@@ -112,9 +133,11 @@ export class QuotaBucket {
       deadlineAt: request.deadlineAt,
       detachedUntil: null,
       started: false,
+      needsPositiveBalance: this.pendingRequests === 0,
       state: "queued",
       inHeap: false,
     };
+    if (entry.needsPositiveBalance) this.arrivedToEmptyQueue = entry;
     this.entries.set(requestId, entry);
     this.enqueue(entry);
     this.timers.armDeadline(entry);
@@ -127,6 +150,7 @@ export class QuotaBucket {
     this.fireTimers(now, settlements);
     this.drain(now, settlements);
     this.timers.compact(this.entries);
+    this.completed.forgetExpired(now);
     return settlements;
   }
 
@@ -134,7 +158,9 @@ export class QuotaBucket {
   nextWakeAt(now: number): number | null {
     let wake = this.timers.nextAt();
     if (this.pendingRequests > 0) {
-      const ms = this.tokens.msUntilGrantable(now);
+      let ms = this.tokens.msUntilGrantable(now);
+      const first = this.arrivedToEmptyQueue;
+      if (ms !== null && first && !this.mayGrantOnArrival(first, now)) ms = Math.max(ms, first.enqueuedAt + ARRIVAL_STEP_MS - now);
       if (ms !== null && (wake === null || now + ms < wake)) wake = now + ms;
     }
     return wake;
@@ -144,14 +170,14 @@ export class QuotaBucket {
   cancel(requestId: string, now: number): boolean {
     const entry = this.entries.get(requestId);
     if (!entry) return false;
-    if (entry.state === "queued") {
-      this.unqueue(entry, now);
-      this.refreshClass(entry.classId);
-    }
+    const wasQueued = entry.state === "queued";
+    if (wasQueued) this.unqueue(entry, now);
+    entry.state = "done";
+    if (wasQueued) this.classes.refresh(entry.classId);
     this.detached.delete(requestId);
     this.entries.delete(requestId);
-    entry.state = "done";
     this.counters.cancelled += 1;
+    this.timers.compact(this.entries);
     return true;
   }
 
@@ -168,7 +194,7 @@ export class QuotaBucket {
     entry.detachedUntil = now + this.config.detachedGraceMs;
     this.detached.set(entry.id, entry);
     this.timers.armGrace(entry, entry.detachedUntil);
-    this.refreshClass(entry.classId);
+    this.classes.refresh(entry.classId);
     this.boundDetached();
     return true;
   }
@@ -178,24 +204,27 @@ export class QuotaBucket {
    * reference's TryAcquire). Returns whether it was taken.
    */
   tryAcquire(amount: number, classId: string, now: number): boolean {
-    if (this.checkAmount(amount, "")) return false;
+    if (checkAmount(this.id, amount, "")) return false;
     if (amount === 0) return true;
     if (this.pendingRequests > 0 || !this.tokens.canGrantWithoutQueue(now) || !this.tokens.canTake(amount, now)) return false;
     this.tokens.take(amount, now);
-    const resolved = this.resolveClass(classId);
+    const resolved = this.classes.resolve(classId, this.config, this.counters);
+    // Charged like a grant, so that a release of it refunds a charge that was made. (Nobody waits
+    // here, so no class is active and the charge is reset at once: idle classes bank nothing.)
+    this.scheduler.charge(resolved, amount);
     this.counters.granted += amount;
-    this.classQueue(resolved).granted += amount;
+    this.classes.get(resolved).granted += amount;
     return true;
   }
 
   /** Returns unused quota to the bucket (never above its capacity). */
   release(amount: number, classId: string, now: number): void {
-    const error = this.checkAmount(amount, "");
+    const error = checkAmount(this.id, amount, "");
     if (error) throw error;
     this.tokens.release(amount, now);
     this.counters.released += amount;
     const id = classId === "" ? DEFAULT_CLASS : classId;
-    const queue = this.classes.get(id);
+    const queue = this.classes.find(id);
     if (queue) {
       queue.released += amount;
       this.scheduler.refund(id, amount);
@@ -212,24 +241,13 @@ export class QuotaBucket {
     if (this.tokens.kind !== (config.kind ?? "rate")) this.tokens = unitSourceOf(config, now);
     else this.tokens.reconfigure({ limit: effectiveLimitOf(config), periodMs: config.periodMs }, now);
     this.scheduler.reconfigure(config.classWeights);
-    this.ensureClassQueues();
-    for (const id of [...this.classes.keys()]) this.refreshClass(id);
+    this.classes.ensure([DEFAULT_CLASS, ...Object.keys(config.classWeights)]);
+    for (const id of this.classes.ids()) this.classes.refresh(id);
   }
 
   snapshot(now: number): QuotaBucketSnapshot {
     const limit = effectiveLimitOf(this.config);
-    const classes = this.scheduler.views().map((view): QuotaClassSnapshot => {
-      const queue = this.classQueue(view.id);
-      return {
-        ...view,
-        pendingRequests: queue.pendingRequests,
-        pendingAmount: queue.pendingAmount,
-        granted: queue.granted,
-        refunded: queue.refunded,
-        released: queue.released,
-        waitTime: queue.firstGrantWait.view(),
-      };
-    });
+    const classes = this.classes.snapshots();
     return {
       id: this.id,
       limit,
@@ -250,18 +268,32 @@ export class QuotaBucket {
     };
   }
 
+  /** What the bucket holds, in objects (see QuotaBucketMemory for the bounds). */
+  memory(): QuotaBucketMemory {
+    return {
+      requests: this.entries.size,
+      queueEntries: this.classes.heldEntries(),
+      timers: this.timers.size,
+      rememberedRequestIds: this.completed.size,
+      maxRequestIds: this.config.maxQueueSize * REQUEST_IDS_PER_QUEUE_SLOT,
+    };
+  }
+
   private drain(now: number, settlements: Settlement[]): void {
-    while (this.pendingRequests > 0 && this.tokens.canGrant(now)) {
+    for (let chunks = 0; chunks < GRANT_CHUNKS_PER_POLL && this.pendingRequests > 0 && this.tokens.canGrant(now); chunks++) {
       const classId = this.scheduler.select();
       if (classId === null) return;
-      const queue = this.classQueue(classId);
+      const queue = this.classes.get(classId);
       const entry = headOf(queue);
       if (!entry) {
-        this.refreshClass(classId);
+        this.classes.refresh(classId);
         continue;
       }
-      const max = this.config.maxGrantAmount;
-      const chunk = max === null ? entry.remaining : Math.min(entry.remaining, max);
+      if (entry.needsPositiveBalance) {
+        if (!this.mayGrantOnArrival(entry, now)) return;
+        this.clearPositiveBalanceNeed(entry);
+      }
+      const chunk = chunkOf(entry.remaining, this.config.maxGrantAmount);
       // Concurrency: the chunk at the head must fit; it keeps its place until units come back.
       if (!this.tokens.canTake(chunk, now)) return;
       this.tokens.take(chunk, now);
@@ -284,11 +316,27 @@ export class QuotaBucket {
         this.entries.delete(entry.id);
         const waitedMs = now - entry.enqueuedAt;
         this.waitTime.record(waitedMs);
-        this.rememberGrant(entry.id, entry.amount, waitedMs, now);
+        // A request without an id cannot be retried as the same request: nothing to remember.
+        // Kept for the whole grace; memory is bounded by refusing new ids at the bound (see `submit`).
+        if (entry.requestId !== "") this.completed.remember(entry.id, entry.amount, waitedMs, now + this.config.detachedGraceMs);
         settlements.push({ kind: "granted", requestId: entry.id, amount: entry.amount, waitedMs });
       }
-      this.refreshClass(classId);
+      this.classes.refresh(classId);
     }
+  }
+
+  /**
+   * DESIGN §4.1, as the reference's fast and slow lanes do it: a request that found nobody waiting
+   * is granted in the instant it arrived only at a positive balance; otherwise it waits like any
+   * queued request and is granted as soon as the balance is non-negative — but not in that instant.
+   */
+  private mayGrantOnArrival(entry: Entry, now: number): boolean {
+    return now > entry.enqueuedAt || this.tokens.canGrantWithoutQueue(now);
+  }
+
+  private clearPositiveBalanceNeed(entry: Entry): void {
+    entry.needsPositiveBalance = false;
+    if (this.arrivedToEmptyQueue === entry) this.arrivedToEmptyQueue = null;
   }
 
   private fireTimers(now: number, settlements: Settlement[]): void {
@@ -314,20 +362,14 @@ export class QuotaBucket {
   }
 
   private enqueue(entry: Entry): void {
-    const queue = this.classQueue(entry.classId);
-    if (!entry.inHeap) {
-      queue.heap.push(entry);
-      entry.inHeap = true;
-    }
-    queue.pendingRequests += 1;
-    queue.pendingAmount += entry.remaining;
     this.pendingRequests += 1;
-    this.refreshClass(entry.classId);
+    this.classes.add(entry);
   }
 
   /** Takes a queued entry out of the pending counts and refunds what it was granted. */
   private unqueue(entry: Entry, now: number): void {
-    const queue = this.classQueue(entry.classId);
+    this.clearPositiveBalanceNeed(entry);
+    const queue = this.classes.get(entry.classId);
     queue.pendingRequests -= 1;
     queue.pendingAmount -= entry.remaining;
     this.pendingRequests -= 1;
@@ -370,52 +412,4 @@ export class QuotaBucket {
     }
   }
 
-  private refreshClass(classId: string): void {
-    const queue = this.classes.get(classId);
-    if (!queue) return;
-    const head = headOf(queue);
-    if (head) {
-      this.scheduler.activate(classId, head.timestampMs);
-      return;
-    }
-    this.scheduler.deactivate(classId);
-    if (queue.heap.size === 0 && this.scheduler.removeIfRetired(classId)) this.classes.delete(classId);
-  }
-
-  private resolveClass(requested: string): string {
-    if (requested === "") {
-      if (Object.keys(this.config.classWeights).length > 0) this.counters.classlessRequests += 1;
-      return DEFAULT_CLASS;
-    }
-    if (requested === DEFAULT_CLASS) return DEFAULT_CLASS;
-    if (!this.scheduler.isAccepting(requested)) {
-      this.counters.unknownClassRequests += 1;
-      return DEFAULT_CLASS;
-    }
-    return requested;
-  }
-
-  private ensureClassQueues(): void {
-    for (const id of [DEFAULT_CLASS, ...Object.keys(this.config.classWeights)]) {
-      if (!this.classes.has(id)) this.classes.set(id, newClassQueue());
-    }
-  }
-
-  private classQueue(classId: string): ClassQueue {
-    let queue = this.classes.get(classId);
-    if (!queue) {
-      queue = newClassQueue();
-      this.classes.set(classId, queue);
-    }
-    return queue;
-  }
-
-  private rememberGrant(id: string, amount: number, waitedMs: number, now: number): void {
-    // Bounded like the queue, so a flood of distinct ids cannot grow memory without limit.
-    this.completed.remember(id, amount, waitedMs, now + this.config.detachedGraceMs, this.config.maxQueueSize);
-  }
-
-  private checkAmount(amount: number, requestId: string): SluiceError | null {
-    return checkAmount(this.id, amount, requestId);
-  }
 }

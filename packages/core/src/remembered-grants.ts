@@ -7,7 +7,8 @@ export interface RememberedGrant {
 
 /**
  * Granted request ids, answered again (not granted again) when a retry comes within the grace.
- * Bounded by a size given on each grant, so a flood of distinct ids cannot grow memory without limit.
+ * An id is never dropped before its grace ends, whatever the grant rate: the owner bounds memory by
+ * refusing new ids while it holds too many (QuotaBucket: `REQUEST_IDS_PER_QUEUE_SLOT`).
  */
 export class RememberedGrants {
   private readonly byId = new Map<string, RememberedGrant>();
@@ -26,10 +27,9 @@ export class RememberedGrants {
     return this.byId.get(id);
   }
 
-  remember(id: string, amount: number, waitedMs: number, expiresAt: number, maxSize: number): void {
+  remember(id: string, amount: number, waitedMs: number, expiresAt: number): void {
     this.byId.set(id, { amount, waitedMs, expiresAt });
     this.order.push({ id, expiresAt });
-    while (this.byId.size > maxSize) this.dropOldest();
   }
 
   forgetExpired(now: number): void {

@@ -8,6 +8,7 @@ export const ERROR_CODES = {
   THROTTLER_NOT_DECLARED: { retriable: false, quotaConsumed: "no", meaning: "the throttler id is not in this computation's dynamic_spec" },
   UNKNOWN_THROTTLER: { retriable: true, quotaConsumed: "no", meaning: "the controller has no throttler by that id (briefly, after a controller restart)" },
   INVALID_AMOUNT: { retriable: false, quotaConsumed: "no", meaning: "the amount is negative, not finite or too large" },
+  INVALID_REQUEST: { retriable: false, quotaConsumed: "no", meaning: "a field of the request is malformed: an id over the length limit, or a message that does not decode" },
   QUEUE_FULL: { retriable: true, quotaConsumed: "no", meaning: "max_queue_size requests already wait on this throttler; retry with backoff" },
   QUOTA_TIMEOUT: { retriable: true, quotaConsumed: "no", meaning: "the deadline passed while queued; a retry with the same request id resumes its place" },
   CONTROLLER_UNAVAILABLE: { retriable: true, quotaConsumed: "no", meaning: "the controller cannot be reached or is shutting down" },

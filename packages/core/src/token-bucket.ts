@@ -2,10 +2,12 @@
  * The token bucket of one throttler (DESIGN §4.1), a pure value: every method takes `now` in ms.
  *
  * - Rate `limit` units/s, capacity `limit × period`, starts full. `limit: null` is unlimited.
- * - Pay-after: a grant is allowed while the balance is non-negative, whatever its size; the balance
- *   may then go negative and the debt delays later grants. (The reference grants a fresh request at
- *   balance > 0 and a queued one at ≥ 0; with real-valued tokens a balance of exactly 0 only occurs
- *   with limit 0, which grants nothing, so one rule serves both.)
+ * - Pay-after: a grant of any size is allowed while the balance is non-negative (`canGrant`, for
+ *   requests that queued) or positive (`canGrantWithoutQueue`, for a request granted the instant it
+ *   arrives to an empty queue); the balance may then go negative and the debt delays later grants.
+ *   The two rules differ exactly when the balance is 0, which happens whenever grants used the
+ *   balance up to the last token (a full bucket of 100 taken by 100 requests of 1), so the caller
+ *   must say which applies.
  * - Limit 0 grants nothing.
  */
 export interface TokenBucketConfig {

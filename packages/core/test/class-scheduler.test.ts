@@ -69,14 +69,33 @@ describe("ClassScheduler", () => {
   });
 
   it("renormalises huge virtual times without changing the order", () => {
-    const scheduler = new ClassScheduler({ a: 1e-6, b: 1 });
-    scheduler.activate("a", 0);
-    scheduler.activate("b", 0);
-    // a's charges are 1e6× b's: its virtual time runs past the renormalisation threshold
-    const served = serve(scheduler, 500, 1e10);
-    assert.ok((served.get("b") ?? 0) > (served.get("a") ?? 0));
-    assert.ok(scheduler.systemTime < 1e12, "renormalised");
-    for (const view of scheduler.views()) assert.ok(Number.isFinite(view.virtualTime));
+    /** The classes served, in order, by a scheduler whose chunks all have the same size. */
+    const order = (chunk: number, rounds: number) => {
+      // weights and chunks are powers of 2, so every virtual time is exact in both runs
+      const scheduler = new ClassScheduler({ a: 0.25, b: 1, c: 2 });
+      for (const id of ["a", "b", "c"]) scheduler.activate(id, 0);
+      const picks: string[] = [];
+      let renormalised = false;
+      for (let i = 0; i < rounds; i++) {
+        const before = scheduler.systemTime;
+        const id = scheduler.select();
+        assert.ok(id !== null);
+        // the system time only moves forward, unless it was shifted back toward 0
+        if (scheduler.systemTime < before) renormalised = true;
+        scheduler.charge(id, chunk);
+        picks.push(id);
+      }
+      return { picks, renormalised, scheduler };
+    };
+    // Chunks of 2^34 push virtual times past the 1e12 threshold within a few hundred rounds; chunks of
+    // 1 never get near it. Only the scale differs, so the order of service must be the same.
+    const huge = order(2 ** 34, 600);
+    const small = order(1, 600);
+    assert.equal(huge.renormalised, true, "the huge run crossed the renormalisation threshold");
+    assert.equal(small.renormalised, false);
+    assert.deepEqual(huge.picks, small.picks);
+    assert.ok(huge.scheduler.systemTime < 1e12);
+    for (const view of huge.scheduler.views()) assert.ok(Number.isFinite(view.virtualTime));
   });
 
   it("retires a dropped class only after it drained", () => {

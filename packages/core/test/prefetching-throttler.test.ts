@@ -58,23 +58,31 @@ describe("PrefetchingThrottler", () => {
     assert.ok((calls.at(-1) ?? 0) > 20, `last refill ${calls.at(-1)}`);
   });
 
-  it("settles refills at about 1/request_period in steady state, never above max prefetch", async () => {
+  it("settles refills at 1/request_period in steady state, never above max prefetch", async () => {
     const clock = new ManualClock();
     const { remote, calls } = bucketRemote(clock, 100);
+    const sentAt: number[] = [];
+    const timed: QuotaRemote = {
+      acquire: (amount, signal) => {
+        sentAt.push(clock.now());
+        return remote.acquire(amount, signal);
+      },
+    };
     // limit 100/s, request_period 500 ms: max prefetch ceil(100 × 0.5) = 50
-    const throttler = new PrefetchingThrottler(config({ targetRps: 2, maxPrefetchAmount: 50, windowMs: 5000 }), remote, clock, "api");
+    const throttler = new PrefetchingThrottler(config({ targetRps: 2, maxPrefetchAmount: 50, windowMs: 5000 }), timed, clock, "api");
     let stop = false;
     const loop = (async () => {
       while (!stop) await throttler.throttle(1);
     })();
-    await clock.advance(20_000);
-    const before = calls.length;
-    await clock.advance(20_000);
+    await clock.advance(40_000);
     stop = true;
     await clock.advance(2000);
     await loop;
-    const perSecond = (calls.length - before) / 20;
-    assert.ok(perSecond >= 1.5 && perSecond <= 3, `${perSecond} refills/s, target 2`);
+    // Virtual time is exact: in steady state (after 20 s) a refill of 50 goes out every 500 ms.
+    const steady = sentAt.filter((t) => t >= 20_000 && t < 40_000);
+    assert.ok(steady.length >= 39 && steady.length <= 41, `${steady.length} refills in 20 s, target 40 (2/s)`);
+    const gaps = steady.slice(1).map((t, i) => t - (steady[i] ?? t));
+    assert.ok(gaps.every((gap) => Math.abs(gap - 500) <= 5), `gaps between refills: ${gaps.join(", ")} ms, target 500`);
     assert.ok(Math.max(...calls) <= 50, `largest refill ${Math.max(...calls)}`);
   });
 

@@ -15,8 +15,12 @@ describe("QuotaBucketDriver (virtual time)", () => {
       d.acquire({ amount: 1, requestId: `r${i}` }).then(() => grantTimes.push(clock.now())),
     );
     await clock.advance(0);
-    assert.equal(grantTimes.length, 11, "10 from the full bucket, one more at balance 0");
-    await clock.advance(1900);
+    // Each was granted as it came, so the 11th found nobody waiting: at a balance of exactly 0 it
+    // waits for a positive one (DESIGN §4.1), which the next millisecond of refill brings.
+    assert.equal(grantTimes.length, 10, "10 from the full bucket, none at balance 0");
+    await clock.advance(1);
+    assert.deepEqual(grantTimes.slice(10), [1], "the 11th, 1 ms later, leaving a debt of 0.99");
+    await clock.advance(1899);
     assert.equal(grantTimes.length, 30);
     await Promise.all(all);
     // after the burst, exactly one grant every 100 ms: no drain period, no polling
@@ -113,5 +117,17 @@ describe("LocalThrottler", () => {
     assert.equal(vip?.granted, 15);
     assert.equal(vip?.released, 3);
     await assert.rejects(throttler.throttle(-1), (e: unknown) => isSluiceError(e, "INVALID_AMOUNT"));
+    // its priority is the lag timestamp of its requests: behind a debt, the older job goes first
+    const lagging = new LocalThrottler(d, { classId: "vip", priority: () => 7 });
+    const order: string[] = [];
+    const debt = throttler.throttle(100); // pay-after: leaves a debt of about 9 s, so both below queue
+    await clock.advance(1000);
+    await debt;
+    assert.ok((d.snapshot().balance ?? 0) < -50);
+    const late = throttler.throttle(1).then(() => order.push("priority 42"));
+    const early = lagging.throttle(1).then(() => order.push("priority 7"));
+    await clock.advance(20_000);
+    await Promise.all([late, early]);
+    assert.deepEqual(order, ["priority 7", "priority 42"], "submitted second, served first: smaller lag timestamp");
   });
 });

@@ -11,6 +11,7 @@ export const GRPC_STATUS_BY_CODE = {
   THROTTLER_NOT_DECLARED: null,
   UNKNOWN_THROTTLER: GrpcStatus.NOT_FOUND,
   INVALID_AMOUNT: GrpcStatus.INVALID_ARGUMENT,
+  INVALID_REQUEST: GrpcStatus.INVALID_ARGUMENT,
   QUEUE_FULL: GrpcStatus.RESOURCE_EXHAUSTED,
   QUOTA_TIMEOUT: GrpcStatus.DEADLINE_EXCEEDED,
   CONTROLLER_UNAVAILABLE: GrpcStatus.UNAVAILABLE,
@@ -45,12 +46,35 @@ export function toServiceError(error: unknown): ServiceError {
     metadata.set(ERROR_CODE_METADATA_KEY, error.code);
     // A binary entry: figures may hold any Unicode (spec paths, messages), which ASCII metadata cannot.
     const figures = safeJson(error.details);
-    if (figures !== null && figures !== "{}") metadata.set(ERROR_DETAILS_METADATA_KEY, Buffer.from(figures, "utf8"));
-    return serviceError(code, error.message, metadata);
+    if (figures !== null && figures !== "{}" && Buffer.byteLength(figures) <= MAX_STATUS_FIGURES_BYTES) {
+      metadata.set(ERROR_DETAILS_METADATA_KEY, Buffer.from(figures, "utf8"));
+    }
+    return serviceError(code, boundedMessage(error.message), metadata);
   }
   const message = error instanceof Error ? error.message : String(error);
-  return serviceError(GrpcStatus.INTERNAL, `the controller failed while handling the call: ${message}`, metadata);
+  return serviceError(GrpcStatus.INTERNAL, boundedMessage(`the controller failed while handling the call: ${message}`), metadata);
 }
+
+/**
+ * A status travels in HTTP/2 trailers, and a client drops the whole connection — every call on it —
+ * when they exceed its header limit (somewhere between 70 and 200 KB with grpc-js). A message is cut
+ * to this many characters (at most ~24 KB once percent-encoded), and figures larger than this many
+ * bytes are left out: the message still says what was wrong.
+ */
+export const MAX_STATUS_MESSAGE_LENGTH = 4_096;
+export const MAX_STATUS_FIGURES_BYTES = 8_192;
+
+function boundedMessage(message: string): string {
+  const cut =
+    message.length <= MAX_STATUS_MESSAGE_LENGTH
+      ? message
+      : `${message.slice(0, MAX_STATUS_MESSAGE_LENGTH - 64)}… (${message.length - (MAX_STATUS_MESSAGE_LENGTH - 64)} more characters cut)`;
+  // grpc-js percent-encodes the message with encodeURI, which throws on a lone UTF-16 surrogate: the
+  // cut above can leave one, and so can a handler echoing a string it was given.
+  return cut.replace(LONE_SURROGATE, "\uFFFD");
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
 function serviceError(code: GrpcStatus, details: string, metadata: Metadata): ServiceError {
   return Object.assign(new Error(details), { code, details, metadata });

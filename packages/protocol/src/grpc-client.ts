@@ -1,14 +1,18 @@
-import { Client, credentials, status as GrpcStatus, type CallOptions as GrpcCallOptions, type ChannelOptions, type StatusObject } from "@grpc/grpc-js";
-import { cancelledError, SluiceError } from "@sluice/core";
+import { Client, status as GrpcStatus, type CallOptions as GrpcCallOptions, type ChannelOptions, type StatusObject } from "@grpc/grpc-js";
+import { cancelledError, SluiceError, systemClock } from "@sluice/core";
+import { sendCallerDeadline } from "./call-deadline.ts";
 import { toGrpcMetadata } from "./call-metadata.ts";
 import { fromGrpcError, streamEndedStatus, type CallSite } from "./error-mapping.ts";
 import { quotaServiceDefinition, type QuotaServiceDefinition, type WireDynamicSpecUpdate } from "./proto-definition.ts";
 import type { CallOptions, DynamicSpecUpdate, QuotaServiceClient } from "./quota-service.ts";
+import { clientChannelCredentials, diagnoseConnection, type ClientTlsOptions } from "./tls-credentials.ts";
 import { toUint64 } from "./uint64.ts";
 
 export interface GrpcQuotaClientOptions {
   /** Sent as metadata `authorization: Bearer <token>` on every call. */
   readonly token?: string;
+  /** Connect with TLS (and a client certificate for mutual TLS); absent = plaintext HTTP/2. */
+  readonly tls?: ClientTlsOptions;
 }
 
 /**
@@ -29,7 +33,8 @@ interface ActiveCall {
 /** A QuotaServiceClient over gRPC to `address` (host:port). Every failure rejects with a SluiceError. */
 export function createGrpcQuotaClient(address: string, options: GrpcQuotaClientOptions = {}): QuotaServiceClient {
   const definition = quotaServiceDefinition();
-  const client = new Client(address, credentials.createInsecure(), QUOTA_CLIENT_CHANNEL_OPTIONS);
+  const channel = clientChannelCredentials(options.tls);
+  const client = new Client(address, channel.credentials, { ...QUOTA_CLIENT_CHANNEL_OPTIONS, ...channel.options });
   const active = new Set<ActiveCall>();
   let closed = false;
 
@@ -58,8 +63,10 @@ export function createGrpcQuotaClient(address: string, options: GrpcQuotaClientO
       responseDeserialize: (bytes: Buffer) => Response;
     };
     const grpcOptions: GrpcCallOptions = {};
-    if (callOptions?.deadlineAt !== undefined) grpcOptions.deadline = callOptions.deadlineAt;
     const metadata = toGrpcMetadata(callOptions?.metadata, options.token);
+    // The controller answers at the caller's deadline; the transport's own deadline comes a grace
+    // later, so a burst of timeouts does not reset streams by the thousand (call-deadline.ts).
+    if (callOptions?.deadlineAt !== undefined) grpcOptions.deadline = sendCallerDeadline(metadata, callOptions.deadlineAt, systemClock.now());
     metadata.setOptions({ waitForReady: false });
     return new Promise<Response>((resolve, reject) => {
       let entry: ActiveCall | undefined;
@@ -75,7 +82,7 @@ export function createGrpcQuotaClient(address: string, options: GrpcQuotaClientO
           signal?.removeEventListener("abort", onAbort);
           if (entry) active.delete(entry);
           if (error || response === undefined) {
-            reject(closed && !signal?.aborted ? closedError(method) : fromGrpcError(error ?? new Error("empty response"), site));
+            reject(closed && !signal?.aborted ? closedError(method) : transportError(error ?? new Error("empty response"), site, options.tls));
           } else resolve(response);
         },
       );
@@ -153,7 +160,7 @@ export function createGrpcQuotaClient(address: string, options: GrpcQuotaClientO
           if (error instanceof CallbackError) reject(error.cause);
           else if (signal.aborted) resolve();
           else if (closed) reject(closedError(method));
-          else reject(fromGrpcError(error, site));
+          else reject(transportError(error, site, options.tls));
         };
         const onAbort = () => stream.cancel();
         signal.addEventListener("abort", onAbort, { once: true });
@@ -183,6 +190,37 @@ export function createGrpcQuotaClient(address: string, options: GrpcQuotaClientO
       client.close();
     },
   };
+}
+
+/**
+ * fromGrpcError, plus what to check when the connection itself failed: a TLS mismatch reaches gRPC
+ * as "unavailable", and the message should say which option to look at.
+ */
+function transportError(error: unknown, site: CallSite, tls: ClientTlsOptions | undefined): SluiceError {
+  const mapped = fromGrpcError(error, site);
+  if (mapped.code !== "CONTROLLER_UNAVAILABLE") return mapped;
+  const diagnosis = diagnoseConnection(tls, mapped.text);
+  if (diagnosis === undefined) return mapped;
+  const figures = { ...mapped.details, tls: tls !== undefined };
+  if (!diagnosis.settled) return new SluiceError(mapped.code, `${mapped.text}; ${diagnosis.hint}`, figures, { cause: mapped.cause });
+  return new SluiceError(
+    "UNAUTHENTICATED",
+    `the TLS connection to the controller at ${site.address} failed for ${site.method} (${detailsOf(mapped)}): ${diagnosis.hint}; ` +
+      "a retry with the same options fails the same way",
+    figures,
+    { cause: mapped.cause },
+  );
+}
+
+/** grpc-js's own words, from the CONTROLLER_UNAVAILABLE message fromGrpcError built around them. */
+function detailsOf(mapped: SluiceError): string {
+  const cause = mapped.cause as { details?: unknown } | undefined;
+  const details = typeof cause?.details === "string" ? cause.details : mapped.text;
+  // "No connection established. Last error: <what> (<time>). Resolution note: " → <what>
+  const last = /Last error: ([\s\S]*?)(?:\s*\(\d{4}-[^)]*\))?\.?\s*Resolution note:/.exec(details)?.[1] ?? details;
+  // OpenSSL's "<hex>:error:<code>:SSL routines:<function>:<reason>:<file>:<line>:…" → its reason.
+  const openssl = /error:[0-9A-Fa-f]+:[^:]*:[^:]*:([^:]+):/.exec(last)?.[1];
+  return (openssl !== undefined ? `TLS: ${openssl}` : last).replace(/\s+/g, " ").trim();
 }
 
 /** Wraps what the caller's onUpdate threw, so it is not mistaken for a transport failure. */

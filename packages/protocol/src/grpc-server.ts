@@ -1,6 +1,5 @@
 import {
   Server,
-  ServerCredentials,
   type Metadata,
   type ServerUnaryCall,
   type ServerWritableStream,
@@ -10,7 +9,9 @@ import {
 import { SluiceError, systemClock } from "@sluice/core";
 import { timingSafeEqual } from "node:crypto";
 import { AUTHORIZATION_METADATA_KEY, bearer, fromGrpcMetadata } from "./call-metadata.ts";
+import { receivedCallerDeadline } from "./call-deadline.ts";
 import { toServiceError } from "./error-mapping.ts";
+import { checkedServiceDefinition, UndecodableRequest, type CheckedUpdateDynamicSpecRequest } from "./request-decoding.ts";
 import {
   quotaServiceDefinition,
   type WireDescribeThrottlersResponse,
@@ -21,11 +22,11 @@ import {
   type WireRenewLeasesResponse,
   type WireRequestQuotaRequest,
   type WireRequestQuotaResponse,
-  type WireUpdateDynamicSpecRequest,
   type WireUpdateDynamicSpecResponse,
   type WireWatchDynamicSpecRequest,
 } from "./proto-definition.ts";
 import type { CallContext, DynamicSpecUpdate, QuotaServiceHandler } from "./quota-service.ts";
+import { serverCredentials, type ServerTlsOptions } from "./tls-credentials.ts";
 import { toUint64 } from "./uint64.ts";
 
 export interface ServeOptions {
@@ -35,6 +36,8 @@ export interface ServeOptions {
   readonly port: number;
   /** When set, every call must carry metadata `authorization: Bearer <token>`. */
   readonly token?: string;
+  /** Serve TLS with this certificate (and require client certificates when it has a clientCa); absent = plaintext. */
+  readonly tls?: ServerTlsOptions;
 }
 
 export interface QuotaServer {
@@ -51,13 +54,15 @@ export interface QuotaServer {
 export const DEFAULT_HOST = "127.0.0.1";
 const DEFAULT_CLOSE_GRACE_MS = 5_000;
 
-/** Serves `handler` as sluice.throttler.v1.QuotaService over gRPC (plaintext HTTP/2). */
+/** Serves `handler` as sluice.throttler.v1.QuotaService over gRPC (HTTP/2, with TLS when `options.tls` is set). */
 export async function serveQuotaService(handler: QuotaServiceHandler, options: ServeOptions): Promise<QuotaServer> {
   const host = options.host ?? DEFAULT_HOST;
   const hostPart = host.includes(":") ? `[${host}]` : host;
   const server = new Server();
-  const definition = quotaServiceDefinition();
+  const definition = checkedServiceDefinition(quotaServiceDefinition());
   const authorize = bearerCheck(options.token);
+  // Built before binding, so a certificate and key that do not belong together fail here, by name.
+  const listenCredentials = serverCredentials(options.tls);
 
   const implementation = {
     RequestQuota: unary(authorize, async (request: WireRequestQuotaRequest, context): Promise<WireRequestQuotaResponse> => {
@@ -96,7 +101,8 @@ export async function serveQuotaService(handler: QuotaServiceHandler, options: S
     }),
     UpdateDynamicSpec: unary(
       authorize,
-      async (request: WireUpdateDynamicSpecRequest, context): Promise<WireUpdateDynamicSpecResponse> => {
+      async (request: CheckedUpdateDynamicSpecRequest, context): Promise<WireUpdateDynamicSpecResponse> => {
+        if (request.encodingProblem) throw request.encodingProblem;
         const { version } = await handler.updateDynamicSpec(request.dynamicSpecJson, context);
         return { version: toUint64(version) };
       },
@@ -111,6 +117,12 @@ export async function serveQuotaService(handler: QuotaServiceHandler, options: S
       if (refusal) {
         dispose();
         call.emit("error", toServiceError(refusal));
+        return;
+      }
+      const request: unknown = call.request;
+      if (request instanceof UndecodableRequest) {
+        dispose();
+        call.emit("error", toServiceError(request.error));
         return;
       }
       const emit = (update: DynamicSpecUpdate) => {
@@ -142,7 +154,7 @@ export async function serveQuotaService(handler: QuotaServiceHandler, options: S
   server.addService(definition, implementation);
 
   const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${hostPart}:${options.port}`, ServerCredentials.createInsecure(), (error, bound) => {
+    server.bindAsync(`${hostPart}:${options.port}`, listenCredentials, (error, bound) => {
       if (error) {
         reject(
           new SluiceError(
@@ -215,28 +227,49 @@ function unary<Request, Response>(
   run: (request: Request, context: CallContext) => Promise<Response>,
 ): (call: ServerUnaryCall<Request, Response>, callback: sendUnaryData<Response>) => void {
   return (call, callback) => {
-    const { context, dispose } = callContext(call);
+    const { context, dispose, expire } = callContext(call);
+    let answered = false;
+    const answer = (error: unknown, response?: Response) => {
+      if (answered) return;
+      answered = true;
+      dispose();
+      if (error !== null || response === undefined) callback(toServiceError(error));
+      else callback(null, response);
+    };
     const refusal = authorize(call.metadata.get(AUTHORIZATION_METADATA_KEY)[0]);
     if (refusal) {
-      dispose();
-      callback(toServiceError(refusal));
+      answer(refusal);
       return;
     }
+    const request: unknown = call.request;
+    if (request instanceof UndecodableRequest) {
+      answer(request.error);
+      return;
+    }
+    // The call ends at the caller's deadline with QUOTA_TIMEOUT, whether or not the handler watches
+    // it (the controller's own QUOTA_TIMEOUT usually comes first and says more), so that the client
+    // never has to reset the stream itself (call-deadline.ts).
+    expire(() => answer(deadlineAnswer(call.getPath(), context.deadlineAt)));
     // Whatever the handler does — throw synchronously, reject, return garbage — the call gets a
-    // status and the server keeps running.
+    // status once and the server keeps running; an answer after the deadline's is dropped.
     Promise.resolve()
       .then(() => run(call.request, context))
       .then(
-        (response) => {
-          dispose();
-          callback(null, response);
-        },
-        (error: unknown) => {
-          dispose();
-          callback(toServiceError(error));
-        },
+        (response) => answer(null, response),
+        (error: unknown) => answer(error ?? new Error("the handler rejected without a reason")),
       );
   };
+}
+
+function deadlineAnswer(path: string, deadlineAt: number | null): SluiceError {
+  const method = path.slice(path.lastIndexOf("/") + 1) || path;
+  const when = deadlineAt === null ? "its deadline" : `its deadline ${new Date(deadlineAt).toISOString()}`;
+  return new SluiceError(
+    "QUOTA_TIMEOUT",
+    `${method} passed ${when} (the caller's own) before the controller answered` +
+      (method === "RequestQuota" ? "; a retry with the same request id resumes its place" : "; retry with a longer deadline"),
+    { method, deadlineAt },
+  );
 }
 
 /** What unary and streaming server calls have in common, as far as a CallContext needs. */
@@ -248,12 +281,20 @@ interface CancellableCall {
   off(event: "cancelled", listener: () => void): unknown;
 }
 
-/** The transport-neutral view of one call; `dispose` detaches the cancel listener once answered. */
-function callContext(call: CancellableCall): { context: CallContext; dispose(): void } {
+/** The reason of a call's own `disposed` signal; one shared value, as no one reads it. */
+const ANSWERED = new Error("the call was answered");
+
+/**
+ * The transport-neutral view of one call. `dispose` detaches the cancel listener and the deadline
+ * timer once answered; `expire` runs its callback at the call's deadline and then aborts the signal.
+ */
+function callContext(call: CancellableCall): { context: CallContext; dispose(): void; expire(onDeadline: () => void): void } {
   const abort = new AbortController();
+  const disposed = new AbortController();
+  const receivedAt = systemClock.now();
   const deadline = call.getDeadline();
   const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
-  const deadlineAt = Number.isFinite(deadlineMs) ? deadlineMs : null;
+  const deadlineAt = receivedCallerDeadline(call.metadata, Number.isFinite(deadlineMs) ? deadlineMs : null, receivedAt);
   const onCancel = () => {
     const reason =
       deadlineAt !== null && systemClock.now() >= deadlineAt
@@ -274,5 +315,23 @@ function callContext(call: CancellableCall): { context: CallContext; dispose(): 
       return metadata;
     },
   };
-  return { context, dispose: () => call.off("cancelled", onCancel) };
+  return {
+    context,
+    dispose: () => {
+      disposed.abort(ANSWERED);
+      call.off("cancelled", onCancel);
+    },
+    expire(onDeadline) {
+      if (deadlineAt === null || disposed.signal.aborted) return;
+      systemClock.sleep(deadlineAt - systemClock.now(), disposed.signal).then(
+        () => {
+          onDeadline();
+          abort.abort(new Error("the call's deadline passed"));
+        },
+        () => {
+          /* answered before the deadline */
+        },
+      );
+    },
+  };
 }

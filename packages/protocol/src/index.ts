@@ -14,6 +14,8 @@ export {
   ERROR_CODE_METADATA_KEY,
   ERROR_DETAILS_METADATA_KEY,
   GRPC_STATUS_BY_CODE,
+  MAX_STATUS_FIGURES_BYTES,
+  MAX_STATUS_MESSAGE_LENGTH,
   deadlineExceededError,
   fromGrpcError,
   grpcStatusName,
@@ -21,9 +23,20 @@ export {
   toServiceError,
   type CallSite,
 } from "./error-mapping.ts";
+export { CALLER_TIMEOUT_METADATA_KEY, DEADLINE_ANSWER_GRACE_MS } from "./call-deadline.ts";
 export { AUTHORIZATION_METADATA_KEY, bearer, fromGrpcMetadata, toGrpcMetadata } from "./call-metadata.ts";
 export { DEFAULT_HOST, serveQuotaService, type QuotaServer, type ServeOptions } from "./grpc-server.ts";
 export { QUOTA_CLIENT_CHANNEL_OPTIONS, createGrpcQuotaClient, type GrpcQuotaClientOptions } from "./grpc-client.ts";
 export { createInMemoryQuotaClient, wireCopy, type InMemoryQuotaClientOptions } from "./in-memory-transport.ts";
 export { QUOTA_PROTO_PATH, QUOTA_SERVICE_NAME, quotaServiceDefinition, type QuotaServiceDefinition } from "./proto-definition.ts";
 export { toUint64 } from "./uint64.ts";
+export {
+  clientChannelCredentials,
+  clientTlsProblem,
+  diagnoseConnection,
+  serverCredentials,
+  serverTlsProblem,
+  type ClientTlsOptions,
+  type ConnectionDiagnosis,
+  type ServerTlsOptions,
+} from "./tls-credentials.ts";

@@ -4,7 +4,9 @@ import { Metadata, status as GrpcStatus } from "@grpc/grpc-js";
 import { SLUICE_ERROR_CODES, SluiceError, isSluiceError, type SluiceErrorCode } from "@sluice/core";
 import {
   ERROR_CODE_METADATA_KEY,
+  ERROR_DETAILS_METADATA_KEY,
   GRPC_STATUS_BY_CODE,
+  MAX_STATUS_MESSAGE_LENGTH,
   createGrpcQuotaClient,
   fromGrpcError,
   serveQuotaService,
@@ -27,6 +29,7 @@ describe("error mapping, server side", () => {
       THROTTLER_NOT_DECLARED: null,
       UNKNOWN_THROTTLER: GrpcStatus.NOT_FOUND,
       INVALID_AMOUNT: GrpcStatus.INVALID_ARGUMENT,
+      INVALID_REQUEST: GrpcStatus.INVALID_ARGUMENT,
       QUEUE_FULL: GrpcStatus.RESOURCE_EXHAUSTED,
       QUOTA_TIMEOUT: GrpcStatus.DEADLINE_EXCEEDED,
       CONTROLLER_UNAVAILABLE: GrpcStatus.UNAVAILABLE,
@@ -165,5 +168,23 @@ describe("token", () => {
       for (const c of [anonymous, wrong, right]) c.close();
       await server.close({ graceMs: 100 });
     }
+  });
+});
+
+describe("toServiceError keeps a status small enough for any client", () => {
+  it("cuts a long message, leaves out large figures, and never leaves a lone surrogate", () => {
+    const long = toServiceError(new SluiceError("SPEC_INVALID", `${"é".repeat(3_000)}😀${"x".repeat(100_000)}`, { issues: "y".repeat(20_000) }));
+    assert.ok(long.details.length <= MAX_STATUS_MESSAGE_LENGTH, `${long.details.length} characters`);
+    assert.match(long.details, /… \(\d+ more characters cut\)$/);
+    assert.deepEqual(long.metadata.get(ERROR_DETAILS_METADATA_KEY), [], "figures over the limit are left out");
+    assert.deepEqual(long.metadata.get(ERROR_CODE_METADATA_KEY), ["SPEC_INVALID"]);
+    // A cut through a surrogate pair, and a handler's own lone surrogate, become U+FFFD.
+    const at = MAX_STATUS_MESSAGE_LENGTH - 64 - "SPEC_INVALID: ".length - 1;
+    const split = toServiceError(new SluiceError("SPEC_INVALID", `${"a".repeat(at)}😀${"b".repeat(10_000)}`));
+    assert.doesNotThrow(() => encodeURI(split.details));
+    assert.doesNotThrow(() => encodeURI(toServiceError(new SluiceError("UNKNOWN_THROTTLER", "id \uD800 here")).details));
+    const small = toServiceError(new SluiceError("QUEUE_FULL", "short", { limit: 5 }));
+    assert.equal(small.details, "QUEUE_FULL: short");
+    assert.equal(small.metadata.get(ERROR_DETAILS_METADATA_KEY)[0]?.toString(), '{"limit":5}');
   });
 });

@@ -1,6 +1,7 @@
 import * as z from "zod";
 import { DESPITE_INNER_ISSUES, isPlainObject } from "./cross-check.ts";
 import { quoteList } from "./describe-value.ts";
+import { MAX_ID_LENGTH } from "./id-length.ts";
 import { notDeclaredMessage } from "./not-declared.ts";
 import { mustBe } from "./rule-error.ts";
 import { DEFAULT_CLASS_ID, throttlerSpecSchema } from "./throttler-spec.ts";
@@ -77,9 +78,14 @@ export const dynamicSpecSchema = z
   .strictObject(
     {
       throttlers: z
-        .record(z.string().min(1, { error: "throttler id must not be empty" }), throttlerSpecSchema, {
-          error: mustBe("an object of throttler id → throttler"),
-        })
+        .record(
+          z
+            .string()
+            .min(1, { error: "throttler id must not be empty" })
+            .max(MAX_ID_LENGTH, { error: `throttler id must be at most ${MAX_ID_LENGTH} characters` }),
+          throttlerSpecSchema,
+          { error: mustBe("an object of throttler id → throttler") },
+        )
         .prefault({})
         .describe("Named distributed throttlers, each one token bucket on the controller. Default {}."),
       computations: z

@@ -41,6 +41,7 @@ export {
   generatorSpecSchema,
   kafkaSpecSchema,
   controllerSpecSchema,
+  controllerTlsSpecSchema,
   STREAM_FORMATS,
   PIPELINE_NAME_PATTERN,
   MAX_ROWS_PER_BATCH_LIMIT,
@@ -52,6 +53,7 @@ export {
   type ComputationSpec,
   type KafkaSpec,
   type ControllerSpec,
+  type ControllerTlsSpec,
 } from "./pipeline-spec.ts";
 export {
   validatePipelineSpec,
@@ -64,6 +66,8 @@ export {
 } from "./validate.ts";
 export { formatIssuePath, compareIssuePaths, ROOT_PATH, type IssuePathSegment } from "./issue-path.ts";
 export { extractDynamicSpec } from "./extract-dynamic-spec.ts";
+export { MAX_ID_LENGTH, quoteId } from "./id-length.ts";
+export { parseJson, firstSyntaxErrorOffset, lineAndColumn, type JsonParseResult } from "./parse-json.ts";
 export { pipelineJsonSchema, dynamicSpecJsonSchema } from "./json-schema.ts";
 export { effectiveLimit, type LimitFields } from "./effective-limit.ts";
 export {

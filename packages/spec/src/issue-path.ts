@@ -3,6 +3,8 @@
 // identifier (empty, or containing dots, spaces, brackets) is written as `["my.key"]` so that a path
 // always reads back unambiguously.
 
+import { MAX_ID_LENGTH, quoteId } from "./id-length.ts";
+
 export type IssuePathSegment = string | number;
 
 export const ROOT_PATH = "(root)";
@@ -13,6 +15,7 @@ export function formatIssuePath(segments: readonly IssuePathSegment[]): string {
   let path = "";
   for (const segment of segments) {
     if (typeof segment === "number") path += `[${segment}]`;
+    else if (segment.length > MAX_ID_LENGTH) path += `[${quoteId(segment)}]`;
     else if (PLAIN_KEY.test(segment)) path += path === "" ? segment : `.${segment}`;
     else path += `[${JSON.stringify(segment)}]`;
   }

@@ -56,12 +56,48 @@ export const kafkaSpecSchema = z
   )
   .describe("Kafka connection. Absent = embedded mode: streams are in-memory partitioned logs.");
 
+const pemFile = (what: string) =>
+  z
+    .string({ error: mustBe(`a path to ${what}, relative to the spec file`) })
+    .min(1, { error: mustBe(`a path to ${what}, relative to the spec file`) })
+    .optional();
+
+export const controllerTlsSpecSchema = z
+  .strictObject(
+    {
+      ca: pemFile("the PEM CA certificate(s) that signed the controller's certificate").describe(
+        "PEM file of the CA that signed the controller's certificate, relative to the spec file. Absent = the system's trusted roots.",
+      ),
+      cert: pemFile("this client's PEM certificate").describe(
+        "PEM client certificate, for a controller that requires one (mutual TLS, `--tls-client-ca`); relative to the spec file. Needs key.",
+      ),
+      key: pemFile("the PEM private key of cert").describe("PEM private key of cert, relative to the spec file. Needs cert."),
+      server_name: z
+        .string({ error: mustBe("a host name") })
+        .min(1, { error: mustBe("a host name") })
+        .optional()
+        .describe("Name the controller's certificate must carry when it differs from the host of the address."),
+    },
+    { error: mustBe("an object") },
+  )
+  .superRefine((tls, ctx) => {
+    // Each names the one missing, at the path of the one present.
+    if (tls.cert !== undefined && tls.key === undefined) {
+      ctx.addIssue({ code: "custom", path: ["cert"], input: tls.cert, message: "cert needs key (the client certificate's private key) beside it" });
+    }
+    if (tls.key !== undefined && tls.cert === undefined) {
+      ctx.addIssue({ code: "custom", path: ["key"], input: tls.key, message: "key needs cert (the client certificate it belongs to) beside it" });
+    }
+  })
+  .describe("Connect to the controller with TLS (its `--tls-cert`); present = TLS, even if empty ({} trusts the system's roots).");
+
 export const controllerSpecSchema = z
   .strictObject(
     {
       address: hostPortSchema
         .optional()
         .describe('Address of the controller\'s gRPC server, "host:port". Absent = `sluice run` starts one in-process.'),
+      tls: controllerTlsSpecSchema.optional(),
     },
     { error: mustBe("an object") },
   )
@@ -221,3 +257,4 @@ export type GeneratorSpec = z.output<typeof generatorSpecSchema>;
 export type ComputationSpec = z.output<typeof computationSpecSchema>;
 export type KafkaSpec = z.output<typeof kafkaSpecSchema>;
 export type ControllerSpec = z.output<typeof controllerSpecSchema>;
+export type ControllerTlsSpec = z.output<typeof controllerTlsSpecSchema>;

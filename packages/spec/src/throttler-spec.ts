@@ -5,6 +5,7 @@ import { DESPITE_INNER_ISSUES, isPlainObject } from "./cross-check.ts";
 import { RETRYING_CHANNEL_DEFAULTS, THROTTLER_CLASS_DEFAULTS, THROTTLER_DEFAULTS } from "./defaults.ts";
 import { describeValue } from "./describe-value.ts";
 import { duration } from "./duration.ts";
+import { MAX_ID_LENGTH } from "./id-length.ts";
 import { integer } from "./integer.ts";
 import { mustBe } from "./rule-error.ts";
 
@@ -29,6 +30,7 @@ export const MAX_CLASS_WEIGHT = 1e6;
 export const throttlerClassIdSchema = z
   .string()
   .min(1, { error: "class id must not be empty" })
+  .max(MAX_ID_LENGTH, { error: `class id must be at most ${MAX_ID_LENGTH} characters` })
   .refine((id) => id !== DEFAULT_CLASS_ID, {
     error: `"${DEFAULT_CLASS_ID}" is reserved for the implicit class; choose another class id`,
   });
@@ -164,14 +166,16 @@ export const throttlerSpecSchema = z
             `retry_timeout "${retryDefaults.retry_timeout}", retry_backoff_time "${retryDefaults.retry_backoff_time}", min_backoff "${retryDefaults.min_backoff}", ` +
             `max_backoff "${retryDefaults.max_backoff}", backoff_multiplier ${retryDefaults.backoff_multiplier}, backoff_jitter ${retryDefaults.backoff_jitter}.`,
         ),
+      // At least 1, as the reference requires (an i64 > 0): a smaller chunk only multiplies the grant
+      // loop's work, and below the rounding step of a large remaining amount it would make no progress.
       max_grant_amount: z
-        .number({ error: mustBe("a finite number greater than 0, or null for no cap") })
-        .gt(0)
+        .number({ error: mustBe("a finite number ≥ 1 (the smallest chunk worth granting), or null for no cap") })
+        .min(1)
         .nullable()
         .prefault(throttlerDefaults.max_grant_amount)
         .describe(
           "Largest chunk the controller grants at once; a larger request is served chunk by chunk and the " +
-            "class scheduler reconsiders classes after each chunk. Absent = no cap.",
+            "class scheduler reconsiders classes after each chunk. At least 1. Absent = no cap.",
         ),
       classes: z
         .record(throttlerClassIdSchema, throttlerClassSpecSchema, { error: mustBe("an object of class id → { weight }") })

@@ -5,6 +5,7 @@ import {
   extractDynamicSpec,
   formatIssuePath,
   formatIssues,
+  MAX_ID_LENGTH,
   throttlerSpecSchema,
   validateDynamicSpec,
 } from "@sluice/spec";
@@ -109,5 +110,20 @@ describe("issue paths", () => {
   it("sorts the root first and indexes as numbers", () => {
     const sorted = ["b", "a.x[10]", "(root)", "a.x[2]", "a"].sort(compareIssuePaths);
     assert.deepEqual(sorted, ["(root)", "a", "a.x[2]", "a.x[10]", "b"]);
+  });
+});
+
+describe("id lengths", () => {
+  it("accepts throttler and class ids of MAX_ID_LENGTH characters and refuses longer ones, quoting only their start", () => {
+    const longest = "t".repeat(MAX_ID_LENGTH);
+    assert.ok(validateDynamicSpec({ throttlers: { [longest]: { limit: 1, classes: { [longest]: { weight: 1 } } } } }).ok);
+    const tooLong = "t".repeat(MAX_ID_LENGTH + 1);
+    const result = validateDynamicSpec({ throttlers: { [tooLong]: { limit: 1 }, q: { limit: 1, classes: { [tooLong]: { weight: 1 } } } } });
+    assert.ok(!result.ok);
+    const quoted = `["${"t".repeat(32)}"… (${MAX_ID_LENGTH + 1} characters)]`;
+    assert.deepEqual(
+      result.issues.map((issue) => `${issue.path}: ${issue.message}`),
+      [`throttlers.q.classes${quoted}: class id must be at most ${MAX_ID_LENGTH} characters`, `throttlers${quoted}: throttler id must be at most ${MAX_ID_LENGTH} characters`],
+    );
   });
 });

@@ -4,16 +4,23 @@ import { EXIT_FAILURE, EXIT_OK, type CommandRegistration } from "../cli.ts";
 import { loadPipelineSpec } from "../load-spec.ts";
 import { controllerService } from "../traced-services.ts";
 import { OTLP_OPTION_DESCRIPTION, parseOtlpUrl, startTracing, type Tracing } from "../tracing.ts";
-import { DEFAULT_HTTP_HOST, parseHttpPort, serveControllerStatus } from "../status-endpoints.ts";
+import { DEFAULT_HTTP_HOST, httpEndpointWarning, METRICS_OPEN_DESCRIPTION, parseHttpPort, serveControllerStatus } from "../status-endpoints.ts";
+import { SERVER_TLS_OPTIONS, clearTokenWarning, isLoopbackHost, loadHttpTls, loadServerTls, type ServerTlsFlags } from "../tls-options.ts";
 
-interface ControllerOptions {
+interface ControllerOptions extends ServerTlsFlags {
   readonly host: string;
   readonly port: number;
   readonly token?: string;
   readonly otlp?: string;
   readonly httpPort?: number;
   readonly httpHost: string;
+  readonly httpTlsCert?: string;
+  readonly httpTlsKey?: string;
+  readonly metricsOpen?: boolean;
 }
+
+/** The names of the status server's own https flags (it falls back to --tls-cert/--tls-key). */
+export const HTTP_TLS_FLAGS = { cert: "--http-tls-cert", key: "--http-tls-key" } as const;
 
 export const DEFAULT_CONTROLLER_PORT = 7070;
 /** Read when --token is not given, so the token need not appear in process listings. */
@@ -29,7 +36,13 @@ export const registerController: CommandRegistration = (program, cli) => {
     .option("--token <token>", `require "authorization: Bearer <token>" on every call (default: $${CONTROLLER_TOKEN_ENV})`)
     .option("--http-port <port>", "also serve the live dashboard (/), /api/snapshot, Prometheus /metrics and /healthz over HTTP; 0 picks a free port", parseHttpPort)
     .option("--http-host <host>", "interface of the --http-port server", DEFAULT_HTTP_HOST)
+    .option("--http-tls-cert <file>", "serve --http-port over https with this PEM certificate (default: --tls-cert's)")
+    .option("--http-tls-key <file>", "PEM private key of --http-tls-cert (default: --tls-key's)")
+    .option("--metrics-open", METRICS_OPEN_DESCRIPTION)
     .option("--otlp <url>", OTLP_OPTION_DESCRIPTION, parseOtlpUrl)
+    .option(...SERVER_TLS_OPTIONS.cert("the gRPC port"))
+    .option(...SERVER_TLS_OPTIONS.key)
+    .option(...SERVER_TLS_OPTIONS.clientCa)
     .action(async (specPath: string, options: ControllerOptions) => {
       const say = (line: string) => cli.stdout(`sluice controller: ${line}\n`);
       const loaded = await loadPipelineSpec(specPath);
@@ -44,6 +57,16 @@ export const registerController: CommandRegistration = (program, cli) => {
       const token = options.token ?? nonEmpty(process.env[CONTROLLER_TOKEN_ENV]);
       let running: RunningController;
       let tracing: Tracing | undefined;
+      let tls: Awaited<ReturnType<typeof loadServerTls>>;
+      let httpTls: Awaited<ReturnType<typeof loadHttpTls>>;
+      try {
+        tls = await loadServerTls(options);
+        httpTls = await loadHttpTls({ cert: options.httpTlsCert, key: options.httpTlsKey }, HTTP_TLS_FLAGS, tls);
+      } catch (error) {
+        cli.stderr(`sluice controller: not started: ${error instanceof Error ? error.message : String(error)}\n`);
+        cli.setExitCode(EXIT_FAILURE);
+        return;
+      }
       try {
         // Registered globally: the Controller's default tracer reports to it.
         tracing = await startTracing({ ...(options.otlp ? { otlp: options.otlp } : {}), service: controllerService(spec, {}) });
@@ -54,6 +77,7 @@ export const registerController: CommandRegistration = (program, cli) => {
           host: options.host,
           port: options.port,
           ...(token !== undefined ? { token } : {}),
+          ...(tls !== undefined ? { tls } : {}),
           log: say,
         });
       } catch (error) {
@@ -67,12 +91,19 @@ export const registerController: CommandRegistration = (program, cli) => {
       say(
         `pipeline ${JSON.stringify(spec.pipeline)} listening on ${running.address} ` +
           `(${throttlers} ${throttlers === 1 ? "throttler" : "throttlers"}${limits ? `: ${limits}` : ""})` +
-          (token !== undefined ? ", token required" : ""),
+          (token !== undefined ? ", token required" : "") +
+          (tls === undefined ? "" : tls.clientCa !== undefined ? ", TLS with client certificates (mTLS)" : ", TLS"),
       );
+      if (token !== undefined && tls === undefined && !isLoopbackHost(options.host)) {
+        cli.stderr(`sluice controller: ${clearTokenWarning("the gRPC port", options.host, "--tls-cert and --tls-key")}\n`);
+      }
       let dashboard: { close(): Promise<void> } | null = null;
       if (options.httpPort !== undefined) {
         try {
-          dashboard = await serveControllerStatus(running.controller, spec.pipeline, { host: options.httpHost, port: options.httpPort }, say);
+          const endpoint = { host: options.httpHost, port: options.httpPort, tls: httpTls, token, openMetrics: options.metricsOpen === true };
+          const warning = httpEndpointWarning(endpoint, "the --http-port server", "--http-tls-cert and --http-tls-key (or --tls-cert and --tls-key)");
+          if (warning !== undefined) cli.stderr(`sluice controller: ${warning}\n`);
+          dashboard = await serveControllerStatus(running.controller, spec.pipeline, endpoint, say);
         } catch (error) {
           cli.stderr(`sluice controller: ${error instanceof Error ? error.message : String(error)}\n`);
           await running.close();

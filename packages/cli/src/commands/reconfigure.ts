@@ -1,13 +1,13 @@
 import { isSluiceError, type SluiceError } from "@sluice/core";
 import { createGrpcQuotaClient } from "@sluice/protocol";
-import { extractDynamicSpec, validateDynamicSpec, type SpecIssue } from "@sluice/spec";
+import { controllerTlsSpecSchema, extractDynamicSpec, parseJson, validateDynamicSpec, type ControllerTlsSpec, type SpecIssue } from "@sluice/spec";
 import { readFile } from "node:fs/promises";
-import { resolve } from "node:path";
+import { dirname, resolve } from "node:path";
 import { EXIT_FAILURE, EXIT_OK, type CommandRegistration } from "../cli.ts";
-import { parseJson } from "../parse-json.ts";
+import { CLIENT_TLS_OPTIONS, loadClientTls, type ClientTlsFlags } from "../tls-options.ts";
 import { CONTROLLER_TOKEN_ENV } from "./controller.ts";
 
-interface ReconfigureOptions {
+interface ReconfigureOptions extends ClientTlsFlags {
   readonly controller: string;
   readonly token?: string;
 }
@@ -22,6 +22,10 @@ export const registerReconfigure: CommandRegistration = (program, cli) => {
     .argument("<file.json>", "a whole pipeline spec or just its dynamic_spec")
     .requiredOption("--controller <host:port>", "address of the controller")
     .option("--token <token>", `controller token (default: $${CONTROLLER_TOKEN_ENV})`)
+    .option(...CLIENT_TLS_OPTIONS.ca)
+    .option(...CLIENT_TLS_OPTIONS.cert)
+    .option(...CLIENT_TLS_OPTIONS.key)
+    .option(...CLIENT_TLS_OPTIONS.serverName)
     .action(async (file: string, options: ReconfigureOptions) => {
       const fail = (lines: readonly string[]) => {
         for (const line of lines) cli.stderr(`${line}\n`);
@@ -51,8 +55,17 @@ export const registerReconfigure: CommandRegistration = (program, cli) => {
         return fail([...issueLines(local.issues), `sluice reconfigure: ${countIssues(local.issues)} in ${path}; nothing was sent`]);
       }
 
+      // A whole pipeline spec brings its controller.tls (paths relative to it); the flags override it.
+      const specTls = controllerTlsOf(parsed.value);
+      if (!specTls.ok) return fail([`✗ controller.tls: ${specTls.message}`, `sluice reconfigure: nothing was sent`]);
+      let tls: Awaited<ReturnType<typeof loadClientTls>>;
+      try {
+        tls = await loadClientTls(options, { tls: specTls.tls, dir: dirname(path) });
+      } catch (error) {
+        return fail([`✗ ${error instanceof Error ? error.message : String(error)}`, `sluice reconfigure: nothing was sent`]);
+      }
       const token = options.token ?? (process.env[CONTROLLER_TOKEN_ENV] || undefined);
-      const client = createGrpcQuotaClient(options.controller, token !== undefined ? { token } : {});
+      const client = createGrpcQuotaClient(options.controller, { ...(token !== undefined ? { token } : {}), ...(tls !== undefined ? { tls } : {}) });
       try {
         const { version } = await client.updateDynamicSpec(JSON.stringify(dynamicSpec), {
           deadlineAt: Date.now() + UPDATE_DEADLINE_MS,
@@ -78,6 +91,8 @@ function refusalLines(error: unknown, address: string): string[] {
     case "CONTROLLER_UNAVAILABLE":
     case "QUOTA_TIMEOUT":
       return [`sluice reconfigure: ${error.text}`, `nothing was applied; is \`sluice controller\` running at ${address}?`];
+    case "UNAUTHENTICATED":
+      return [`sluice reconfigure: ${error.message}`, "nothing was applied"];
     default:
       return [`sluice reconfigure: the controller at ${address} refused: ${error.message}`];
   }
@@ -107,4 +122,16 @@ function computationNames(document: unknown, dynamicSpec: unknown): string[] | u
   const computations = (document as Record<string, unknown>)["computations"];
   if (typeof computations !== "object" || computations === null || Array.isArray(computations)) return undefined;
   return Object.keys(computations);
+}
+
+/** controller.tls of a whole pipeline spec (none for a bare dynamic_spec), checked by the spec's own rule. */
+function controllerTlsOf(document: unknown): { ok: true; tls: ControllerTlsSpec | undefined } | { ok: false; message: string } {
+  if (typeof document !== "object" || document === null) return { ok: true, tls: undefined };
+  const controller = (document as Record<string, unknown>)["controller"];
+  if (typeof controller !== "object" || controller === null) return { ok: true, tls: undefined };
+  const raw = (controller as Record<string, unknown>)["tls"];
+  if (raw === undefined) return { ok: true, tls: undefined };
+  const parsed = controllerTlsSpecSchema.safeParse(raw);
+  if (parsed.success) return { ok: true, tls: parsed.data };
+  return { ok: false, message: parsed.error.issues.map((issue) => `${issue.path.join(".") || "(tls)"}: ${issue.message}`).join("; ") };
 }

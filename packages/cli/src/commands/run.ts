@@ -8,11 +8,13 @@ import { EXIT_FAILURE, type CommandRegistration } from "../cli.ts";
 import { createKafkaIo } from "../kafka-io.ts";
 import { loadPipelineSpec } from "../load-spec.ts";
 import { runSession } from "../pipeline-session.ts";
-import { DEFAULT_HTTP_HOST, parseHttpPort, serveRunStatus } from "../status-endpoints.ts";
+import { DEFAULT_HTTP_HOST, httpEndpointWarning, METRICS_OPEN_DESCRIPTION, parseHttpPort, serveRunStatus } from "../status-endpoints.ts";
+import { SERVER_TLS_OPTIONS, loadClientTls, loadHttpTls, loadServerTls, TlsOptionError, type ServerTlsFlags } from "../tls-options.ts";
+import { CONTROLLER_TOKEN_ENV, HTTP_TLS_FLAGS } from "./controller.ts";
 import { runServices } from "../traced-services.ts";
 import { OTLP_OPTION_DESCRIPTION, parseOtlpUrl, startTracing } from "../tracing.ts";
 
-interface RunOptions {
+interface RunOptions extends ServerTlsFlags {
   readonly quiet?: boolean;
   readonly drain?: boolean;
   readonly controllerPort?: string;
@@ -20,6 +22,17 @@ interface RunOptions {
   readonly otlp?: string;
   readonly httpPort?: number;
   readonly httpHost: string;
+  readonly httpTlsCert?: string;
+  readonly httpTlsKey?: string;
+  readonly metricsOpen?: boolean;
+  readonly token?: string;
+}
+
+/** What the TLS flags and the spec's controller.tls come to, read before anything starts. */
+interface RunTls {
+  readonly server: Awaited<ReturnType<typeof loadServerTls>>;
+  readonly http: Awaited<ReturnType<typeof loadHttpTls>>;
+  readonly client: Awaited<ReturnType<typeof loadClientTls>>;
 }
 
 export const registerRun: CommandRegistration = (program, cli) => {
@@ -40,7 +53,17 @@ export const registerRun: CommandRegistration = (program, cli) => {
       parseHttpPort,
     )
     .option("--http-host <host>", "interface of the --http-port server", DEFAULT_HTTP_HOST)
+    .option("--http-tls-cert <file>", "serve --http-port over https with this PEM certificate (default: --tls-cert's)")
+    .option("--http-tls-key <file>", "PEM private key of --http-tls-cert (default: --tls-key's)")
+    .option("--metrics-open", METRICS_OPEN_DESCRIPTION)
+    .option(
+      "--token <token>",
+      `require "authorization: Bearer <token>" on --controller-port and --http-port; sent to controller.address when the spec names one (default: $${CONTROLLER_TOKEN_ENV})`,
+    )
     .option("--otlp <url>", OTLP_OPTION_DESCRIPTION, parseOtlpUrl)
+    .option(...SERVER_TLS_OPTIONS.cert("--controller-port"))
+    .option(...SERVER_TLS_OPTIONS.key)
+    .option(...SERVER_TLS_OPTIONS.clientCa)
     .action(async (specPath: string, options: RunOptions) => {
       const loaded = await loadPipelineSpec(specPath);
       if (!loaded.ok) {
@@ -54,10 +77,22 @@ export const registerRun: CommandRegistration = (program, cli) => {
         cli.setExitCode(EXIT_FAILURE);
         return;
       }
+      const token = options.token ?? (process.env[CONTROLLER_TOKEN_ENV] || undefined);
+      let tls: RunTls;
+      try {
+        tls = await loadRunTls(spec, specDir, options);
+      } catch (error) {
+        cli.stderr(`✗ ${error instanceof Error ? error.message : String(error)}\n`);
+        cli.setExitCode(EXIT_FAILURE);
+        return;
+      }
+      const httpEndpoint = { host: options.httpHost, port: options.httpPort ?? 0, tls: tls.http, token, openMetrics: options.metricsOpen === true };
+      const warning = options.httpPort !== undefined ? httpEndpointWarning(httpEndpoint, "the --http-port server", "--http-tls-cert and --http-tls-key") : undefined;
+      if (warning !== undefined) cli.stderr(`sluice run: ${warning}\n`);
       // Before anything that makes spans; the embedded controller's spans go to a tracer of its own.
       const tracing = await startTracing({ ...(options.otlp ? { otlp: options.otlp } : {}), ...runServices(spec, options.workerId) });
       if (tracing.enabled) cli.stdout(`sluice run: ${tracing.description}\n`);
-      const quota = await connectQuota(spec, specDir, options, (line) => cli.stdout(`${line}\n`), tracing.embeddedTracer);
+      const quota = await connectQuota(spec, specDir, options, token, tls, (line) => cli.stdout(`${line}\n`), tracing.embeddedTracer);
       const io: IoFactory = spec.kafka ? await createKafkaIo(spec) : new MemoryIoFactory(spec);
       const code = await runSession({
         spec,
@@ -70,7 +105,7 @@ export const registerRun: CommandRegistration = (program, cli) => {
         ...(options.httpPort !== undefined
           ? {
               serve: (worker) =>
-                serveRunStatus(quota.controller, worker, spec.pipeline, { host: options.httpHost, port: options.httpPort ?? 0 }, (line) =>
+                serveRunStatus(quota.controller, worker, spec.pipeline, httpEndpoint, (line) =>
                   cli.stdout(`sluice run: ${line}\n`),
                 ),
             }
@@ -88,20 +123,34 @@ async function connectQuota(
   spec: PipelineSpec,
   specDir: string,
   options: RunOptions,
+  token: string | undefined,
+  tls: RunTls,
   log: (line: string) => void,
   tracer: Tracer | undefined,
 ): Promise<{ client: QuotaServiceClient; controller: Controller | null; close: () => Promise<void> }> {
   const address = spec.controller?.address;
   if (address) {
-    const client = createGrpcQuotaClient(address);
+    const client = createGrpcQuotaClient(address, { ...(token !== undefined ? { token } : {}), ...(tls.client !== undefined ? { tls: tls.client } : {}) });
     return { client, controller: null, close: async () => client.close() };
   }
   let served: RunningController | null = null;
   let controller: Controller;
   if (options.controllerPort !== undefined) {
-    served = await startController({ spec, baseDir: specDir, port: Number(options.controllerPort), log, ...(tracer ? { tracer } : {}) });
+    served = await startController({
+      spec,
+      baseDir: specDir,
+      port: Number(options.controllerPort),
+      log,
+      ...(tracer ? { tracer } : {}),
+      ...(token !== undefined ? { token } : {}),
+      ...(tls.server !== undefined ? { tls: tls.server } : {}),
+    });
     controller = served.controller;
-    log(`sluice run: embedded controller listening on ${served.address}`);
+    const secured = [
+      ...(token !== undefined ? ["token required"] : []),
+      ...(tls.server === undefined ? [] : [tls.server.clientCa !== undefined ? "TLS with client certificates (mTLS)" : "TLS"]),
+    ];
+    log(`sluice run: embedded controller listening on ${served.address}${secured.length > 0 ? ` (${secured.join(", ")})` : ""}`);
   } else {
     controller = new Controller({
       dynamicSpec: spec.dynamic_spec,
@@ -121,6 +170,27 @@ async function connectQuota(
       if (served) await served.close();
       else controller.close();
     },
+  };
+}
+
+/**
+ * The server flags serve --controller-port (and, by default, --http-port); a spec that names
+ * controller.address makes this process a client instead, whose TLS is the spec's controller.tls.
+ */
+async function loadRunTls(spec: PipelineSpec, specDir: string, options: RunOptions): Promise<RunTls> {
+  const serverFlags = options.tlsCert !== undefined || options.tlsKey !== undefined || options.tlsClientCa !== undefined;
+  if (serverFlags && options.controllerPort === undefined) {
+    throw new TlsOptionError(
+      spec.controller?.address
+        ? "--tls-cert/--tls-key/--tls-client-ca serve the embedded controller's --controller-port; this spec names controller.address, whose TLS is controller.tls in the spec"
+        : "--tls-cert/--tls-key/--tls-client-ca serve the embedded controller's gRPC port: add --controller-port <port> (for https on --http-port alone, use --http-tls-cert and --http-tls-key)",
+    );
+  }
+  const server = await loadServerTls(options);
+  return {
+    server,
+    http: await loadHttpTls({ cert: options.httpTlsCert, key: options.httpTlsKey }, HTTP_TLS_FLAGS, server),
+    client: spec.controller?.address ? await loadClientTls({}, { tls: spec.controller.tls, dir: specDir }) : undefined,
   };
 }
 

@@ -5,9 +5,10 @@ import { parseDuration } from "@sluice/spec";
 import { InvalidArgumentError, Option } from "commander";
 import { EXIT_FAILURE, EXIT_OK, type CommandRegistration } from "../cli.ts";
 import { formatTopFrame } from "../top-frame.ts";
+import { CLIENT_TLS_OPTIONS, loadClientTls, type ClientTlsFlags } from "../tls-options.ts";
 import { CONTROLLER_TOKEN_ENV } from "./controller.ts";
 
-interface TopOptions {
+interface TopOptions extends ClientTlsFlags {
   readonly controller: string;
   readonly interval: number;
   readonly once?: boolean;
@@ -32,9 +33,21 @@ export const registerTop: CommandRegistration = (program, cli) => {
     .addOption(new Option("--interval <duration>", 'refresh period, e.g. "2s", "500ms"').argParser(parseInterval).default(1000, "1s"))
     .option("--once", "print one picture and exit (for scripts and logs)")
     .option("--token <token>", `controller token (default: $${CONTROLLER_TOKEN_ENV})`)
+    .option(...CLIENT_TLS_OPTIONS.ca)
+    .option(...CLIENT_TLS_OPTIONS.cert)
+    .option(...CLIENT_TLS_OPTIONS.key)
+    .option(...CLIENT_TLS_OPTIONS.serverName)
     .action(async (options: TopOptions) => {
+      let tls: Awaited<ReturnType<typeof loadClientTls>>;
+      try {
+        tls = await loadClientTls(options);
+      } catch (error) {
+        cli.stderr(`sluice top: ${error instanceof Error ? error.message : String(error)}\n`);
+        cli.setExitCode(EXIT_FAILURE);
+        return;
+      }
       const token = options.token ?? (process.env[CONTROLLER_TOKEN_ENV] || undefined);
-      const client = createGrpcQuotaClient(options.controller, token !== undefined ? { token } : {});
+      const client = createGrpcQuotaClient(options.controller, { ...(token !== undefined ? { token } : {}), ...(tls !== undefined ? { tls } : {}) });
       const terminal = process.stdout.isTTY === true;
       const color = terminal && !process.env["NO_COLOR"];
       const columns = process.stdout.columns ?? 120;

@@ -4,9 +4,27 @@ import { createKafkaIo } from "../kafka-io.ts";
 import { loadPipelineSpec } from "../load-spec.ts";
 import { runSession } from "../pipeline-session.ts";
 import { parseBrokers, withBrokers } from "../brokers-option.ts";
-import { DEFAULT_HTTP_HOST, parseHttpPort, serveWorkerMetrics } from "../status-endpoints.ts";
+import { DEFAULT_HTTP_HOST, httpEndpointWarning, METRICS_OPEN_DESCRIPTION, parseHttpPort, serveWorkerMetrics } from "../status-endpoints.ts";
+import { CLIENT_TLS_OPTIONS, loadClientTls, loadHttpTls, type ClientTlsFlags } from "../tls-options.ts";
 import { workerService } from "../traced-services.ts";
 import { OTLP_OPTION_DESCRIPTION, parseOtlpUrl, startTracing } from "../tracing.ts";
+import { CONTROLLER_TOKEN_ENV } from "./controller.ts";
+
+interface WorkerOptions extends ClientTlsFlags {
+  readonly quiet?: boolean;
+  readonly workerId?: string;
+  readonly controller?: string;
+  readonly token?: string;
+  readonly otlp?: string;
+  readonly brokers?: string[];
+  readonly metricsPort?: number;
+  readonly metricsHost: string;
+  readonly metricsTlsCert?: string;
+  readonly metricsTlsKey?: string;
+  readonly metricsOpen?: boolean;
+}
+
+const METRICS_TLS_FLAGS = { cert: "--metrics-tls-cert", key: "--metrics-tls-key" } as const;
 
 export const registerWorker: CommandRegistration = (program, cli) => {
   program
@@ -19,8 +37,16 @@ export const registerWorker: CommandRegistration = (program, cli) => {
     .option("--brokers <host:port,...>", "Kafka bootstrap brokers (override kafka.brokers)", parseBrokers)
     .option("--metrics-port <port>", "serve Prometheus /metrics and /healthz over HTTP on this port; 0 picks a free port", parseHttpPort)
     .option("--metrics-host <host>", "interface of the --metrics-port server", DEFAULT_HTTP_HOST)
+    .option("--metrics-tls-cert <file>", "serve --metrics-port over https with this PEM certificate; needs --metrics-tls-key")
+    .option("--metrics-tls-key <file>", "PEM private key of --metrics-tls-cert")
+    .option("--metrics-open", METRICS_OPEN_DESCRIPTION)
+    .option("--token <token>", `controller token, also required by --metrics-port (default: $${CONTROLLER_TOKEN_ENV})`)
     .option("--otlp <url>", OTLP_OPTION_DESCRIPTION, parseOtlpUrl)
-    .action(async (specPath: string, options: { quiet?: boolean; workerId?: string; controller?: string; otlp?: string; brokers?: string[]; metricsPort?: number; metricsHost: string }) => {
+    .option(...CLIENT_TLS_OPTIONS.ca)
+    .option(...CLIENT_TLS_OPTIONS.cert)
+    .option(...CLIENT_TLS_OPTIONS.key)
+    .option(...CLIENT_TLS_OPTIONS.serverName)
+    .action(async (specPath: string, options: WorkerOptions) => {
       const loaded = await loadPipelineSpec(specPath);
       if (!loaded.ok) {
         for (const issue of loaded.issues) cli.stderr(`✗ ${issue.path}: ${issue.message}\n`);
@@ -39,9 +65,23 @@ export const registerWorker: CommandRegistration = (program, cli) => {
         cli.setExitCode(EXIT_FAILURE);
         return;
       }
+      const token = options.token ?? (process.env[CONTROLLER_TOKEN_ENV] || undefined);
+      let tls: Awaited<ReturnType<typeof loadClientTls>>;
+      let metricsTls: Awaited<ReturnType<typeof loadHttpTls>>;
+      try {
+        tls = await loadClientTls(options, { tls: spec.controller?.tls, dir: specDir });
+        metricsTls = await loadHttpTls({ cert: options.metricsTlsCert, key: options.metricsTlsKey }, METRICS_TLS_FLAGS);
+      } catch (error) {
+        cli.stderr(`✗ ${error instanceof Error ? error.message : String(error)}\n`);
+        cli.setExitCode(EXIT_FAILURE);
+        return;
+      }
+      const metricsEndpoint = { host: options.metricsHost, port: options.metricsPort ?? 0, tls: metricsTls, token, openMetrics: options.metricsOpen === true };
+      const warning = options.metricsPort !== undefined ? httpEndpointWarning(metricsEndpoint, "the --metrics-port server", "--metrics-tls-cert and --metrics-tls-key") : undefined;
+      if (warning !== undefined) cli.stderr(`sluice worker: ${warning}\n`);
       const tracing = await startTracing({ ...(options.otlp ? { otlp: options.otlp } : {}), service: workerService(spec, options.workerId) });
       if (tracing.enabled) cli.stdout(`sluice worker: ${tracing.description}\n`);
-      const client = createGrpcQuotaClient(address);
+      const client = createGrpcQuotaClient(address, { ...(token !== undefined ? { token } : {}), ...(tls !== undefined ? { tls } : {}) });
       const code = await runSession({
         spec,
         specDir,
@@ -53,7 +93,7 @@ export const registerWorker: CommandRegistration = (program, cli) => {
         ...(options.metricsPort !== undefined
           ? {
               serve: (worker) =>
-                serveWorkerMetrics(worker, spec.pipeline, { host: options.metricsHost, port: options.metricsPort ?? 0 }, (line) =>
+                serveWorkerMetrics(worker, spec.pipeline, metricsEndpoint, (line) =>
                   cli.stdout(`sluice worker: ${line}\n`),
                 ),
             }

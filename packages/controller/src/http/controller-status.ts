@@ -1,7 +1,7 @@
 import type { Controller } from "../controller.ts";
 import { writeControllerMetrics } from "../metrics/controller-metrics.ts";
 import { PrometheusText } from "../metrics/prometheus-text.ts";
-import { startStatusServer, type RunningStatusServer } from "./status-server.ts";
+import { startStatusServer, type RunningStatusServer, type StatusServerOptions } from "./status-server.ts";
 
 export interface ControllerStatusOptions {
   readonly controller: Controller;
@@ -13,6 +13,10 @@ export interface ControllerStatusOptions {
   readonly title?: string;
   /** More families on the same /metrics: `sluice run` adds its worker's, so one port shows the whole process. */
   readonly moreMetrics?: (out: PrometheusText) => void;
+  /** https, token and open metrics: see StatusServerOptions. */
+  readonly tls?: StatusServerOptions["tls"];
+  readonly token?: string | undefined;
+  readonly openMetrics?: boolean | undefined;
 }
 
 /** The controller's dashboard, /api/snapshot and /metrics on one HTTP port (`sluice controller --http-port`). */
@@ -22,6 +26,9 @@ export function startControllerStatusServer(options: ControllerStatusOptions): P
     port: options.port,
     ...(options.host !== undefined ? { host: options.host } : {}),
     ...(options.title !== undefined ? { title: options.title } : {}),
+    tls: options.tls,
+    token: options.token,
+    openMetrics: options.openMetrics,
     snapshot: () => controller.snapshot(),
     metrics: () => {
       const out = new PrometheusText();

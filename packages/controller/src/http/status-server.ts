@@ -1,8 +1,10 @@
 import { readFileSync } from "node:fs";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type RequestListener, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { ControllerSnapshot } from "../controller.ts";
 import { PROMETHEUS_CONTENT_TYPE } from "../metrics/prometheus-text.ts";
+import { checkAccess } from "./http-access.ts";
 
 export interface StatusServerOptions {
   /** Default 127.0.0.1: the page and the metrics show limits and client ids, so not on every interface unless asked. */
@@ -15,13 +17,19 @@ export interface StatusServerOptions {
   readonly snapshot?: () => ControllerSnapshot | Promise<ControllerSnapshot>;
   /** Shown in the dashboard's title bar, e.g. `pipeline "enricher"`. */
   readonly title?: string;
+  /** Serve https with this PEM certificate and key; absent = plain http. */
+  readonly tls?: { readonly cert: Buffer; readonly key: Buffer } | undefined;
+  /** Every request must carry it (bearer header, or the dashboard's cookie; see http-access.ts). */
+  readonly token?: string | undefined;
+  /** With a token: /metrics and /healthz stay open (scrapers and health checks without a header). */
+  readonly openMetrics?: boolean | undefined;
 }
 
 export interface RunningStatusServer {
   /** The address actually bound. */
   readonly host: string;
   readonly port: number;
-  /** Where a person on this machine opens it: `http://127.0.0.1:<port>/` when bound to every interface. */
+  /** Where a person on this machine opens it: `http(s)://127.0.0.1:<port>/` when bound to every interface. */
   readonly url: string;
   /** Stops listening and drops open keep-alive connections (a browser tab holds one). Idempotent. */
   close(): Promise<void>;
@@ -31,7 +39,7 @@ const DASHBOARD_FILE = new URL("./dashboard.html", import.meta.url);
 let dashboardTemplate: string | null = null;
 
 /**
- * The observability endpoints of a Sluice process over plain HTTP (node:http, no framework):
+ * The observability endpoints of a Sluice process over HTTP or https (node:http, no framework):
  *
  *   GET /              the live dashboard page (controller only)
  *   GET /api/snapshot  the ControllerSnapshot JSON the page polls every second (controller only)
@@ -41,9 +49,11 @@ let dashboardTemplate: string | null = null;
 export async function startStatusServer(options: StatusServerOptions): Promise<RunningStatusServer> {
   const host = options.host ?? "127.0.0.1";
   const page = options.snapshot ? dashboardPage(options.title ?? "Sluice") : null;
-  const server = createServer((request, response) => {
+  const listener: RequestListener = (request, response) => {
     void route(request, response, options, page);
-  });
+  };
+  // Node checks the certificate and key here, before anything listens.
+  const server = options.tls ? createHttpsServer({ cert: options.tls.cert, key: options.tls.key }, listener) : createServer(listener);
   await new Promise<void>((resolve, reject) => {
     const onError = (error: NodeJS.ErrnoException) => {
       reject(new Error(`cannot serve HTTP on ${host}:${options.port}: ${error.code === "EADDRINUSE" ? "the port is in use" : error.message}`));
@@ -61,7 +71,7 @@ export async function startStatusServer(options: StatusServerOptions): Promise<R
   return {
     host: bound.address,
     port: bound.port,
-    url: `http://${urlHost}:${bound.port}/`,
+    url: `${options.tls ? "https" : "http"}://${urlHost}:${bound.port}/`,
     close() {
       closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -73,10 +83,12 @@ export async function startStatusServer(options: StatusServerOptions): Promise<R
 }
 
 async function route(request: IncomingMessage, response: ServerResponse, options: StatusServerOptions, page: string | null): Promise<void> {
-  const path = new URL(request.url ?? "/", "http://localhost").pathname;
+  const url = new URL(request.url ?? "/", "http://localhost");
+  const path = url.pathname;
   if (request.method !== "GET" && request.method !== "HEAD") {
     return send(response, request, 405, "text/plain; charset=utf-8", `${request.method} is not served here; use GET\n`, { allow: "GET, HEAD" });
   }
+  if (checkAccess(request, response, url, { token: options.token, openMetrics: options.openMetrics, secure: options.tls !== undefined }) === "answered") return;
   try {
     switch (path) {
       case "/metrics":
