@@ -8,8 +8,10 @@
 //      cluster stall for hundreds of ms at a time, and runs measured 13–75 %); asserted: ≥ 50 % of
 //      readings within the band widened by 0.05 each side, and no overload (tasks asking more cores
 //      than the cluster has) lasting more than one interval;
-//   3. the cluster loses half its capacity → a reading inside the band within 5 intervals (+2 s
-//      for the decision to show in DescribeThrottlers);
+//   3. the cluster loses half its capacity → a reading within 0.05 of the band within 5 intervals
+//      (+2 s for the decision to show in DescribeThrottlers). Within 0.05, not inside: at half
+//      capacity one task (~2 of 32 cores) is 6 % of the cluster, wider than the band itself, so
+//      whole tasks cannot always land in it; the first reading strictly inside is printed;
 //   4. dry_run: the limit in force stays while the suggested limit moves;
 //   5. Prometheus stopped → the limit holds, then falls to min_limit, tasks keep completing;
 //      Prometheus back → the loop raises the limit again.
@@ -145,8 +147,8 @@ describe("adaptive concurrency limit on a simulated cluster, load from a real Pr
       sampler?.decisions(lostAt).find((d) => (d.load ?? 0) > HIGH),
     );
     const after = () => sampler?.decisions(lostAt).map((d) => `${fmt(d.load)}@${d.limit}`).join(" ");
-    const back = await waitUntil("a reading in the band after the loss", 5 * INTERVAL_MS + 4_000, () =>
-      sampler?.decisions((seen.lastDecisionAt ?? lostAt) + 1).find((d) => inBand(d.load)),
+    const back = await waitUntil("a reading within 0.05 of the band after the loss", 5 * INTERVAL_MS + 4_000, () =>
+      sampler?.decisions((seen.lastDecisionAt ?? lostAt) + 1).find((d) => inBand(d.load, 0.05)),
     ).catch((error: unknown) => {
       throw new Error(`${String(error)}; readings@limits since the loss: ${after()}`);
     });
