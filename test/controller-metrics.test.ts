@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { after, it } from "node:test";
+import { systemClock } from "@sluice/core";
 import { createGrpcQuotaClient } from "@sluice/protocol";
 import { get, scrape, type Exposition } from "./helpers/prometheus.ts";
 import { NOOP_COMPUTATION, sluice, tsNode, writeSpec, type Child } from "./helpers/processes.ts";
@@ -116,9 +117,9 @@ it("controller /metrics agree with what the clients consumed and sent", { timeou
   try {
     await probe.requestQuota(
       { throttlerId: "api", clientId: "probe", amount: 3, timestampMs: 0, quotaClassId: "platinum", requestId: "probe-1" },
-      { deadlineAt: Date.now() + 10_000 },
+      { deadlineAt: systemClock.now() + 10_000 },
     );
-    await probe.releaseQuota({ throttlerId: "api", clientId: "probe", amount: 2, quotaClassId: "" }, { deadlineAt: Date.now() + 10_000 });
+    await probe.releaseQuota({ throttlerId: "api", clientId: "probe", amount: 2, quotaClassId: "" }, { deadlineAt: systemClock.now() + 10_000 });
   } finally {
     probe.close();
   }

@@ -1,6 +1,7 @@
 // Group 5: the controller at scale, in its own process with --expose-gc so that memory is read
 // after a full collection. 10,000 clients each holding a waiting request (against bare grpc-js
 // holding the same calls unanswered: the transport's own share), and 1,000 throttlers (against one).
+import { systemClock } from "@sluice/core";
 import { createGrpcQuotaClient, type QuotaServiceClient } from "@sluice/protocol";
 import { BenchChild, type ChildEvent } from "../lib/child.ts";
 import { formatNumber } from "../lib/format.ts";
@@ -77,7 +78,7 @@ async function holdWaiting(sluice: boolean, clients: number, idleMs: number): Pr
     // One call first on each channel, so that connecting is not counted as admission.
     await Promise.all(channels.map((channel) => channel.describeThrottlers().catch(() => undefined)));
     const base = await usage(child, true);
-    const deadlineAt = Date.now() + 120_000;
+    const deadlineAt = systemClock.now() + 120_000;
     const calls = Array.from({ length: clients }, (_, i) =>
       (channels[Math.floor(i / CALLS_PER_CHANNEL)] as QuotaServiceClient).requestQuota(
         { throttlerId: "held", clientId: `client-${i}`, amount: 1, timestampMs: 1_700_000_000_000 + i, quotaClassId: "", requestId: `r-${i}` },

@@ -85,6 +85,11 @@ export function checkThrottleTraces(spans: readonly CollectedSpan[], e: Throttle
     assert.ok(typeof waitMs === "number" && waitMs >= 0, `wait_ms ${String(waitMs)}`);
     const names = new Set((children.get(iteration.spanId) ?? []).map((s) => s.name));
     for (const name of ["Process", "Output", "Commit"]) assert.ok(names.has(name), `iteration ${iteration.spanId} has a ${name} child`);
+    // The Commit span ends when the offset after the batch is durable (not when it was handed over).
+    const commit = (children.get(iteration.spanId) ?? []).find((s) => s.name === "Commit");
+    const nextOffset = (BigInt(String(iteration.attributes["sluice.batch.last_offset"])) + 1n).toString();
+    assert.equal(commit?.attributes["sluice.commit.offset"], nextOffset, `iteration ${iteration.spanId} commits offset ${nextOffset}`);
+    assert.equal(commit?.attributes["sluice.commit.durable"], true, `the Commit span of iteration ${iteration.spanId} ended with its offset durable`);
     throttles.push(throttle);
   }
 

@@ -1,4 +1,4 @@
-import { WAIT_BUCKETS_MS, type WaitHistogramView } from "@sluice/core";
+import { RECENT_MAX_WINDOW_MS, WAIT_BUCKETS_MS, type WaitHistogramView } from "@sluice/core";
 import type { ControllerSnapshot, ControllerThrottlerSnapshot } from "@sluice/controller";
 import { formatDuration } from "@sluice/spec";
 
@@ -44,7 +44,8 @@ export function formatTopFrame(input: TopFrameInput): string[] {
   const barWidth = Math.max(BAR_MIN, Math.min(BAR_MAX, input.columns - 70));
   for (const throttler of snapshot.throttlers) {
     const before = previous?.throttlers.find((t) => t.id === throttler.id);
-    const wait = waitStats(before?.waitTime, throttler.waitTime);
+    // `maxMs` is the longest wait of the last minute: it bounds the p95 of a refresh interval, not the p95 since start.
+    const wait = waitStats(before?.waitTime, throttler.waitTime, before !== undefined && input.intervalMs <= RECENT_MAX_WINDOW_MS);
     const use = throttler.limit ? throttler.grantedRate / throttler.limit : null;
     lines.push(
       [
@@ -66,7 +67,7 @@ export function formatTopFrame(input: TopFrameInput): string[] {
   lines.push(
     dim("GRANTED/s: over the last 5 s · USE: granted / limit · QUEUE: requests waiting · OWED: units they still need"),
     dim(
-      `WAIT: request to grant, avg and p95 ${previous ? `over the last ${formatDuration(input.intervalMs)}` : "since start"}, max since start · ` +
+      `WAIT: request to grant, avg and p95 ${previous ? `over the last ${formatDuration(input.intervalMs)}` : "since start"}, max over the last minute · ` +
         "┃ marks the share by weight",
     ),
   );
@@ -135,8 +136,16 @@ function bar(observed: number, target: number | null, width: number): string {
   return cells.join("");
 }
 
-/** Mean and p95 (interpolated inside the bucket, as Prometheus' histogram_quantile) of the waits between two views. */
-export function waitStats(before: WaitHistogramView | undefined, after: WaitHistogramView): { meanMs: number; p95Ms: number } | null {
+/**
+ * Mean and p95 (interpolated inside the bucket, as Prometheus' histogram_quantile) of the waits
+ * between two views. `withinRecentMax`: the views are at most RECENT_MAX_WINDOW_MS apart, so no wait
+ * between them exceeds `after.maxMs` and the p95 is capped by it.
+ */
+export function waitStats(
+  before: WaitHistogramView | undefined,
+  after: WaitHistogramView,
+  withinRecentMax = false,
+): { meanMs: number; p95Ms: number } | null {
   const count = after.count - (before?.count ?? 0);
   if (count <= 0) return null;
   const meanMs = (after.sumMs - (before?.sumMs ?? 0)) / count;
@@ -150,11 +159,12 @@ export function waitStats(before: WaitHistogramView | undefined, after: WaitHist
       const inBucket = cumulative - below;
       // No wait exceeds the max seen, however wide the bucket it fell in.
       const p95Ms = inBucket > 0 ? lower + (upper - lower) * ((rank - below) / inBucket) : upper;
-      return { meanMs, p95Ms: Math.min(p95Ms, after.maxMs) };
+      return { meanMs, p95Ms: withinRecentMax ? Math.min(p95Ms, after.maxMs) : p95Ms };
     }
     below = cumulative;
   }
-  return { meanMs, p95Ms: after.maxMs };
+  // Beyond the last bound: the recent max when it covers the window, else at least that bound.
+  return { meanMs, p95Ms: withinRecentMax ? after.maxMs : Math.max(after.maxMs, WAIT_BUCKETS_MS[WAIT_BUCKETS_MS.length - 1] ?? 0) };
 }
 
 export function formatRate(value: number): string {

@@ -36,7 +36,7 @@ export function writeWorkerMetrics(out: PrometheusText, pipeline: string, worker
     .counter("sluice_worker_computation_iterations_total", "Process iterations (batches) completed.", perComputation((s) => s.iterations))
     .counter("sluice_worker_computation_failures_total", "Failed iterations (process threw, output or commit failed); the job restarts from its last commit.", perComputation((s) => s.failures))
     .counter("sluice_worker_computation_throttle_wait_ms_total", "Time iterations waited in Input.Throttle, summed over jobs, milliseconds.", perComputation((s) => s.throttleWaitMs))
-    .gauge("sluice_worker_computation_lag_ms", "Now minus the event time of the last processed message, milliseconds; absent before the first.", perComputation((s) => s.lagMs))
+    .gauge("sluice_worker_computation_lag_ms", "Now minus the oldest lag timestamp of the jobs (oldest event time read and not processed + stream_delay), else of the last processed message, milliseconds; absent before the first.", perComputation((s) => s.lagMs))
     .gauge("sluice_worker_computation_active_jobs", "Jobs (input partitions) of the computation running on this worker.", perComputation((s) => s.activeJobs));
 
   out

@@ -70,7 +70,9 @@ describe("sluice top frame", () => {
     const api = lines.find((line) => line.startsWith("api_quota"));
     assert.ok(api, text);
     assert.deepEqual(api.trim().split(/\s{2,}/).slice(0, 6), ["api_quota", "300", "300", "100%", "5", "86"]);
-    assert.match(api, /440 ms\s+1\.2 s\s+1\.2 s$/, "avg 440 ms, p95 capped at the max 1.2 s, max 1.2 s (since start)");
+    // Since start the p95 is not capped by `max`, which is the longest wait of the last minute only:
+    // the 95th of 5 waits falls in (1 s, 2.5 s] → 1000 + 1500 × 0.75 = 2125 ms.
+    assert.match(api, /440 ms\s+2\.1 s\s+1\.2 s$/, "avg 440 ms, p95 2.1 s (interpolated, since start), max 1.2 s (last minute)");
     const bytes = lines.find((line) => line.startsWith("bytes"));
     assert.ok(bytes);
     assert.match(bytes, /^bytes\s+∞\s+12\.3k\s+–/, "unlimited: no use of a limit");
@@ -104,7 +106,7 @@ describe("sluice top frame", () => {
 });
 
 describe("waitStats", () => {
-  it("interpolates the p95 inside its bucket, as histogram_quantile does, and never above the max", () => {
+  it("interpolates the p95 inside its bucket, as histogram_quantile does, and never above a max that covers the window", () => {
     const view = histogram(Array.from({ length: 100 }, (_, i) => (i < 90 ? 20 : 80)));
     const stats = waitStats(undefined, view);
     assert.ok(stats);
@@ -112,6 +114,9 @@ describe("waitStats", () => {
     // 95th of 100 falls in (50, 100]: 90 below, 10 inside → 50 + 50 × 5/10 = 75.
     assert.equal(stats.p95Ms, 75);
     assert.equal(waitStats(view, view), null, "no waits in between");
+    const slow = histogram([100, 200, 300, 400, 1200]);
+    assert.equal(waitStats(undefined, slow, true)?.p95Ms, 1200, "capped at the recent max when it covers the window");
+    assert.equal(waitStats(undefined, slow, false)?.p95Ms, 2125, "not capped when the max is more recent than the window");
   });
 
   it("formats rates the way the dashboard does", () => {

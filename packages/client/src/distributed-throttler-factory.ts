@@ -4,6 +4,7 @@ import { clientConfigEquals, prefetchWindow, type DynamicSpec, type ThrottlerSpe
 import { ConcurrencyClient } from "./concurrency-client.ts";
 import { RetryingQuotaRemote, type QuotaRpcOutcome } from "./retrying-quota-remote.ts";
 import { ThrottlerHandle, type ThrottlerHandleMetrics } from "./throttler-handle.ts";
+import type { ThrottlerMeters } from "./throttler-meters.ts";
 
 export interface DistributedThrottlerFactoryOptions {
   /** The computation these clients belong to: its dynamic_spec entry names their classes. */
@@ -45,7 +46,8 @@ function keepsClient(previous: Built, next: ThrottlerSpec): boolean {
 export class DistributedThrottlerFactory {
   private readonly handles = new Map<string, ThrottlerHandle>();
   private readonly built = new Map<string, Built>();
-  private readonly retiring = new Set<ThrottlerClient>();
+  /** Replaced clients still serving the callers that waited on them, by throttler id. */
+  private readonly retiring = new Map<ThrottlerClient, string>();
   private spec: DynamicSpec = { throttlers: {}, computations: {} };
   private priorityMs = 0;
   private closed = false;
@@ -61,8 +63,13 @@ export class DistributedThrottlerFactory {
     return this.priorityMs;
   }
 
-  /** Applies a dynamic_spec: builds, keeps, rebuilds or detaches clients; handles survive. */
-  reconfigure(spec: DynamicSpec): void {
+  /**
+   * Applies a dynamic_spec: builds, keeps, rebuilds or detaches clients; handles survive. A throttler
+   * the spec no longer declares is closed at once: its waiting callers fail with THROTTLER_REMOVED
+   * (the controller refuses it too, so waiting on would only spend the retry budget). `version` is
+   * the spec's version on the controller, for that message.
+   */
+  reconfigure(spec: DynamicSpec, version?: number): void {
     if (this.closed) return;
     this.spec = spec;
     for (const [id, throttlerSpec] of Object.entries(spec.throttlers)) {
@@ -75,13 +82,19 @@ export class DistributedThrottlerFactory {
       this.built.set(id, { spec: throttlerSpec, client });
       this.handle(id).attach(client);
       // Callers already waiting on the old client are still served by it; then it returns its pool.
-      if (previous) this.retire(previous.client);
+      if (previous) this.retire(id, previous.client);
     }
     for (const [id, previous] of [...this.built]) {
       if (Object.hasOwn(spec.throttlers, id)) continue;
       this.built.delete(id);
       this.handles.get(id)?.attach(null);
-      this.retire(previous.client);
+      const removed = this.removedError(id, version);
+      previous.client.close(removed);
+      for (const [client, retiringId] of this.retiring) {
+        if (retiringId !== id) continue;
+        client.close(removed);
+        this.retiring.delete(client);
+      }
     }
   }
 
@@ -121,23 +134,42 @@ export class DistributedThrottlerFactory {
     return [...this.handles.values()].map((handle) => handle.metrics());
   }
 
-  /** Fails waiting callers and returns every pool to the controller. Idempotent. */
-  close(): void {
+  /** Every handle's sensors by throttler id (a worker folds a stopped job's into its running totals). */
+  meters(): [throttlerId: string, meters: ThrottlerMeters][] {
+    return [...this.handles.values()].map((handle) => [handle.throttlerId, handle.meters]);
+  }
+
+  /**
+   * Fails waiting callers with CANCELLED, returns every pool to the controller, and stops every
+   * handle: a later call says that its owner stopped (`reason`), not that the throttler is
+   * undeclared. Idempotent.
+   */
+  close(reason = "its throttler client was closed"): void {
     if (this.closed) return;
     this.closed = true;
-    for (const { client } of this.built.values()) client.close("the job stopped");
-    for (const client of this.retiring) client.close("the job stopped");
+    for (const { client } of this.built.values()) client.close(reason);
+    for (const client of this.retiring.keys()) client.close(reason);
     this.built.clear();
     this.retiring.clear();
-    for (const handle of this.handles.values()) handle.attach(null);
+    for (const handle of this.handles.values()) handle.stop(reason);
   }
 
   /** A replaced client finishes its waiters on its own, but is closed with the job if it has not yet. */
-  private retire(client: ThrottlerClient): void {
-    this.retiring.add(client);
+  private retire(id: string, client: ThrottlerClient): void {
+    this.retiring.set(client, id);
     client.retire();
     // Cheap sweep: clients that already finished retiring need no closing.
-    for (const old of this.retiring) if (old.isClosed) this.retiring.delete(old);
+    for (const old of this.retiring.keys()) if (old.isClosed) this.retiring.delete(old);
+  }
+
+  private removedError(throttlerId: string, version: number | undefined): SluiceError {
+    const where = version === undefined ? "dynamic_spec" : `dynamic_spec version ${version}`;
+    return new SluiceError(
+      "THROTTLER_REMOVED",
+      `throttler "${throttlerId}" was removed: ${where} no longer declares it (computation "${this.options.computation}"); ` +
+        "not retried: declare it again with `sluice reconfigure` to use it",
+      { throttlerId, computation: this.options.computation, ...(version === undefined ? {} : { version }) },
+    );
   }
 
   private handle(throttlerId: string): ThrottlerHandle {
@@ -176,11 +208,11 @@ export class DistributedThrottlerFactory {
       clock: this.options.clock,
       ...(this.options.random ? { random: this.options.random } : {}),
       onRpc: (outcome) => {
-        handle.rpcCount += 1;
-        if (!outcome.ok) handle.rpcFailures += 1;
+        handle.meters.rpcCount += 1;
+        if (!outcome.ok) handle.meters.rpcFailures += 1;
         this.options.onRpc?.(outcome);
       },
-      onRelease: (amount) => handle.recordReturned(amount),
+      onRelease: (amount) => (handle.meters.returned += amount),
     });
     if (spec.kind === "concurrency") {
       return new ConcurrencyClient({

@@ -1,33 +1,21 @@
 import { context, ROOT_CONTEXT, type Context } from "@opentelemetry/api";
-import { RESOLVED, SluiceError, WaitHistogram, type Clock, type ThrottleOptions, type Throttler, type WaitHistogramView } from "@sluice/core";
+import { RESOLVED, SluiceError, type Clock, type ThrottleOptions, type Throttler } from "@sluice/core";
+import { ThrottlerMeters, type ThrottlerHandleMetrics } from "./throttler-meters.ts";
 
-export interface ThrottlerHandleMetrics {
-  readonly throttlerId: string;
-  /** Units handed to callers (the reference's worker sensor `consumed`). */
-  readonly consumed: number;
-  readonly released: number;
-  /** Prefetched units the client handed back to the controller: a pool's excess, or the pool on close. */
-  readonly returned: number;
-  /** Time callers waited in throttle() when the local pool could not answer at once. */
-  readonly waitTime: WaitHistogramView;
-  readonly rpcCount: number;
-  readonly rpcFailures: number;
-}
+export type { ThrottlerHandleMetrics } from "./throttler-meters.ts";
 
 /**
  * What `ctx.getThrottlerOrThrow(id)` returns: a handle that stays valid across reconfiguration. The
  * client behind it may be swapped (its config changed) or detached (the throttler was removed from
- * dynamic_spec; calls then fail with THROTTLER_NOT_DECLARED until it is declared again).
+ * dynamic_spec; calls then fail with THROTTLER_NOT_DECLARED until it is declared again). Once its
+ * owner stops (the job ended), calls fail with CANCELLED saying so.
  */
 export class ThrottlerHandle implements Throttler {
   private current: Throttler | null = null;
-  private consumed = 0;
-  private released = 0;
-  private returned = 0;
-  private readonly waits = new WaitHistogram();
+  private stoppedWith: SluiceError | null = null;
+  /** Its sensors; the factory counts RPCs and returned units in them. */
+  readonly meters = new ThrottlerMeters();
   private lastCaller: Context = ROOT_CONTEXT;
-  rpcCount = 0;
-  rpcFailures = 0;
 
   constructor(
     readonly throttlerId: string,
@@ -40,7 +28,18 @@ export class ThrottlerHandle implements Throttler {
   }
 
   attach(client: Throttler | null): void {
+    if (this.stoppedWith) return;
     this.current = client;
+  }
+
+  /** Detaches for good: the owner of this handle stopped for `reason` (e.g. "job w1/Enricher/0 stopped"). */
+  stop(reason: string): void {
+    this.current = null;
+    this.stoppedWith ??= new SluiceError(
+      "CANCELLED",
+      `throttler "${this.throttlerId}" (computation "${this.computation}"): ${reason}; this handle no longer serves calls`,
+      { throttlerId: this.throttlerId, computation: this.computation },
+    );
   }
 
   /**
@@ -57,54 +56,44 @@ export class ThrottlerHandle implements Throttler {
 
   throttle(amount: number, options?: ThrottleOptions): Promise<void> {
     const client = this.current;
-    if (client === null) return Promise.reject(this.notDeclared());
+    if (client === null) return Promise.reject(this.unavailable());
     this.lastCaller = context.active();
     const pending = client.throttle(amount, options);
     if (pending === RESOLVED) {
       // Fast path: the pool answered; no timer, no allocation.
-      this.consumed += amount;
+      this.meters.consumed += amount;
       return RESOLVED;
     }
     const startedAt = this.clock.now();
     return pending.then(() => {
-      this.consumed += amount;
-      this.waits.record(this.clock.now() - startedAt);
+      const now = this.clock.now();
+      this.meters.consumed += amount;
+      this.meters.waits.record(now - startedAt, now);
     });
   }
 
   tryAcquire(amount: number): boolean {
     const client = this.current;
-    if (client === null) throw this.notDeclared();
+    if (client === null) throw this.unavailable();
     this.lastCaller = context.active();
     const taken = client.tryAcquire(amount);
-    if (taken) this.consumed += amount;
+    if (taken) this.meters.consumed += amount;
     return taken;
   }
 
   release(amount: number): void {
     const client = this.current;
-    if (client === null) throw this.notDeclared();
+    if (client === null) throw this.unavailable();
     client.release(amount);
-    this.released += amount;
-  }
-
-  recordReturned(amount: number): void {
-    this.returned += amount;
+    this.meters.released += amount;
   }
 
   metrics(): ThrottlerHandleMetrics {
-    return {
-      throttlerId: this.throttlerId,
-      consumed: this.consumed,
-      released: this.released,
-      returned: this.returned,
-      waitTime: this.waits.view(),
-      rpcCount: this.rpcCount,
-      rpcFailures: this.rpcFailures,
-    };
+    return this.meters.view(this.throttlerId, this.clock.now());
   }
 
-  private notDeclared(): SluiceError {
+  private unavailable(): SluiceError {
+    if (this.stoppedWith) return this.stoppedWith;
     return new SluiceError(
       "THROTTLER_NOT_DECLARED",
       `throttler "${this.throttlerId}" is no longer declared in dynamic_spec.throttlers (computation "${this.computation}"); ` +

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ManualClock, SluiceError, isSluiceError } from "@sluice/core";
+import { ManualClock, RESOLVED, SluiceError, isSluiceError } from "@sluice/core";
 import { validateDynamicSpec, type DynamicSpec } from "@sluice/spec";
 import { DistributedThrottlerFactory } from "../src/index.ts";
 import { FakeQuotaClient } from "./fake-quota-client.ts";
@@ -65,13 +65,18 @@ describe("DistributedThrottlerFactory", () => {
     const { client, factory } = setup();
     const rows = factory.getThrottlerOrThrow("rows");
     await rows.throttle(1);
-    const poolBefore = client.calls.length;
+    await new Promise((resolve) => setImmediate(resolve)); // the refill queued ahead of demand lands
+    rows.release(10); // the pool now holds at least 10 units
+    const rpcsBefore = client.calls.length;
     factory.reconfigure(
       dynamicSpec({ ...base, throttlers: { ...base.throttlers, rows: { ...base.throttlers.rows, period: "2s", max_grant_amount: 5, classes: { vip: { weight: 1 } } } } }),
     );
     assert.equal(factory.getThrottlerOrThrow("rows"), rows, "the same handle");
-    await rows.throttle(0);
-    assert.equal(client.calls.length, poolBefore, "no new client, no new RPC");
+    // Answered from the pool kept across the change: synchronously (the shared resolved promise), no RPC.
+    assert.equal(rows.throttle(10), RESOLVED, "served from the kept pool");
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(client.calls.length, rpcsBefore, "no new client, no new RPC");
+    assert.deepEqual(client.releases, [], "no retired client handed its pool back");
   });
 
   it("rebuilds the client when its own config changes; the handle taken before keeps working", async () => {
@@ -130,6 +135,21 @@ describe("DistributedThrottlerFactory", () => {
     assert.equal(metrics.released, 2);
   });
 
+  it("reports the longest wait of the last minute as waitTime.maxMs, not the longest since start", async () => {
+    const { client, clock, factory } = setup();
+    let grant: () => void = () => {};
+    client.answer = () => new Promise<void>((resolve) => (grant = resolve));
+    const api = factory.getThrottlerOrThrow("api");
+    const waited = api.throttle(1);
+    await clock.advance(500);
+    grant();
+    await waited;
+    assert.equal(api.metrics().waitTime.maxMs, 500);
+    await clock.advance(120_000);
+    const { maxMs, count } = api.metrics().waitTime;
+    assert.deepEqual({ maxMs, count }, { maxMs: 0, count: 1 });
+  });
+
   it("fails with RETRIES_EXHAUSTED once retry_attempts are spent", async () => {
     const { client, clock, factory } = setup({
       throttlers: { api: { limit: 10, retrying_channel: { retry_attempts: 3, min_backoff: "10ms", max_backoff: "10ms" } } },
@@ -175,9 +195,96 @@ describe("DistributedThrottlerFactory", () => {
     await api.throttle(1); // the first refill holds 1 unit; nothing left over
     client.answer = () => new Promise(() => {}); // the next refill never comes back
     const blocked = api.throttle(5);
-    factory.close();
+    factory.close("job w1/Enricher/0 stopped (take a new handle from the context of a running job)");
     await assert.rejects(blocked, (e: unknown) => isSluiceError(e, "CANCELLED"));
     await clock.advance(0);
-    await assert.rejects(api.throttle(1), (e: unknown) => isSluiceError(e, "THROTTLER_NOT_DECLARED"));
+    // The truth: the job stopped. Not "no longer declared… add it back", which no reconfiguration fixes.
+    const stopped = (e: unknown) =>
+      isSluiceError(e, "CANCELLED") &&
+      e.message ===
+        'CANCELLED: throttler "api" (computation "Enricher"): job w1/Enricher/0 stopped (take a new handle from the context of a running job); this handle no longer serves calls';
+    await assert.rejects(api.throttle(1), stopped);
+    assert.throws(() => api.tryAcquire(1), stopped);
+    assert.throws(() => api.release(1), stopped);
+    factory.reconfigure(dynamicSpec(base));
+    await assert.rejects(api.throttle(1), stopped, "a reconfiguration after the stop does not bring it back");
+  });
+
+  describe("a throttler removed from dynamic_spec", () => {
+    it("ends its waiting callers at once with THROTTLER_REMOVED, without spending the retry budget", async () => {
+      const { client, clock, factory } = setup();
+      client.answer = (call) => (call.throttlerId === "api" ? new Promise(() => {}) : undefined); // api never grants
+      const api = factory.getThrottlerOrThrow("api");
+      const outcome = api.throttle(1).then(
+        () => "granted",
+        (e: unknown) => e,
+      );
+      await clock.advance(0);
+      const rpcs = client.calls.length;
+      factory.reconfigure(dynamicSpec({ throttlers: { rows: base.throttlers.rows }, computations: {} }), 7);
+      await clock.advance(0);
+      const error = await Promise.race([outcome, clock.advance(1).then(() => "still waiting")]);
+      assert.ok(isSluiceError(error, "THROTTLER_REMOVED"), `got ${String(error)}`);
+      assert.equal(error.retriable, false);
+      assert.equal(
+        error.message,
+        'THROTTLER_REMOVED: throttler "api" was removed: dynamic_spec version 7 no longer declares it (computation "Enricher"); not retried: declare it again with `sluice reconfigure` to use it',
+      );
+      await clock.advance(60_000);
+      assert.equal(client.calls.length, rpcs, "no RPC after the removal");
+      // A new call on the handle: not declared (until it is declared again).
+      await assert.rejects(api.throttle(1), (e: unknown) => isSluiceError(e, "THROTTLER_NOT_DECLARED"));
+    });
+
+    it("also ends the callers still waiting on a client that a config change had replaced", async () => {
+      const { client, clock, factory } = setup();
+      client.answer = (call) => (call.throttlerId === "api" ? new Promise(() => {}) : undefined);
+      const api = factory.getThrottlerOrThrow("api");
+      const onOld = api.throttle(1).then(
+        () => "granted",
+        (e: unknown) => e,
+      );
+      await clock.advance(0);
+      // request_period changes: a new client; the old one keeps its waiter until it is served
+      factory.reconfigure(dynamicSpec({ ...base, throttlers: { ...base.throttlers, api: { limit: 10, request_period: "2s" } } }), 2);
+      const onNew = api.throttle(1).then(
+        () => "granted",
+        (e: unknown) => e,
+      );
+      await clock.advance(0);
+      factory.reconfigure(dynamicSpec({ throttlers: { rows: base.throttlers.rows }, computations: {} }), 3);
+      await clock.advance(0);
+      const results = await Promise.race([Promise.all([onOld, onNew]), clock.advance(1).then(() => ["still waiting"])]);
+      assert.deepEqual(
+        results.map((e) => (isSluiceError(e) ? e.code : e)),
+        ["THROTTLER_REMOVED", "THROTTLER_REMOVED"],
+      );
+    });
+
+    it("fails at once when the controller answers THROTTLER_REMOVED (the watch may lag behind)", async () => {
+      const { client, clock, factory } = setup();
+      client.answer = () => {
+        throw new SluiceError("THROTTLER_REMOVED", 'throttler "api" was removed from dynamic_spec in version 2');
+      };
+      const failed = assert.rejects(factory.getThrottlerOrThrow("api").throttle(1), (e: unknown) => isSluiceError(e, "THROTTLER_REMOVED"));
+      await clock.advance(0);
+      await failed;
+      assert.equal(client.calls.length, 1, "not retried");
+    });
+
+    it("rides out UNKNOWN_THROTTLER from a restarting controller while dynamic_spec still declares it", async () => {
+      const { client, clock, factory } = setup({ throttlers: { api: { limit: 10, retrying_channel: { min_backoff: "100ms", max_backoff: "100ms", backoff_jitter: 0 } } } });
+      let unknownFor = 5;
+      client.answer = () => {
+        if (unknownFor-- > 0) throw new SluiceError("UNKNOWN_THROTTLER", 'throttler "api" is not declared on this controller (dynamic_spec version 1)');
+      };
+      let done = false;
+      const waiting = factory.getThrottlerOrThrow("api").throttle(1).then(() => (done = true));
+      await clock.advance(450);
+      assert.equal(done, false, "still retrying");
+      await clock.advance(100);
+      await waiting;
+      assert.equal(new Set(client.calls.slice(0, 6).map((c) => c.requestId)).size, 1, "one request id across the retries");
+    });
   });
 });

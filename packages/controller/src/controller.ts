@@ -27,6 +27,7 @@ import { ConcurrencyLeases, type ConcurrencySnapshot } from "./concurrency/concu
 import { bucketConfigOf, describeLimit, sameBucketConfig } from "./bucket-config.ts";
 import { GRANTED_RATE_SAMPLE_MS, GrantedRates } from "./granted-rates.ts";
 import { releaseQuotaProblem, requestQuotaProblem, watchProblem } from "./request-limits.ts";
+import { RemovedThrottlers, removedError } from "./removed-throttlers.ts";
 import { traceRequestQuota } from "./request-quota-span.ts";
 
 export interface ControllerOptions {
@@ -93,6 +94,7 @@ export class Controller implements QuotaServiceHandler {
   private readonly drivers = new Map<string, QuotaBucketDriver>();
   private readonly configs = new Map<string, QuotaBucketConfig>();
   private readonly watchers = new Set<Watcher>();
+  private readonly removed = new RemovedThrottlers();
   private readonly rates = new GrantedRates();
   private readonly sampling = new AbortController();
   private readonly clock: Clock;
@@ -298,12 +300,10 @@ export class Controller implements QuotaServiceHandler {
     for (const [id, driver] of this.drivers) {
       if (nextConfigs.has(id)) continue;
       removed.push(id);
-      driver.close(
-        new SluiceError("UNKNOWN_THROTTLER", `throttler "${id}" was removed by reconfiguration to version ${version}`, {
-          throttlerId: id,
-          version,
-        }),
-      );
+      // Final for its waiters (THROTTLER_REMOVED is not retried): retrying UNKNOWN_THROTTLER for the
+      // whole retry budget kept a waiting throttle() stranded for minutes.
+      driver.close(removedError(id, version, version));
+      this.removed.remember(id, version);
       this.drivers.delete(id);
       this.configs.delete(id);
       this.rates.forget(id);
@@ -313,6 +313,7 @@ export class Controller implements QuotaServiceHandler {
       const previous = this.configs.get(id);
       if (!driver || !previous) {
         added.push(id);
+        this.removed.forget(id);
         this.addDriver(id, config);
         continue;
       }
@@ -375,6 +376,8 @@ export class Controller implements QuotaServiceHandler {
     this.throwIfClosed();
     const driver = this.drivers.get(throttlerId);
     if (driver) return driver;
+    const removed = this.removed.errorFor(throttlerId, this.currentVersion);
+    if (removed) throw removed;
     // Only refusals list the declared throttlers: building that list on every call cost most of a
     // busy controller's time with 1,000 throttlers (bench/README.md).
     const declared = [...this.drivers.keys()];

@@ -13,16 +13,22 @@ import { startController, type ControllerSnapshot, type RunningController } from
 // well-behaved client keeps being served at its throttler's rate and memory stays bounded.
 
 /**
- * Heap in use after a full collection. The test runner does not pass --expose-gc, so the flag is
+ * Heap in use after full collections. The test runner does not pass --expose-gc, so the flag is
  * set at run time and `gc` taken from a fresh context (V8 installs it there once the flag is on).
- * Without a collection, heapUsed mostly measures garbage not yet collected.
+ * Without a collection, heapUsed mostly measures garbage not yet collected; between collections
+ * the event loop turns once (closed streams and sockets let go of their buffers), and the least
+ * reading is kept, which takes most of the noise out of a single one.
  */
-function heapAfterGc(): number {
+async function heapAfterGc(): Promise<number> {
   setFlagsFromString("--expose-gc");
   const gc = runInNewContext("gc") as () => void;
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
+  let least = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < 4; i++) {
+    gc();
+    await new Promise((resolve) => setImmediate(resolve));
+    least = Math.min(least, process.memoryUsage().heapUsed);
+  }
+  return least;
 }
 
 const STEADY_LIMIT = 20; // units/s for the well-behaved client
@@ -59,7 +65,7 @@ describe("controller under bad input (gRPC)", { timeout: 120_000 }, () => {
   });
 
   /** Every raw call is bounded: a refusal is immediate, a grant on "steady" takes at most 1/20 s per waiter. */
-  const ask = (request: RequestQuotaCall) => raw.requestQuota(request, { deadlineAt: Date.now() + 5_000 });
+  const ask = (request: RequestQuotaCall) => raw.requestQuota(request, { deadlineAt: systemClock.now() + 5_000 });
 
   const snapshot = async () => JSON.parse((await raw.describeThrottlers()).snapshotJson) as ControllerSnapshot;
 
@@ -81,7 +87,7 @@ describe("controller under bad input (gRPC)", { timeout: 120_000 }, () => {
         try {
           await steadyClient.requestQuota(
             { throttlerId: "steady", clientId: "good", amount: 1, timestampMs: 0, quotaClassId: "", requestId: `good-${++n}` },
-            { signal: steadyStop.signal, deadlineAt: Date.now() + 5_000 },
+            { signal: steadyStop.signal, deadlineAt: systemClock.now() + 5_000 },
           );
           steadyGrants.push(performance.now());
         } catch (error) {
@@ -190,7 +196,7 @@ describe("controller under bad input (gRPC)", { timeout: 120_000 }, () => {
     const calls = Array.from({ length: total }, (_, i) =>
       flooder
         .requestQuota(call({ throttlerId: "flood", requestId: `flood-${round}-${i}`, clientId: `flooder-${i % 7}` }), {
-          deadlineAt: Date.now() + 30_000,
+          deadlineAt: systemClock.now() + 30_000,
         })
         .then(
           () => (outcomes.granted += 1),
@@ -216,22 +222,26 @@ describe("controller under bad input (gRPC)", { timeout: 120_000 }, () => {
     return outcomes;
   }
 
-  it("refuses exactly the overflow of a flood with QUEUE_FULL, keeps serving, and stays bounded in memory", async () => {
+  it("refuses exactly the overflow of a flood with QUEUE_FULL, keeps serving, and stays bounded in memory", async (testContext) => {
     const grantsBefore = steadyGrants.length;
     const started = performance.now();
     const warmUp = await flood(0);
     assert.deepEqual(warmUp, { queueFull: 9 * FLOOD_QUEUE, granted: FLOOD_QUEUE, other: [] });
 
-    const heapBefore = heapAfterGc();
+    const heapBefore = await heapAfterGc();
     for (const round of [1, 2]) {
       const outcome = await flood(round);
       assert.equal(outcome.queueFull, 9 * FLOOD_QUEUE, `round ${round}: exactly the overflow is refused`);
       assert.equal(outcome.granted, FLOOD_QUEUE, `round ${round}: the queued ones are granted once the limit is raised`);
       assert.deepEqual(outcome.other, []);
     }
-    const growthMb = (heapAfterGc() - heapBefore) / 2 ** 20;
-    // Measured after full collections, so the bound can be tight: eight floods grew it by < 0.1 MB.
-    assert.ok(growthMb < 10, `heap grew ${growthMb.toFixed(1)} MB over two floods`);
+    const growthMb = ((await heapAfterGc()) - heapBefore) / 2 ** 20;
+    // Measured after full collections (the least of four readings): two floods grew the heap by
+    // 0.15–0.65 MB in runs of this test, and no more after six (about 0.2 MB of it are the good
+    // client's request ids, remembered for their 60 s grace). Allowed: 1 MB, the largest growth
+    // seen plus 0.35 MB of GC noise; a leak of 256 bytes per flood request (4,000 of them) fails.
+    testContext.diagnostic(`heap growth over two floods: ${growthMb.toFixed(3)} MB`);
+    assert.ok(growthMb < 1, `heap grew ${growthMb.toFixed(2)} MB over two floods (bound 1 MB)`);
 
     const floodApi = (await snapshot()).throttlers.find((t) => t.id === "flood");
     assert.equal(floodApi?.pendingRequests, 0);

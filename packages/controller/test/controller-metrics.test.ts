@@ -71,6 +71,14 @@ describe("controller metrics", () => {
     m = metricsOf(controller);
     assert.equal(m.get('sluice_controller_throttler_released_total{throttler_id="api"}'), 2);
     assert.equal(m.get("sluice_controller_dynamic_spec_version"), 1);
+
+    // `_max` is a recent maximum (the reference's wait_time.max): two minutes later the 200 ms wait
+    // has left its window while the histogram keeps counting it.
+    await clock.advance(120_000);
+    m = metricsOf(controller);
+    assert.equal(m.get('sluice_controller_throttler_wait_time_ms_max{throttler_id="api"}'), 0);
+    assert.equal(m.get('sluice_controller_quota_class_wait_time_ms_max{throttler_id="api",quota_class="default"}'), 0);
+    assert.equal(m.get('sluice_controller_throttler_wait_time_ms_count{throttler_id="api"}'), 3);
     controller.close();
   });
 });

@@ -36,18 +36,39 @@ describe("Controller (virtual time)", () => {
     assert.equal(version, 2);
     assert.equal(controller.version, 2);
     await assert.rejects(stranded, {
-      message: 'UNKNOWN_THROTTLER: throttler "old" was removed by reconfiguration to version 2',
+      message: 'THROTTLER_REMOVED: throttler "old" was removed from dynamic_spec in version 2; not retried: declare it again with `sluice reconfigure` to use it',
     });
     assert.deepEqual(lines, ["dynamic_spec version 2 applied: 2 throttlers (api=20/s, fresh=unlimited); added fresh; removed old; changed api"]);
     assert.deepEqual(await ask(controller, "fresh", 1e6), { granted: 1e6, waitedMs: 0 });
-    await assert.rejects(ask(controller, "old", 1), (error: unknown) => isSluiceError(error, "UNKNOWN_THROTTLER"));
+    await assert.rejects(ask(controller, "old", 1), (error: unknown) => isSluiceError(error, "THROTTLER_REMOVED"));
+    await controller.updateDynamicSpec(JSON.stringify({ throttlers: { api: { limit: 20, period: "1s" } } }), context());
+    await assert.rejects(ask(controller, "old", 1), {
+      message: /^THROTTLER_REMOVED: throttler "old" was removed from dynamic_spec in version 2 \(now version 3\)/,
+    });
     assert.deepEqual(
       controller.snapshot().throttlers.map((t) => [t.id, t.limit]),
-      [
-        ["api", 20],
-        ["fresh", null],
-      ],
+      [["api", 20]],
     );
+    controller.close();
+  });
+
+  it("refuses a dynamic_spec that removes a throttler dynamic_spec.computations still names; the throttler keeps serving", async () => {
+    const parsed = validateDynamicSpec(
+      { throttlers: { api: { limit: 10, period: "1s" } }, computations: { Enricher: { input_rows_throttler_id: "api" } } },
+      { computations: ["Enricher"] },
+    );
+    assert.ok(parsed.ok);
+    const clock = new ManualClock(1_700_000_000_000);
+    const controller = new Controller({ dynamicSpec: parsed.value, computations: ["Enricher"], clock });
+    const removing = JSON.stringify({ throttlers: {}, computations: { Enricher: { input_rows_throttler_id: "api" } } });
+    await assert.rejects(controller.updateDynamicSpec(removing, context()), (error: unknown) => {
+      assert.ok(isSluiceError(error, "SPEC_INVALID"), String(error));
+      assert.match(error.message, /nothing changed, version 1 stays in force/);
+      assert.match(error.message, /dynamic_spec\.computations\.Enricher\.input_rows_throttler_id: throttler "api" is not declared in dynamic_spec\.throttlers/);
+      return true;
+    });
+    assert.equal(controller.version, 1);
+    assert.deepEqual(await ask(controller, "api", 1), { granted: 1, waitedMs: 0 });
     controller.close();
   });
 

@@ -75,7 +75,9 @@ export function quotaServiceContract(name: string, makeClient: MakeClient): void
       const s = await setup(t, { api: { limit: 100, period: "1s" } });
       const start = performance.now();
       assert.deepEqual(await s.ask({ amount: 10 }), { granted: 10, waitedMs: 0 });
-      assert.ok(since(start) < 500, `took ${since(start)} ms`);
+      // waitedMs 0 is the controller's own word; the wall-clock bound only catches a real wait and
+      // leaves room for a loaded 2-core machine.
+      assert.ok(since(start) < 2000, `took ${since(start)} ms`);
     });
 
     it("makes the request after the burst wait about 1/limit s, then one every 1/limit s", async (t) => {
@@ -117,7 +119,7 @@ export function quotaServiceContract(name: string, makeClient: MakeClient): void
       const s = await setup(t, { api: { limit: 5, period: "200ms" } }); // capacity 1
       await s.ask({ amount: 3 }); // balance −2: 400 ms of debt
       const start = performance.now();
-      await assert.rejects(s.ask({ requestId: "job-a" }, { deadlineAt: Date.now() + 150 }), (error: unknown) => {
+      await assert.rejects(s.ask({ requestId: "job-a" }, { deadlineAt: systemClock.now() + 150 }), (error: unknown) => {
         assert.ok(isSluiceError(error, "QUOTA_TIMEOUT"), String(error));
         assert.equal(error.retriable, true);
         return true;
@@ -168,6 +170,32 @@ export function quotaServiceContract(name: string, makeClient: MakeClient): void
         s.client.releaseQuota({ throttlerId: "nope", clientId: "c", amount: 1, quotaClassId: "" }),
         (error: unknown) => isSluiceError(error, "UNKNOWN_THROTTLER"),
       );
+    });
+
+    it("ends the waiters of a throttler removed by reconfiguration with THROTTLER_REMOVED (final), and refuses it so afterwards", async (t) => {
+      const s = await setup(t, { api: { limit: 10 }, old: { limit: 0 } });
+      let endedAt = Number.NaN;
+      const waiting = s.ask({ throttlerId: "old" }, { deadlineAt: systemClock.now() + 30_000 }).finally(() => (endedAt = performance.now()));
+      const ended = assert.rejects(waiting, (error: unknown) => {
+        assert.ok(isSluiceError(error, "THROTTLER_REMOVED"), String(error));
+        assert.equal(error.retriable, false);
+        assert.equal(error.message, 'THROTTLER_REMOVED: throttler "old" was removed from dynamic_spec in version 2; not retried: declare it again with `sluice reconfigure` to use it');
+        return true;
+      });
+      await eventually(async () => (await s.throttler("old")).pendingRequests === 1, "a waiting request");
+      const start = performance.now();
+      assert.equal((await s.client.updateDynamicSpec(JSON.stringify({ throttlers: { api: { limit: 10 } } }))).version, 2);
+      await ended;
+      assert.ok(endedAt - start < 1000, `the waiter ended ${endedAt - start} ms after the update`);
+      await assert.rejects(s.ask({ throttlerId: "old" }), (error: unknown) => {
+        assert.ok(isSluiceError(error, "THROTTLER_REMOVED"), String(error));
+        assert.deepEqual(error.details, { throttlerId: "old", removedInVersion: 2, version: 2 });
+        return true;
+      });
+      // Declared again: served again. Never declared: still UNKNOWN_THROTTLER (retriable).
+      await s.client.updateDynamicSpec(JSON.stringify({ throttlers: { api: { limit: 10 }, old: { limit: 10 } } }));
+      assert.equal((await s.ask({ throttlerId: "old" })).granted, 1);
+      await assert.rejects(s.ask({ throttlerId: "never" }), (error: unknown) => isSluiceError(error, "UNKNOWN_THROTTLER") && error.retriable);
     });
 
     it("refuses -1, NaN, Infinity and 1e300 with INVALID_AMOUNT, each with its figures", async (t) => {

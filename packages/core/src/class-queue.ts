@@ -95,8 +95,8 @@ export class ClassQueues {
     return requested;
   }
 
-  /** Each class the scheduler knows, with its queue's figures. */
-  snapshots(): QuotaClassSnapshot[] {
+  /** Each class the scheduler knows, with its queue's figures at `now`. */
+  snapshots(now: number): QuotaClassSnapshot[] {
     return this.scheduler.views().map((view): QuotaClassSnapshot => {
       const queue = this.get(view.id);
       return {
@@ -106,7 +106,7 @@ export class ClassQueues {
         granted: queue.granted,
         refunded: queue.refunded,
         released: queue.released,
-        waitTime: queue.firstGrantWait.view(),
+        waitTime: queue.firstGrantWait.view(now),
       };
     });
   }

@@ -42,5 +42,6 @@ export {
 } from "./sluice-error.ts";
 export { RESOLVED, type ThrottleOptions, type Throttler } from "./throttler.ts";
 export { TokenBucket, type TokenBucketConfig } from "./token-bucket.ts";
-export { WAIT_BUCKETS_MS, WaitHistogram, type WaitHistogramView } from "./wait-histogram.ts";
+export { RECENT_MAX_WINDOW_MS, WAIT_BUCKETS_MS, WaitHistogram, type WaitHistogramView } from "./wait-histogram.ts";
+export { SlidingMax } from "./sliding-max.ts";
 export { ConcurrencyUnits } from "./concurrency-units.ts";

@@ -163,10 +163,13 @@ export class PrefetchingThrottler implements Throttler {
     this.maybeFinishRetiring();
   }
 
-  /** Fails waiting callers with CANCELLED, stops refills and returns the pool. Idempotent. */
-  close(reason = "the throttler client was closed"): void {
+  /**
+   * Fails waiting callers and later calls, stops refills and returns the pool. Idempotent. A reason
+   * fails them with CANCELLED; an error (say, the throttler was removed) fails them with that error.
+   */
+  close(reason: string | SluiceError = "the throttler client was closed"): void {
     if (this.closedWith) return;
-    this.closedWith = new SluiceError("CANCELLED", `${this.name}: ${reason}`, { throttlerId: this.name });
+    this.closedWith = typeof reason === "string" ? new SluiceError("CANCELLED", `${this.name}: ${reason}`, { throttlerId: this.name }) : reason;
     this.lifetime.abort(this.closedWith);
     for (let i = this.queueHead; i < this.queue.length; i++) {
       const request = this.queue[i];

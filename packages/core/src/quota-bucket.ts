@@ -247,7 +247,7 @@ export class QuotaBucket {
 
   snapshot(now: number): QuotaBucketSnapshot {
     const limit = effectiveLimitOf(this.config);
-    const classes = this.classes.snapshots();
+    const classes = this.classes.snapshots(now);
     return {
       id: this.id,
       limit,
@@ -261,7 +261,7 @@ export class QuotaBucket {
       pendingAmount: classes.reduce((sum, c) => sum + c.pendingAmount, 0),
       detachedRequests: this.detached.size,
       counters: { ...this.counters },
-      waitTime: this.waitTime.view(),
+      waitTime: this.waitTime.view(now),
       classes,
       kind: this.tokens.kind,
       inUse: this.tokens.inUse,
@@ -305,7 +305,7 @@ export class QuotaBucket {
       this.counters.granted += chunk;
       if (!entry.started) {
         entry.started = true;
-        queue.firstGrantWait.record(now - entry.enqueuedAt);
+        queue.firstGrantWait.record(now - entry.enqueuedAt, now);
       }
       if (entry.remaining <= 0) {
         queue.heap.pop();
@@ -315,7 +315,7 @@ export class QuotaBucket {
         this.pendingRequests -= 1;
         this.entries.delete(entry.id);
         const waitedMs = now - entry.enqueuedAt;
-        this.waitTime.record(waitedMs);
+        this.waitTime.record(waitedMs, now);
         // A request without an id cannot be retried as the same request: nothing to remember.
         // Kept for the whole grace; memory is bounded by refusing new ids at the bound (see `submit`).
         if (entry.requestId !== "") this.completed.remember(entry.id, entry.amount, waitedMs, now + this.config.detachedGraceMs);

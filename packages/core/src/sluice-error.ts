@@ -7,6 +7,7 @@ export const ERROR_CODES = {
   SPEC_INVALID: { retriable: false, quotaConsumed: "no", meaning: "the pipeline spec or dynamic_spec is invalid" },
   THROTTLER_NOT_DECLARED: { retriable: false, quotaConsumed: "no", meaning: "the throttler id is not in this computation's dynamic_spec" },
   UNKNOWN_THROTTLER: { retriable: true, quotaConsumed: "no", meaning: "the controller has no throttler by that id (briefly, after a controller restart)" },
+  THROTTLER_REMOVED: { retriable: false, quotaConsumed: "no", meaning: "a reconfiguration removed the throttler from dynamic_spec; declare it again to use it" },
   INVALID_AMOUNT: { retriable: false, quotaConsumed: "no", meaning: "the amount is negative, not finite or too large" },
   INVALID_REQUEST: { retriable: false, quotaConsumed: "no", meaning: "a field of the request is malformed: an id over the length limit, or a message that does not decode" },
   QUEUE_FULL: { retriable: true, quotaConsumed: "no", meaning: "max_queue_size requests already wait on this throttler; retry with backoff" },

@@ -1,12 +1,24 @@
+import { SlidingMax } from "./sliding-max.ts";
+
 /**
- * A cumulative histogram of waits in milliseconds with Prometheus-style upper bounds, plus the max.
- * Sensors of the reference system record `wait_time` as a timer; this is its equivalent.
+ * A cumulative histogram of waits in milliseconds with Prometheus-style upper bounds, plus the
+ * longest recent wait. Sensors of the reference system record `wait_time` as a timer; this is its
+ * equivalent.
  */
 export const WAIT_BUCKETS_MS = [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000] as const;
+
+/**
+ * `maxMs` is the longest wait of the last minute (to within 10 s), like the reference's
+ * `wait_time.max`, not of all time: one bad moment at start would otherwise hide every later one. A
+ * minute, so that a Prometheus scraping every 15–60 s sees every peak at least once.
+ */
+export const RECENT_MAX_WINDOW_MS = 60_000;
+const RECENT_MAX_SLOT_MS = 10_000;
 
 export interface WaitHistogramView {
   readonly count: number;
   readonly sumMs: number;
+  /** The longest wait recorded in the last RECENT_MAX_WINDOW_MS (within one 10 s slot); 0 if none. */
   readonly maxMs: number;
   /** Cumulative counts per upper bound of WAIT_BUCKETS_MS (the +Inf bucket is `count`). */
   readonly buckets: readonly number[];
@@ -15,20 +27,29 @@ export interface WaitHistogramView {
 export class WaitHistogram {
   private count = 0;
   private sumMs = 0;
-  private maxMs = 0;
+  private readonly recentMax = new SlidingMax(RECENT_MAX_WINDOW_MS, RECENT_MAX_SLOT_MS);
   private readonly perBucket = new Array<number>(WAIT_BUCKETS_MS.length).fill(0);
 
-  record(waitMs: number): void {
+  /** A wait of `waitMs` that ended at `now` (ms on the caller's clock). */
+  record(waitMs: number, now: number): void {
     this.count += 1;
     this.sumMs += waitMs;
-    if (waitMs > this.maxMs) this.maxMs = waitMs;
+    this.recentMax.record(waitMs, now);
     const index = WAIT_BUCKETS_MS.findIndex((bound) => waitMs <= bound);
     if (index >= 0) this.perBucket[index] = (this.perBucket[index] ?? 0) + 1;
   }
 
-  view(): WaitHistogramView {
+  view(now: number): WaitHistogramView {
     let running = 0;
     const buckets = this.perBucket.map((n) => (running += n));
-    return { count: this.count, sumMs: this.sumMs, maxMs: this.maxMs, buckets };
+    return { count: this.count, sumMs: this.sumMs, maxMs: this.recentMax.max(now), buckets };
+  }
+
+  /** Adds every wait `other` recorded to this one (a finished job's waits into a running total). */
+  absorb(other: WaitHistogram): void {
+    this.count += other.count;
+    this.sumMs += other.sumMs;
+    this.recentMax.absorb(other.recentMax);
+    for (let i = 0; i < this.perBucket.length; i++) this.perBucket[i] = (this.perBucket[i] ?? 0) + (other.perBucket[i] ?? 0);
   }
 }

@@ -27,6 +27,11 @@ export const KAFKA_SOURCE_DEFAULTS = Object.freeze({
   /** How long the coordinator waits for every member to rejoin during a rebalance. */
   rebalanceTimeoutMs: 30_000,
   /**
+   * delivery "exactly_once": the broker aborts a transaction left open this long (its producer
+   * died). A new owner does not wait for it: claiming the partition aborts it at once.
+   */
+  transactionTimeoutMs: 60_000,
+  /**
    * Longest broker-side wait of one fetch (kafkajs default 5 s). It bounds how soon a partition
    * whose handler just finished is fetched again while the others are idle, and how often the
    * fetch loop heartbeats when every partition is busy.

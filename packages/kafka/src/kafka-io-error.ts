@@ -19,6 +19,8 @@ export const KAFKA_IO_ERROR_CODES = {
   /** A SourceListener callback threw; kafkajs was shielded from it. */
   LISTENER_FAILED: { retriable: false },
   SEND_FAILED: { retriable: true },
+  /** delivery "exactly_once": claiming a partition's transactional id, or a transaction, failed; the batch is redone from the last committed transaction. */
+  TRANSACTION_FAILED: { retriable: true },
   /** A record asks for a partition the topic does not have, or is otherwise malformed. */
   INVALID_RECORD: { retriable: false },
   TOPIC_SETUP_FAILED: { retriable: true },

@@ -96,7 +96,7 @@ export class KafkaSink implements Sink {
   }
 }
 
-function toMessage(record: SinkRecord, index: number, stream: string): Message {
+export function toMessage(record: SinkRecord, index: number, stream: string): Message {
   const { partition, timestampMs } = record;
   if (partition !== undefined && !(Number.isInteger(partition) && partition >= 0)) {
     throw new KafkaIoError("INVALID_RECORD", `record ${index} for stream "${stream}" asks for partition ${partition}; a partition is an integer ≥ 0`, {
@@ -145,7 +145,7 @@ function chunksOf(records: readonly SinkRecord[], messages: readonly Message[], 
  * kafkajs's DefaultPartitioner (Java-compatible murmur2), refusing an explicit partition the topic
  * does not have: kafkajs would otherwise retry the produce until it times out.
  */
-const checkedPartitioner: ICustomPartitioner = () => {
+export const checkedPartitioner: ICustomPartitioner = () => {
   const partition = Partitioners.DefaultPartitioner();
   return (args) => {
     const explicit = args.message.partition;

@@ -1,52 +1,16 @@
-import type { Consumer, ConsumerCrashEvent, ConsumerGroupJoinEvent, EachBatchPayload, Kafka, KafkaMessage } from "kafkajs";
-import type { BatchContext, BatchHandler, PartitionRef, Source, SourceListener, SourceRecord } from "@sluice/runtime";
-import type { ComputationSpec, PipelineSpec } from "@sluice/spec";
-import { KAFKA_SOURCE_DEFAULTS } from "./defaults.ts";
-import { fromKafkaHeaders } from "./kafka-headers.ts";
+import type { Consumer, ConsumerCrashEvent, ConsumerGroupJoinEvent, EachBatchPayload } from "kafkajs";
+import type { BatchContext, BatchHandler, PartitionRef, Source, SourceListener } from "@sluice/runtime";
 import { CommitCoalescer, revokedCommitError } from "./commit-coalescer.ts";
+import { ignoreNotRunning, isGroupChange, toSourceRecord } from "./kafka-consumer-helpers.ts";
+import { JoinWaiters } from "./join-waiters.ts";
 import { KafkaIoError, describeError, isKafkaIoError } from "./kafka-io-error.ts";
+import { resolveSourceSettings, type KafkaSourceInit, type KafkaSourceOptions, type KafkaSourceSettings } from "./kafka-source-options.ts";
 import { isValidOffset, offsetAfter, offsetLessThan } from "./offset.ts";
+import { PartitionTransactions } from "./partition-transactions.ts";
 import { PartitionLease, PartitionSlot, slotKey, type QueuedBatch } from "./partition-lease.ts";
 import { StreamTopics, type StreamTopic } from "./stream-topics.ts";
 
-export interface KafkaSourceOptions {
-  readonly sessionTimeoutMs?: number;
-  readonly heartbeatIntervalMs?: number;
-  readonly rebalanceTimeoutMs?: number;
-  readonly maxWaitTimeMs?: number;
-  readonly maxBytesPerPartition?: number;
-  readonly prefetchBatchesPerPartition?: number;
-  readonly joinTimeoutMs?: number;
-  readonly commitIntervalMs?: number;
-  readonly maxCommitAttempts?: number;
-  /**
-   * Failures that have no caller to return to: a handler that threw (its partition is rewound), a
-   * listener that threw, a consumer kafkajs will not restart. Default: a process warning.
-   */
-  readonly onError?: (error: KafkaIoError) => void;
-}
-
-export interface KafkaSourceInit {
-  /** The kafkajs client; the source creates its own consumer from it. */
-  readonly kafka: Kafka;
-  readonly pipeline: PipelineSpec;
-  readonly computation: string;
-  /** Default: `pipeline.computations[computation]`. */
-  readonly computationSpec?: ComputationSpec;
-}
-
-type Settings = Required<Omit<KafkaSourceOptions, "onError">>;
-
-interface JoinWaiter {
-  resolve(): void;
-  reject(error: Error): void;
-}
-
-/**
- * Broker answers meaning the group moved on under a commit; the commit is retried after the next
- * join. (Coordinator moves are retried by kafkajs itself and need no join.)
- */
-const GROUP_CHANGE_ERRORS = new Set(["REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID"]);
+export type { KafkaSourceInit, KafkaSourceOptions } from "./kafka-source-options.ts";
 
 /**
  * The runtime's Source over one Kafka consumer group, `<pipeline>.<computation>`, subscribed to the
@@ -69,13 +33,15 @@ const GROUP_CHANGE_ERRORS = new Set(["REBALANCE_IN_PROGRESS", "ILLEGAL_GENERATIO
 export class KafkaSource implements Source {
   readonly groupId: string;
   private readonly consumer: Consumer;
-  private readonly settings: Settings;
+  private readonly settings: KafkaSourceSettings;
   private readonly onError: (error: KafkaIoError) => void;
   private readonly commits: CommitCoalescer;
+  /** delivery "exactly_once" only: one transactional producer per owned partition. */
+  private readonly transactions: PartitionTransactions | null;
   /** Input streams by topic. */
   private readonly inputs = new Map<string, StreamTopic>();
   private readonly slots = new Map<string, PartitionSlot>();
-  private readonly joinWaiters = new Set<JoinWaiter>();
+  private readonly joinWaiters = new JoinWaiters();
   private readonly removeListeners: (() => void)[] = [];
   private handler: BatchHandler | null = null;
   private listener: SourceListener = {};
@@ -95,17 +61,7 @@ export class KafkaSource implements Source {
     const { kafka, pipeline, computation } = init;
     this.groupId = `${pipeline.pipeline}.${computation}`;
     for (const input of StreamTopics.inputsOf(pipeline, computation, init.computationSpec?.inputs)) this.inputs.set(input.topic, input);
-    this.settings = {
-      sessionTimeoutMs: options.sessionTimeoutMs ?? KAFKA_SOURCE_DEFAULTS.sessionTimeoutMs,
-      heartbeatIntervalMs: options.heartbeatIntervalMs ?? KAFKA_SOURCE_DEFAULTS.heartbeatIntervalMs,
-      rebalanceTimeoutMs: options.rebalanceTimeoutMs ?? KAFKA_SOURCE_DEFAULTS.rebalanceTimeoutMs,
-      maxWaitTimeMs: options.maxWaitTimeMs ?? KAFKA_SOURCE_DEFAULTS.maxWaitTimeMs,
-      maxBytesPerPartition: options.maxBytesPerPartition ?? KAFKA_SOURCE_DEFAULTS.maxBytesPerPartition,
-      prefetchBatchesPerPartition: options.prefetchBatchesPerPartition ?? KAFKA_SOURCE_DEFAULTS.prefetchBatchesPerPartition,
-      joinTimeoutMs: options.joinTimeoutMs ?? KAFKA_SOURCE_DEFAULTS.joinTimeoutMs,
-      commitIntervalMs: options.commitIntervalMs ?? KAFKA_SOURCE_DEFAULTS.commitIntervalMs,
-      maxCommitAttempts: options.maxCommitAttempts ?? KAFKA_SOURCE_DEFAULTS.maxCommitAttempts,
-    };
+    this.settings = resolveSourceSettings(options);
     this.onError = options.onError ?? ((error) => process.emitWarning(error));
     this.consumer = kafka.consumer({
       groupId: this.groupId,
@@ -115,6 +71,13 @@ export class KafkaSource implements Source {
       maxWaitTimeInMs: this.settings.maxWaitTimeMs,
       maxBytesPerPartition: this.settings.maxBytesPerPartition,
       allowAutoTopicCreation: false,
+    });
+    this.transactions = PartitionTransactions.when((init.computationSpec ?? pipeline.computations[computation])?.delivery, {
+      kafka,
+      pipeline,
+      groupId: this.groupId,
+      transactionTimeoutMs: this.settings.transactionTimeoutMs,
+      claimTimeoutMs: this.settings.transactionTimeoutMs + this.settings.sessionTimeoutMs,
     });
     this.commits = new CommitCoalescer({
       groupId: this.groupId,
@@ -196,12 +159,13 @@ export class KafkaSource implements Source {
     const closed = this.closedError("close");
     this.leftAtClose = [...this.slots.values()].flatMap((slot) => (slot.lease?.active ? [slot.lease] : []));
     this.notifyRevoked(this.revokeWhere(() => true, () => closed, { stillMember: true }));
-    this.rejectJoinWaiters(closed);
+    this.joinWaiters.rejectAll(closed);
     this.pauseAll();
     await this.launching?.catch(() => undefined);
     await Promise.all([...this.slots.values()].map((slot) => slot.drained));
     // Still a member: what the jobs asked to commit goes out now, so the next owner does not redo it.
     await this.commits.flush();
+    await this.transactions?.close();
     try {
       await this.consumer.disconnect();
     } catch (error) {
@@ -219,7 +183,7 @@ export class KafkaSource implements Source {
     const slot = this.slots.get(slotKey(batch.topic, batch.partition));
     const lease = slot?.lease;
     if (!slot || !lease || !lease.active) return;
-    if (lease.rewindRequested || slot.buffered > this.settings.prefetchBatchesPerPartition) {
+    if (lease.claiming || lease.rewindRequested || slot.buffered > this.settings.prefetchBatchesPerPartition) {
       // Not accepted: no resolveOffset, and the partition is repositioned when it is resumed.
       this.pause(slot);
       return;
@@ -236,7 +200,9 @@ export class KafkaSource implements Source {
     if (from === undefined || offsetLessThan(from, after)) lease.nextOffset = after;
     resolveOffset(lastOffset);
     if (messages.length === 0) return;
-    slot.pending.push({ lease, batch: { stream: lease.stream, partition: lease.partition, records: messages.map(toSourceRecord) } });
+    const records = messages.map(toSourceRecord);
+    const oldestEventTimeMs = records.reduce((oldest, r) => (r.timestampMs < oldest ? r.timestampMs : oldest), Number.POSITIVE_INFINITY);
+    slot.pending.push({ lease, batch: { stream: lease.stream, partition: lease.partition, records }, oldestEventTimeMs });
     if (slot.buffered > this.settings.prefetchBatchesPerPartition) this.pause(slot);
     this.drain(slot);
   }
@@ -280,21 +246,33 @@ export class KafkaSource implements Source {
         slot = new PartitionSlot(topic, partition);
         this.slots.set(key, slot);
       }
+      if (slot.lease?.active && this.transactions?.isFenced(slot.lease)) {
+        // Fenced but assigned here again: give up that lease and claim the partition afresh.
+        const stale = slot.lease;
+        stale.revoke(new KafkaIoError("PARTITION_REVOKED", `partition ${partition} of topic "${topic}" was claimed by another member before this rebalance gave it back`, { groupId: this.groupId, topic, partition }));
+        void this.transactions.release(stale);
+        slot.lease = null;
+        slot.dropPending();
+      }
       const lease = slot.lease;
       if (lease?.active) {
         // Retained: kafkajs starts the new generation from the committed offset; continue where this lease is.
         if (lease.nextOffset !== undefined && !lease.rewindRequested) this.seek(slot, lease.nextOffset);
       } else {
-        slot.lease = new PartitionLease(input.stream, topic, partition);
-        // A handler of the previous lease may still be running; the new one waits for it.
-        if (slot.draining) this.pause(slot);
+        const fresh = new PartitionLease(input.stream, topic, partition);
+        slot.lease = fresh;
+        if (this.transactions) {
+          fresh.claiming = true;
+          this.pause(slot);
+          void this.claim(slot, fresh);
+        } else if (slot.draining) this.pause(slot); // a handler of the previous lease may still be running; the new one waits for it
         else this.resume(slot);
       }
       refs.push({ stream: input.stream, partition });
     }
     this.notifyRevoked(revoked);
     this.notify("onAssigned", refs);
-    for (const waiter of [...this.joinWaiters]) waiter.resolve();
+    this.joinWaiters.resolveAll();
   }
 
   private onStop(): void {
@@ -321,7 +299,7 @@ export class KafkaSource implements Source {
       { groupId: this.groupId },
       { cause: error },
     );
-    this.rejectJoinWaiters(this.fatal);
+    this.joinWaiters.rejectAll(this.fatal);
     this.onError(this.fatal);
   }
 
@@ -352,10 +330,13 @@ export class KafkaSource implements Source {
   private async deliver(slot: PartitionSlot, { lease, batch }: QueuedBatch): Promise<void> {
     const handler = this.handler;
     if (!handler) return;
+    const transactions = this.transactions;
     const context: BatchContext = {
       signal: lease.signal,
       commit: (nextOffset) => this.commit(lease, nextOffset),
       rewind: () => this.requestRewind(slot, lease),
+      readAheadOldestMs: () => slot.oldestPendingEventTimeMs(lease),
+      ...(transactions ? { beginTransaction: () => transactions.begin(lease) } : {}),
     };
     try {
       await handler(batch, context);
@@ -375,10 +356,34 @@ export class KafkaSource implements Source {
     }
   }
 
+  /**
+   * delivery "exactly_once": takes the partition's transactional id over (the previous owner is
+   * fenced and its open transaction aborted), then reads from the offset of the last committed
+   * transaction. Until then the partition stays paused and nothing is accepted.
+   */
+  private async claim(slot: PartitionSlot, lease: PartitionLease): Promise<void> {
+    const transactions = this.transactions;
+    if (!transactions) return;
+    try {
+      const from = await transactions.claim(lease);
+      if (!lease.active || slot.lease !== lease) return;
+      lease.claiming = false;
+      slot.dropPending();
+      lease.nextOffset = from;
+      lease.committedOffset = from;
+      this.seek(slot, from);
+      this.settle(slot);
+    } catch (error) {
+      if (!lease.active) return;
+      // Not owned usefully without the id: stay paused; the next rebalance (or restart) claims again.
+      this.onError(isKafkaIoError(error) ? error : new KafkaIoError("TRANSACTION_FAILED", describeError(error), { groupId: this.groupId }, { cause: error }));
+    }
+  }
+
   /** After a handler returned, or its loop ended: rewind, resume, or leave paused. */
   private settle(slot: PartitionSlot): void {
     const lease = slot.lease;
-    if (!lease || !lease.active || slot.inFlight) return;
+    if (!lease || !lease.active || slot.inFlight || lease.claiming) return;
     if (lease.rewindRequested) {
       lease.rewindRequested = false;
       slot.dropPending();
@@ -421,6 +426,7 @@ export class KafkaSource implements Source {
       const lease = slot.lease;
       if (!lease?.active || !predicate(slot)) continue;
       lease.revoke(reason(lease), options);
+      if (!options.stillMember) void this.transactions?.release(lease);
       slot.lease = null;
       slot.dropPending();
       revoked.push(lease.ref);
@@ -431,35 +437,12 @@ export class KafkaSource implements Source {
   private waitForJoin(timeoutMs: number, signal?: AbortSignal): Promise<void> {
     if (this.fatal) return Promise.reject(this.fatal);
     if (this.closing) return Promise.reject(this.closedError("wait for a group join"));
-    return new Promise<void>((resolve, reject) => {
-      const finish = (error?: Error) => {
-        clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
-        this.joinWaiters.delete(waiter);
-        if (error) reject(error);
-        else resolve();
-      };
-      const waiter: JoinWaiter = { resolve: () => finish(), reject: (error) => finish(error) };
-      const onAbort = () => finish(signal?.reason instanceof Error ? signal.reason : new Error("aborted"));
-      const timer = setTimeout(
-        () =>
-          finish(
-            new KafkaIoError(
-              "SOURCE_START_FAILED",
-              `consumer group "${this.groupId}" on topics ${this.topicList()} did not complete a join within ${timeoutMs} ms`,
-              { groupId: this.groupId, timeoutMs },
-            ),
-          ),
+    const timeout = () =>
+      new KafkaIoError("SOURCE_START_FAILED", `consumer group "${this.groupId}" on topics ${this.topicList()} did not complete a join within ${timeoutMs} ms`, {
+        groupId: this.groupId,
         timeoutMs,
-      );
-      this.joinWaiters.add(waiter);
-      signal?.addEventListener("abort", onAbort, { once: true });
-      if (signal?.aborted) onAbort();
-    });
-  }
-
-  private rejectJoinWaiters(error: Error): void {
-    for (const waiter of [...this.joinWaiters]) waiter.reject(error);
+      });
+    return this.joinWaiters.wait(timeoutMs, timeout, signal);
   }
 
   private notifyRevoked(refs: PartitionRef[]): void {
@@ -477,9 +460,7 @@ export class KafkaSource implements Source {
     }
   }
 
-  // consumer.pause/resume/seek throw while kafkajs has no running consumer group (before run(),
-  // between a crash and its restart, after stop); then there is nothing to pause or reposition, and
-  // the next join decides afresh.
+  // consumer.pause/resume/seek throw while kafkajs has no running group: see ignoreNotRunning.
   private pause(slot: PartitionSlot): void {
     ignoreNotRunning(() => this.consumer.pause([{ topic: slot.topic, partitions: [slot.partition] }]));
   }
@@ -502,33 +483,5 @@ export class KafkaSource implements Source {
 
   private topicList(): string {
     return [...this.inputs.keys()].map((t) => `"${t}"`).join(", ");
-  }
-}
-
-function toSourceRecord(message: KafkaMessage): SourceRecord {
-  return {
-    key: message.key ?? null,
-    value: message.value ?? null,
-    headers: fromKafkaHeaders(message.headers),
-    offset: message.offset,
-    timestampMs: Number(message.timestamp),
-  };
-}
-
-function isGroupChange(error: unknown): boolean {
-  let current: unknown = error;
-  for (let depth = 0; current instanceof Error && depth < 4; depth++) {
-    const type: unknown = (current as Error & { type?: unknown }).type;
-    if (typeof type === "string" && GROUP_CHANGE_ERRORS.has(type)) return true;
-    current = current.cause;
-  }
-  return false;
-}
-
-function ignoreNotRunning(action: () => void): void {
-  try {
-    action();
-  } catch {
-    // See the comment above pause().
   }
 }

@@ -22,6 +22,11 @@ export class PartitionLease {
   /** The last offset the broker acknowledged for this lease. */
   durableOffset: string | undefined;
   rewindRequested = false;
+  /**
+   * delivery "exactly_once": the partition's transactional id is being taken over; nothing is
+   * accepted until then, because only afterwards is the group's committed offset final.
+   */
+  claiming = false;
   private stillMember = false;
 
   constructor(
@@ -66,6 +71,8 @@ export class PartitionLease {
 export interface QueuedBatch {
   readonly lease: PartitionLease;
   readonly batch: SourceBatch;
+  /** The oldest event time among its records (they need not be in time order), epoch ms. */
+  readonly oldestEventTimeMs: number;
 }
 
 /**
@@ -89,6 +96,15 @@ export class PartitionSlot {
   /** Batches handed over but not yet finished, counting the one in flight. */
   get buffered(): number {
     return this.pending.length + (this.inFlight ? 1 : 0);
+  }
+
+  /** The oldest event time of the batches waiting for `lease`'s handler; undefined when none wait. */
+  oldestPendingEventTimeMs(lease: PartitionLease): number | undefined {
+    let oldest: number | undefined;
+    for (const item of this.pending) {
+      if (item.lease === lease && (oldest === undefined || item.oldestEventTimeMs < oldest)) oldest = item.oldestEventTimeMs;
+    }
+    return oldest;
   }
 
   dropPending(): void {

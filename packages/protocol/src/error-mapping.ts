@@ -10,6 +10,9 @@ export const GRPC_STATUS_BY_CODE = {
   SPEC_INVALID: GrpcStatus.INVALID_ARGUMENT,
   THROTTLER_NOT_DECLARED: null,
   UNKNOWN_THROTTLER: GrpcStatus.NOT_FOUND,
+  // NOT_FOUND like UNKNOWN_THROTTLER (the entity is gone); the code in the trailer tells the client
+  // that this one is final rather than a controller still starting up.
+  THROTTLER_REMOVED: GrpcStatus.NOT_FOUND,
   INVALID_AMOUNT: GrpcStatus.INVALID_ARGUMENT,
   INVALID_REQUEST: GrpcStatus.INVALID_ARGUMENT,
   QUEUE_FULL: GrpcStatus.RESOURCE_EXHAUSTED,

@@ -2,6 +2,7 @@ import { Client, status as GrpcStatus, type CallOptions as GrpcCallOptions, type
 import { cancelledError, SluiceError, systemClock } from "@sluice/core";
 import { sendCallerDeadline } from "./call-deadline.ts";
 import { toGrpcMetadata } from "./call-metadata.ts";
+import { toGrpcDeadline } from "./grpc-deadline.ts";
 import { fromGrpcError, streamEndedStatus, type CallSite } from "./error-mapping.ts";
 import { quotaServiceDefinition, type QuotaServiceDefinition, type WireDynamicSpecUpdate } from "./proto-definition.ts";
 import type { CallOptions, DynamicSpecUpdate, QuotaServiceClient } from "./quota-service.ts";
@@ -66,7 +67,7 @@ export function createGrpcQuotaClient(address: string, options: GrpcQuotaClientO
     const metadata = toGrpcMetadata(callOptions?.metadata, options.token);
     // The controller answers at the caller's deadline; the transport's own deadline comes a grace
     // later, so a burst of timeouts does not reset streams by the thousand (call-deadline.ts).
-    if (callOptions?.deadlineAt !== undefined) grpcOptions.deadline = sendCallerDeadline(metadata, callOptions.deadlineAt, systemClock.now());
+    if (callOptions?.deadlineAt !== undefined) grpcOptions.deadline = toGrpcDeadline(sendCallerDeadline(metadata, callOptions.deadlineAt, systemClock.now()));
     metadata.setOptions({ waitForReady: false });
     return new Promise<Response>((resolve, reject) => {
       let entry: ActiveCall | undefined;

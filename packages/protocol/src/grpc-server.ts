@@ -12,6 +12,7 @@ import { AUTHORIZATION_METADATA_KEY, bearer, fromGrpcMetadata } from "./call-met
 import { receivedCallerDeadline } from "./call-deadline.ts";
 import { toServiceError } from "./error-mapping.ts";
 import { checkedServiceDefinition, UndecodableRequest, type CheckedUpdateDynamicSpecRequest } from "./request-decoding.ts";
+import { fromGrpcDeadline } from "./grpc-deadline.ts";
 import {
   quotaServiceDefinition,
   type WireDescribeThrottlersResponse,
@@ -292,9 +293,8 @@ function callContext(call: CancellableCall): { context: CallContext; dispose(): 
   const abort = new AbortController();
   const disposed = new AbortController();
   const receivedAt = systemClock.now();
-  const deadline = call.getDeadline();
-  const deadlineMs = deadline instanceof Date ? deadline.getTime() : deadline;
-  const deadlineAt = receivedCallerDeadline(call.metadata, Number.isFinite(deadlineMs) ? deadlineMs : null, receivedAt);
+  // The transport's deadline is Date-based (grpc-js); on systemClock's base before it is compared.
+  const deadlineAt = receivedCallerDeadline(call.metadata, fromGrpcDeadline(call.getDeadline()), receivedAt);
   const onCancel = () => {
     const reason =
       deadlineAt !== null && systemClock.now() >= deadlineAt

@@ -40,3 +40,4 @@ export {
   type ConnectionDiagnosis,
   type ServerTlsOptions,
 } from "./tls-credentials.ts";
+export { fromGrpcDeadline, toGrpcDeadline } from "./grpc-deadline.ts";

@@ -47,7 +47,10 @@ export interface DynamicSpecUpdate {
 export type CallMetadata = Readonly<Record<string, string>>;
 
 export interface CallOptions {
-  /** Absolute deadline, epoch ms; the server sees the same deadline. */
+  /**
+   * Absolute deadline in ms on `systemClock` (the in-memory transport: its own clock), not
+   * `Date.now()`; the server sees the same deadline on its clock (only the remaining time travels).
+   */
   readonly deadlineAt?: number;
   readonly signal?: AbortSignal;
   readonly metadata?: CallMetadata;
@@ -75,7 +78,7 @@ export interface QuotaServiceClient {
 
 /** What a server hands the handler with each call. */
 export interface CallContext {
-  /** Absolute deadline, epoch ms, or null when the caller set none. */
+  /** Absolute deadline in ms on the server's clock (`systemClock` over gRPC), or null when the caller set none. */
   readonly deadlineAt: number | null;
   /** Aborts when the caller cancels, its deadline passes or the connection drops. */
   readonly signal: AbortSignal;

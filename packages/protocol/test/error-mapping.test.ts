@@ -28,6 +28,7 @@ describe("error mapping, server side", () => {
       SPEC_INVALID: GrpcStatus.INVALID_ARGUMENT,
       THROTTLER_NOT_DECLARED: null,
       UNKNOWN_THROTTLER: GrpcStatus.NOT_FOUND,
+      THROTTLER_REMOVED: GrpcStatus.NOT_FOUND,
       INVALID_AMOUNT: GrpcStatus.INVALID_ARGUMENT,
       INVALID_REQUEST: GrpcStatus.INVALID_ARGUMENT,
       QUEUE_FULL: GrpcStatus.RESOURCE_EXHAUSTED,

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { isSluiceError } from "@sluice/core";
+import { isSluiceError, systemClock } from "@sluice/core";
 import { createGrpcQuotaClient, serveQuotaService, type QuotaServer, type QuotaServiceClient } from "../src/index.ts";
 import { StubHandler, quota, untilAborted } from "./stub-handler.ts";
 
@@ -27,7 +27,7 @@ describe("gRPC transport", () => {
 
   it("hands the handler the call's deadline (epoch ms), its metadata, and no token", async () => {
     handler.requests.length = 0;
-    const deadlineAt = Date.now() + 5_000;
+    const deadlineAt = systemClock.now() + 5_000;
     await client.requestQuota(quota({ amount: 2, timestampMs: 1234, quotaClassId: "gold", requestId: "x" }), {
       deadlineAt,
       metadata: { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" },
@@ -40,6 +40,19 @@ describe("gRPC transport", () => {
     await client.requestQuota(quota());
     assert.equal(handler.requests[1]?.context.deadlineAt, null, "no deadline → null");
   });
+
+  for (const stepMs of [60_000, -60_000]) {
+    it(`the handler sees the caller's deadline on its clock after the wall clock stepped by ${stepMs / 1000} s`, async (t) => {
+      handler.requests.length = 0;
+      handler.onRequest = async () => ({ granted: 1, waitedMs: 0 });
+      const realNow = Date.now.bind(Date);
+      t.mock.method(Date, "now", () => realNow() + stepMs); // grpc-js reads Date.now(); systemClock does not
+      const deadlineAt = systemClock.now() + 5_000;
+      assert.deepEqual(await client.requestQuota(quota(), { deadlineAt }), { granted: 1, waitedMs: 0 });
+      const seen = handler.requests[0]?.context.deadlineAt ?? Number.NaN;
+      assert.ok(Math.abs(seen - deadlineAt) < 100, `the handler saw ${Math.round(seen - deadlineAt)} ms off the caller's deadline`);
+    });
+  }
 
   it("a client abort cancels the call: CANCELLED for the caller, an aborted signal for the handler", async () => {
     handler.requests.length = 0;
@@ -59,7 +72,7 @@ describe("gRPC transport", () => {
   it("the call's deadline is QUOTA_TIMEOUT for the caller and aborts the handler's signal", async () => {
     handler.requests.length = 0;
     const started = Date.now();
-    await assert.rejects(client.requestQuota(quota(), { deadlineAt: Date.now() + 200 }), (error: unknown) => isSluiceError(error, "QUOTA_TIMEOUT"));
+    await assert.rejects(client.requestQuota(quota(), { deadlineAt: systemClock.now() + 200 }), (error: unknown) => isSluiceError(error, "QUOTA_TIMEOUT"));
     const waited = Date.now() - started;
     assert.ok(waited >= 150 && waited < 1500, `waited ${waited} ms`);
     await tick(50);

@@ -17,6 +17,7 @@ export { decodeValue, encodeValue } from "./io/stream-codec.ts";
 export { ComputationStats, type ComputationStatsView } from "./job/computation-stats.ts";
 export { Job, type JobOptions } from "./job/job.ts";
 export { lagTimestamp } from "./job/lag-timestamp.ts";
+export { UnprocessedEventTimes, type UnprocessedSpan } from "./job/unprocessed-event-times.ts";
 export type { ThrottlerMetricsView } from "./job/throttler-metrics-view.ts";
 export { importSpecModule, loadComputation } from "./load-module.ts";
 export { MemoryIoFactory } from "./memory/memory-io-factory.ts";
@@ -25,7 +26,7 @@ export { MemorySink } from "./memory/memory-sink.ts";
 export { MemorySource } from "./memory/memory-source.ts";
 export type { IoFactory } from "./ports/io-factory.ts";
 export type { Sink, SinkRecord } from "./ports/sink.ts";
-export type { BatchContext, BatchHandler, PartitionRef, Source, SourceBatch, SourceListener, SourceRecord } from "./ports/source.ts";
+export type { BatchContext, BatchHandler, BatchTransaction, PartitionRef, Source, SourceBatch, SourceListener, SourceRecord } from "./ports/source.ts";
 // The distributed throttler client lives in @sluice/client (DESIGN §2); re-exported for existing users.
 export {
   DistributedThrottlerFactory,

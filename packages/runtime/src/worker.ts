@@ -7,7 +7,9 @@ import type { Computation, Logger } from "./computation.ts";
 import { consoleLogger } from "./console-logger.ts";
 import { ComputationStats, type ComputationStatsView } from "./job/computation-stats.ts";
 import { Job } from "./job/job.ts";
-import type { ThrottlerMetricsView } from "./job/throttler-metrics-view.ts";
+import { RetiredThrottlerTotals } from "./job/retired-throttler-totals.ts";
+import { sumThrottlerMetrics, type ThrottlerMetricsView } from "./job/throttler-metrics-view.ts";
+import { UnprocessedEventTimes } from "./job/unprocessed-event-times.ts";
 import { loadComputation } from "./load-module.ts";
 import type { IoFactory } from "./ports/io-factory.ts";
 import type { Sink } from "./ports/sink.ts";
@@ -53,8 +55,13 @@ export class Worker {
   private readonly log: Logger;
   private readonly tracer: Tracer;
   private readonly jobs = new Map<string, Job>();
+  /** Per computation partition, shared by its jobs over the input streams (one lag timestamp, DESIGN §7.5). */
+  private readonly eventTimes = new Map<string, UnprocessedEventTimes>();
   private readonly running: RunningComputation[] = [];
-  private readonly retiredMetrics: ThrottlerMetricsView[] = [];
+  /** Sensors of the jobs this worker stopped, one running total per computation and throttler. */
+  private readonly retiredMetrics = new RetiredThrottlerTotals();
+  /** Jobs being stopped: still counted one by one until their close() is done and they are folded in. */
+  private readonly stoppingJobs = new Set<Job>();
   private readonly watcher: DynamicSpecWatcher;
   private dynamicSpec: DynamicSpec;
   private sink: Sink | null = null;
@@ -97,10 +104,11 @@ export class Worker {
     const add = (m: ThrottlerMetricsView) => {
       const key = `${m.computation}\u0000${m.throttlerId}`;
       const prev = sums.get(key);
-      sums.set(key, prev ? sumMetrics(prev, m) : m);
+      sums.set(key, prev ? sumThrottlerMetrics(prev, m) : m);
     };
-    this.retiredMetrics.forEach(add);
+    this.retiredMetrics.views(this.clock.now()).forEach(add);
     for (const job of this.jobs.values()) job.throttlerMetrics().forEach(add);
+    for (const job of this.stoppingJobs) job.throttlerMetrics().forEach(add);
     return [...sums.values()];
   }
 
@@ -179,11 +187,24 @@ export class Worker {
       throttlers,
       dynamicSpec: () => this.dynamicSpec,
       stats: running.stats,
+      eventTimes: this.eventTimesOf(running, partition),
       clock: this.clock,
       log: this.log,
       tracer: this.tracer,
       ...(this.options.restartBackoffMs ? { restartBackoffMs: this.options.restartBackoffMs } : {}),
     });
+  }
+
+  private eventTimesOf(running: RunningComputation, partition: number): UnprocessedEventTimes {
+    const key = `${running.name}\u0000${partition}`;
+    let eventTimes = this.eventTimes.get(key);
+    if (!eventTimes) {
+      const created = new UnprocessedEventTimes();
+      running.stats.watchLagTimestamp(() => created.lagTimestamp());
+      this.eventTimes.set(key, created);
+      eventTimes = created;
+    }
+    return eventTimes;
   }
 
   private async stopJobs(computation: string, partitions: readonly PartitionRef[]): Promise<void> {
@@ -195,15 +216,22 @@ export class Worker {
         if (!job) return;
         this.jobs.delete(key);
         if (running) running.stats.activeJobs -= 1;
-        this.retiredMetrics.push(...job.throttlerMetrics());
-        await job.close();
+        // Counted as stopping until closed (what its last calls and its returned pool record counts
+        // too), then folded in: no scrape in between sees its counters go down.
+        this.stoppingJobs.add(job);
+        try {
+          await job.close();
+        } finally {
+          job.foldThrottlerMetrics(this.retiredMetrics);
+          this.stoppingJobs.delete(job);
+        }
       }),
     );
   }
 
   private applyDynamicSpec(spec: DynamicSpec, version: number): void {
     this.dynamicSpec = spec;
-    for (const job of this.jobs.values()) job.reconfigure(spec);
+    for (const job of this.jobs.values()) job.reconfigure(spec, version);
     if (this.running.length > 0) this.log.info(`applied dynamic_spec version ${version}`);
   }
 
@@ -219,20 +247,4 @@ export class Worker {
 
 function jobKey(computation: string, stream: string, partition: number): string {
   return `${computation}\u0000${stream}\u0000${partition}`;
-}
-
-function sumMetrics(a: ThrottlerMetricsView, b: ThrottlerMetricsView): ThrottlerMetricsView {
-  return {
-    computation: a.computation,
-    throttlerId: a.throttlerId,
-    consumed: a.consumed + b.consumed,
-    released: a.released + b.released,
-    returned: a.returned + b.returned,
-    waitCount: a.waitCount + b.waitCount,
-    waitSumMs: a.waitSumMs + b.waitSumMs,
-    waitMaxMs: Math.max(a.waitMaxMs, b.waitMaxMs),
-    waitBuckets: a.waitBuckets.map((n, i) => n + (b.waitBuckets[i] ?? 0)),
-    rpcCount: a.rpcCount + b.rpcCount,
-    rpcFailures: a.rpcFailures + b.rpcFailures,
-  };
 }

@@ -53,6 +53,7 @@ export const KAFKA_DEFAULTS = Object.freeze({
 
 export const COMPUTATION_DEFAULTS = Object.freeze({
   max_rows_per_batch: 100,
+  delivery: "at_least_once" as const,
 });
 
 /**

@@ -20,6 +20,8 @@ const TOPIC_PATTERN = /^[A-Za-z0-9._-]{1,249}$/;
 export const MAX_ROWS_PER_BATCH_LIMIT = 100_000;
 
 export const STREAM_FORMATS = ["json", "string", "bytes"] as const;
+/** DESIGN §7.6: whether a batch's outputs and its input offsets commit in one Kafka transaction. */
+export const DELIVERY_MODES = ["at_least_once", "exactly_once"] as const;
 
 const pipelineNameRule = mustBe("a non-empty name of letters, digits, '.', '_' and '-'");
 
@@ -164,6 +166,14 @@ export const computationSpecSchema = z
       max_rows_per_batch: integer(`an integer from 1 to ${MAX_ROWS_PER_BATCH_LIMIT}`, { min: 1, max: MAX_ROWS_PER_BATCH_LIMIT })
         .prefault(COMPUTATION_DEFAULTS.max_rows_per_batch)
         .describe(`Most messages handed to one process() call. Default ${COMPUTATION_DEFAULTS.max_rows_per_batch}.`),
+      delivery: z
+        .enum(DELIVERY_MODES, { error: mustBe(`one of ${quoteList(DELIVERY_MODES)}`) })
+        .prefault(COMPUTATION_DEFAULTS.delivery)
+        .describe(
+          '"at_least_once": outputs are acknowledged, then the offset is committed (a crash may repeat a batch). ' +
+            '"exactly_once": with Kafka, a batch\'s outputs and its input offsets commit in one transaction, so a read_committed ' +
+            `consumer sees each input's outputs once. Default "${COMPUTATION_DEFAULTS.delivery}".`,
+        ),
     },
     { error: mustBe("an object") },
   )
@@ -253,6 +263,7 @@ export type PipelineSpec = z.output<typeof pipelineSpecSchema>;
 export type PipelineSpecInput = z.input<typeof pipelineSpecSchema>;
 export type StreamSpec = z.output<typeof streamSpecSchema>;
 export type StreamFormat = (typeof STREAM_FORMATS)[number];
+export type DeliveryMode = (typeof DELIVERY_MODES)[number];
 export type GeneratorSpec = z.output<typeof generatorSpecSchema>;
 export type ComputationSpec = z.output<typeof computationSpecSchema>;
 export type KafkaSpec = z.output<typeof kafkaSpecSchema>;

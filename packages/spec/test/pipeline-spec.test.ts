@@ -79,7 +79,7 @@ describe("validatePipelineSpec on valid specs", () => {
     assert.equal(spec.kafka, undefined);
     assert.equal(spec.controller, undefined);
     assert.deepEqual(spec.streams["in"], { topic: "in", format: "json", partitions: 1, stream_delay: 0 });
-    assert.deepEqual(spec.computations["C"], { module: "./c.ts", inputs: ["in"], outputs: [], max_rows_per_batch: 100 });
+    assert.deepEqual(spec.computations["C"], { module: "./c.ts", inputs: ["in"], outputs: [], max_rows_per_batch: 100, delivery: "at_least_once" });
     assert.deepEqual(spec.dynamic_spec.throttlers["t"], {
       kind: "rate",
       lease_timeout: 30_000,
@@ -153,5 +153,18 @@ describe("validatePipelineSpec on valid specs", () => {
 
   it("accepts a $schema reference for editors", () => {
     parseOk({ $schema: "./node_modules/@sluice/spec/schema.json", ...minimal });
+  });
+});
+
+describe("computations.<name>.delivery", () => {
+  it("accepts exactly_once and refuses anything else with its path", () => {
+    const base = { pipeline: "p", streams: { in: { topic: "in" } }, computations: { C: { module: "./c.ts", inputs: ["in"] } } };
+    const ok = validatePipelineSpec({ ...base, computations: { C: { ...base.computations.C, delivery: "exactly_once" } } });
+    assert.ok(ok.ok && ok.value.computations["C"]?.delivery === "exactly_once");
+    const bad = validatePipelineSpec({ ...base, computations: { C: { ...base.computations.C, delivery: "twice" } } });
+    assert.ok(!bad.ok);
+    const text = JSON.stringify(bad.issues);
+    assert.match(text, /computations.*C.*delivery/);
+    assert.match(text, /at_least_once/);
   });
 });

@@ -1,4 +1,4 @@
-import { isSluiceError, type SluiceError } from "@sluice/core";
+import { isSluiceError, systemClock, type SluiceError } from "@sluice/core";
 import { createGrpcQuotaClient } from "@sluice/protocol";
 import { controllerTlsSpecSchema, extractDynamicSpec, parseJson, validateDynamicSpec, type ControllerTlsSpec, type SpecIssue } from "@sluice/spec";
 import { readFile } from "node:fs/promises";
@@ -68,7 +68,7 @@ export const registerReconfigure: CommandRegistration = (program, cli) => {
       const client = createGrpcQuotaClient(options.controller, { ...(token !== undefined ? { token } : {}), ...(tls !== undefined ? { tls } : {}) });
       try {
         const { version } = await client.updateDynamicSpec(JSON.stringify(dynamicSpec), {
-          deadlineAt: Date.now() + UPDATE_DEADLINE_MS,
+          deadlineAt: systemClock.now() + UPDATE_DEADLINE_MS,
         });
         cli.stdout(`dynamic_spec version ${version} applied on ${options.controller}\n`);
         cli.setExitCode(EXIT_OK);

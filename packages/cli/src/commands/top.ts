@@ -1,4 +1,4 @@
-import { isSluiceError } from "@sluice/core";
+import { isSluiceError, systemClock } from "@sluice/core";
 import type { ControllerSnapshot } from "@sluice/controller";
 import { createGrpcQuotaClient, type QuotaServiceClient } from "@sluice/protocol";
 import { parseDuration } from "@sluice/spec";
@@ -113,7 +113,7 @@ async function watch(client: QuotaServiceClient, options: TopOptions, terminal: 
 }
 
 async function describe(client: QuotaServiceClient, signal?: AbortSignal): Promise<ControllerSnapshot> {
-  const { snapshotJson } = await client.describeThrottlers({ deadlineAt: Date.now() + DESCRIBE_DEADLINE_MS, ...(signal ? { signal } : {}) });
+  const { snapshotJson } = await client.describeThrottlers({ deadlineAt: systemClock.now() + DESCRIBE_DEADLINE_MS, ...(signal ? { signal } : {}) });
   const parsed = JSON.parse(snapshotJson) as ControllerSnapshot;
   if (!Array.isArray(parsed.throttlers)) throw new Error(`DescribeThrottlers answered without a throttler list: ${snapshotJson.slice(0, 200)}`);
   return parsed;

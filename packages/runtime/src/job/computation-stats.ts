@@ -12,7 +12,11 @@ export interface ComputationStatsView {
   readonly throttleWaitMs: number;
   /** Share of the jobs' time spent waiting in Input.Throttle over the last window: 1.0 = always waiting. */
   readonly throttleWaitRatio: number;
-  /** Now minus the event time of the last processed message, ms; null before the first. */
+  /**
+   * Now minus the oldest lag timestamp of its jobs (oldest event time read and not processed +
+   * stream_delay, DESIGN §7.5), ms, never below 0; when nothing waits, now minus the event time of
+   * the last processed message; null before the first.
+   */
   readonly lagMs: number | null;
   readonly activeJobs: number;
   readonly lastError: string | null;
@@ -31,6 +35,7 @@ export class ComputationStats {
   private readonly rowRate = new RateWindow();
   private readonly byteRate = new RateWindow();
   private readonly waitRate = new RateWindow();
+  private readonly lagTimestamps = new Set<() => number>();
 
   constructor(readonly computation: string) {}
 
@@ -41,6 +46,11 @@ export class ComputationStats {
     this.lastEventTimestampMs = lastEventTimestampMs;
     this.rowRate.add(rows, now);
     this.byteRate.add(bytes, now);
+  }
+
+  /** A job's (or computation partition's) lag timestamp, read at each view; 0 means nothing waits. */
+  watchLagTimestamp(lagTimestampMs: () => number): void {
+    this.lagTimestamps.add(lagTimestampMs);
   }
 
   recordThrottleWait(waitMs: number, now: number): void {
@@ -64,9 +74,19 @@ export class ComputationStats {
       bytesPerSecond: this.byteRate.rate(now),
       throttleWaitMs: this.throttleWaitMs,
       throttleWaitRatio: this.waitRate.rate(now) / 1000 / Math.max(1, this.activeJobs),
-      lagMs: this.lastEventTimestampMs === null ? null : Math.max(0, now - this.lastEventTimestampMs),
+      lagMs: this.lagMs(now),
       activeJobs: this.activeJobs,
       lastError: this.lastError,
     };
+  }
+
+  private lagMs(now: number): number | null {
+    let oldest = Number.POSITIVE_INFINITY;
+    for (const read of this.lagTimestamps) {
+      const t = read();
+      if (t > 0 && t < oldest) oldest = t;
+    }
+    if (oldest !== Number.POSITIVE_INFINITY) return Math.max(0, now - oldest);
+    return this.lastEventTimestampMs === null ? null : Math.max(0, now - this.lastEventTimestampMs);
   }
 }

@@ -8,9 +8,10 @@ import { decodeHeaders, decodeText, decodeValue, encodeHeaders, encodeText, enco
 import type { Sink, SinkRecord } from "../ports/sink.ts";
 import type { BatchContext, SourceBatch, SourceRecord } from "../ports/source.ts";
 import type { ComputationStats } from "./computation-stats.ts";
-import type { ThrottlerMetricsView } from "./throttler-metrics-view.ts";
-import { lagTimestamp } from "./lag-timestamp.ts";
+import type { RetiredThrottlerTotals } from "./retired-throttler-totals.ts";
+import { throttlerMetricsView, type ThrottlerMetricsView } from "./throttler-metrics-view.ts";
 import { LinkedAbort } from "./linked-abort.ts";
+import { UnprocessedEventTimes, type UnprocessedSpan } from "./unprocessed-event-times.ts";
 
 const NOTHING_HELD = (): void => {};
 
@@ -29,6 +30,12 @@ export interface JobOptions {
   readonly clock: Clock;
   readonly log: Logger;
   readonly tracer: Tracer;
+  /**
+   * What this job's computation partition has read and not processed, over all of its inputs: the
+   * worker shares one between the jobs of a computation that read the same partition number of
+   * different input streams, so their lag timestamp is one (DESIGN §7.5). Default: the job's own.
+   */
+  readonly eventTimes?: UnprocessedEventTimes;
   /** Restart backoff after a failed iteration: doubles from min to max. */
   readonly restartBackoffMs?: { readonly min: number; readonly max: number };
 }
@@ -44,12 +51,14 @@ export class Job {
   private readonly stop = new AbortController();
   private readonly context: RuntimeContext;
   private readonly outputs = new Map<string, OutputMessage[]>();
+  private readonly eventTimes: UnprocessedEventTimes;
   private initialized: Promise<void> | null = null;
   private consecutiveFailures = 0;
   private closed = false;
 
   constructor(private readonly options: JobOptions) {
     this.id = `${options.workerId}/${options.computationName}/${options.partition}`;
+    this.eventTimes = options.eventTimes ?? new UnprocessedEventTimes();
     const declaredOutputs = options.pipeline.computations[options.computationName]?.outputs ?? [];
     this.context = {
       pipeline: options.pipeline.pipeline,
@@ -84,11 +93,23 @@ export class Job {
     const linked = new LinkedAbort([context.signal, this.stop.signal]);
     const signal = linked.signal;
     const maxRows = this.options.pipeline.computations[this.options.computationName]?.max_rows_per_batch ?? 100;
+    const { stream } = this.options;
+    const streamDelayMs = this.options.pipeline.streams[stream]?.stream_delay ?? 0;
+    const readAhead = context.readAheadOldestMs;
+    this.eventTimes.watchReadAhead(stream, streamDelayMs, readAhead ? () => readAhead.call(context) : () => undefined);
+    // Every iteration of the batch is outstanding from now on, each as its own span: an iteration
+    // that ends no longer holds the lag timestamp back, the ones still to come do.
+    const iterations: { records: readonly SourceRecord[]; unprocessed: UnprocessedSpan }[] = [];
+    for (let start = 0; start < batch.records.length; start += maxRows) {
+      const records = batch.records.slice(start, start + maxRows);
+      iterations.push({ records, unprocessed: this.eventTimes.read(stream, streamDelayMs, records.map((r) => r.timestampMs)) });
+    }
     try {
       await this.ensureInitialized();
-      for (let start = 0; start < batch.records.length; start += maxRows) {
+      for (const { records, unprocessed } of iterations) {
         if (signal.aborted) return;
-        await this.iterate(batch.records.slice(start, start + maxRows), context, signal);
+        await this.iterate(records, context, signal);
+        unprocessed.done();
         this.consecutiveFailures = 0;
       }
     } catch (error) {
@@ -96,29 +117,24 @@ export class Job {
       if (signal.aborted) return; // stopped mid-iteration: not a failure; the next owner resumes from the commit
       await this.fail(error, context, signal);
     } finally {
+      // Revoked, stopped or rewound: these records are read again later (or elsewhere), not held here.
+      for (const { unprocessed } of iterations) unprocessed.done();
       linked.dispose();
     }
   }
 
-  /** Applies a new dynamic_spec to this job's throttler clients (DESIGN §4.9). */
-  reconfigure(spec: DynamicSpec): void {
-    this.options.throttlers.reconfigure(spec);
+  /** Applies a new dynamic_spec (the controller's `version`) to this job's throttler clients (DESIGN §4.9). */
+  reconfigure(spec: DynamicSpec, version?: number): void {
+    this.options.throttlers.reconfigure(spec, version);
   }
 
   throttlerMetrics(): ThrottlerMetricsView[] {
-    return this.options.throttlers.metrics().map((m) => ({
-      computation: this.options.computationName,
-      throttlerId: m.throttlerId,
-      consumed: m.consumed,
-      released: m.released,
-      returned: m.returned,
-      waitCount: m.waitTime.count,
-      waitSumMs: m.waitTime.sumMs,
-      waitMaxMs: m.waitTime.maxMs,
-      waitBuckets: m.waitTime.buckets,
-      rpcCount: m.rpcCount,
-      rpcFailures: m.rpcFailures,
-    }));
+    return this.options.throttlers.metrics().map((m) => throttlerMetricsView(this.options.computationName, m));
+  }
+
+  /** Adds this job's throttler sensors to a worker's running totals (once the job stopped). */
+  foldThrottlerMetrics(into: RetiredThrottlerTotals): void {
+    for (const [throttlerId, meters] of this.options.throttlers.meters()) into.fold(this.options.computationName, throttlerId, meters);
   }
 
   /** Stops the job: aborts waits, calls the computation's close(), returns prefetched quota. Idempotent. */
@@ -126,12 +142,13 @@ export class Job {
     if (this.closed) return;
     this.closed = true;
     this.stop.abort(new Error(`job ${this.id} stopped`));
+    this.eventTimes.forget(this.options.stream);
     try {
       if (this.initialized) await this.options.computation.close?.(this.context);
     } catch (error) {
       this.options.log.warn(`job ${this.id}: close() failed: ${error instanceof Error ? error.message : String(error)}`);
     } finally {
-      this.options.throttlers.close();
+      this.options.throttlers.close(`job ${this.id} stopped (take a new handle from the context of a running job)`);
     }
   }
 
@@ -163,20 +180,24 @@ export class Job {
     };
     await tracer.startActiveSpan(`${computationName} iteration`, { attributes }, async (span) => {
       try {
-        const streamDelayMs = this.options.pipeline.streams[stream]?.stream_delay ?? 0;
-        this.options.throttlers.setPriority(lagTimestamp(first.timestampMs, streamDelayMs));
+        this.options.throttlers.setPriority(this.eventTimes.lagTimestamp());
         const giveBackUnits = await this.throttleInput(messages.length, bytes, signal);
+        const nextOffset = (BigInt(last.offset) + 1n).toString();
         try {
           const batch: Batch = { stream, partition, messages };
           await this.child("Process", () => Promise.resolve(this.options.computation.process(batch, this.context)));
           if (signal.aborted) throw signal.reason;
-          await this.child("Output", () => this.flushOutputs());
+          if (this.exactlyOnce) {
+            await this.outputAndCommitTogether(context, nextOffset);
+          } else {
+            await this.child("Output", () => this.flushOutputs(this.options.sink));
+          }
         } finally {
           // DESIGN §7.2: a concurrency throttler's units are the batch in flight, held from before
           // Process until its outputs are acknowledged (or the iteration failed).
           giveBackUnits();
         }
-        await this.child("Commit", () => this.commitInBackground(context, (BigInt(last.offset) + 1n).toString(), signal));
+        if (!this.exactlyOnce) this.commitInBackground(context, nextOffset, signal);
         stats.recordIteration(messages.length, bytes, last.timestampMs, clock.now());
       } catch (error) {
         failSpan(span, error);
@@ -275,7 +296,33 @@ export class Job {
     }
   }
 
-  private async flushOutputs(): Promise<void> {
+  private get exactlyOnce(): boolean {
+    return this.options.pipeline.computations[this.options.computationName]?.delivery === "exactly_once";
+  }
+
+  /**
+   * `delivery: "exactly_once"` (DESIGN §7.6): Output sends into a transaction of this partition and
+   * Commit adds the offset and commits it, so outputs and offset become visible together; a
+   * failure aborts it and the iteration is redone from the last committed offset.
+   */
+  private async outputAndCommitTogether(context: BatchContext, nextOffset: string): Promise<void> {
+    if (!context.beginTransaction) {
+      throw new SluiceError(
+        "SPEC_INVALID",
+        `computations.${this.options.computationName}.delivery is "exactly_once", but the source of stream "${this.options.stream}" cannot commit outputs and offsets in one transaction; use Kafka or the memory log, or "at_least_once"`,
+      );
+    }
+    const transaction = await context.beginTransaction();
+    try {
+      await this.child("Output", () => this.flushOutputs(transaction));
+      await this.child("Commit", () => transaction.commit(nextOffset));
+    } catch (error) {
+      await transaction.abort();
+      throw error;
+    }
+  }
+
+  private async flushOutputs(target: Pick<Sink, "send">): Promise<void> {
     const sends: Promise<void>[] = [];
     for (const [stream, messages] of this.outputs) {
       const format = this.options.pipeline.streams[stream]?.format ?? "json";
@@ -289,7 +336,7 @@ export class Job {
           ...(m.timestampMs !== undefined ? { timestampMs: m.timestampMs } : {}),
         }),
       );
-      sends.push(this.options.sink.send(stream, records));
+      sends.push(target.send(stream, records));
     }
     this.outputs.clear();
     await Promise.all(sends);
@@ -299,15 +346,39 @@ export class Job {
    * Hands the offset to the source and goes on without waiting for the broker: the outputs before
    * it are acknowledged, so the commit may land later (the Kafka source merges them) without
    * weakening at-least-once. A commit that never lands only means a restart repeats these rows.
+   *
+   * The `Commit` span (a child of the iteration's) starts now and ends when the source says the
+   * offset is durable, or with the commit's error: it shows what the commit waited for (the merge
+   * interval, the broker) and whether it failed, without the job waiting for it. A child ended
+   * later rather than a linked span, so the trace keeps DESIGN §2.1's shape; it may end after its
+   * parent.
    */
-  private commitInBackground(context: BatchContext, nextOffset: string, signal: AbortSignal): Promise<void> {
-    context.commit(nextOffset).catch((error: unknown) => {
-      // Read the sources, not `signal`: the commit may settle after the batch's linked signal was disposed.
-      if (signal.aborted || context.signal.aborted || this.stop.signal.aborted) return; // revoked or stopping: the next owner resumes from the last durable commit
-      const reason = error instanceof Error ? error.message : String(error);
-      this.options.log.warn(`job ${this.id}: ${reason}; rows before offset ${nextOffset} are processed again if the job restarts before a later commit`);
-    });
-    return Promise.resolve();
+  private commitInBackground(context: BatchContext, nextOffset: string, signal: AbortSignal): void {
+    const span = this.options.tracer.startSpan("Commit", { attributes: { "sluice.commit.offset": nextOffset } });
+    let durable: Promise<void>;
+    try {
+      durable = context.commit(nextOffset);
+    } catch (error) {
+      // A source that refuses at once (not a merged commit failing later) fails the iteration.
+      failSpan(span, error);
+      span.end();
+      throw error;
+    }
+    durable.then(
+      () => {
+        span.setAttribute("sluice.commit.durable", true);
+        span.end();
+      },
+      (error: unknown) => {
+        span.setAttribute("sluice.commit.durable", false);
+        failSpan(span, error);
+        span.end();
+        // Read the sources, not `signal`: the commit may settle after the batch's linked signal was disposed.
+        if (signal.aborted || context.signal.aborted || this.stop.signal.aborted) return; // revoked or stopping: the next owner resumes from the last durable commit
+        const reason = error instanceof Error ? error.message : String(error);
+        this.options.log.warn(`job ${this.id}: ${reason}; rows before offset ${nextOffset} are processed again if the job restarts before a later commit`);
+      },
+    );
   }
 
   private decode(record: SourceRecord): Message {

@@ -1,4 +1,5 @@
-import type { BatchHandler, PartitionRef, Source, SourceListener } from "../ports/source.ts";
+import type { SinkRecord } from "../ports/sink.ts";
+import type { BatchHandler, BatchTransaction, PartitionRef, Source, SourceListener } from "../ports/source.ts";
 import type { MemoryLog } from "./memory-log.ts";
 
 /**
@@ -48,6 +49,7 @@ export class MemorySource implements Source {
           rewind: () => {
             rewind = true;
           },
+          beginTransaction: async () => this.transaction(stream, partition),
         },
       );
       position = rewind
@@ -56,5 +58,21 @@ export class MemorySource implements Source {
       // Let other partitions' loops and timers run between batches of a busy partition.
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
+  }
+
+  /**
+   * delivery "exactly_once" on the memory log: sends are held back and appended, with the offset
+   * commit, in one synchronous step, which nothing in this single process can observe half-done.
+   */
+  private transaction(stream: string, partition: number): BatchTransaction {
+    const held: { stream: string; records: readonly SinkRecord[] }[] = [];
+    return {
+      send: async (output, records) => void held.push({ stream: output, records }),
+      commit: async (nextOffset) => {
+        for (const { stream: output, records } of held.splice(0)) for (const record of records) this.log.append(output, record);
+        this.log.commit(this.group, stream, partition, BigInt(nextOffset));
+      },
+      abort: async () => void held.splice(0),
+    };
   }
 }

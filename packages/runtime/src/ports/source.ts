@@ -3,6 +3,7 @@
  * of one computation; the runtime decodes, throttles, processes, outputs and commits them.
  * Implementations: the in-memory partitioned log (embedded mode, tests) and Kafka (@sluice/kafka).
  */
+import type { SinkRecord } from "./sink.ts";
 
 export interface SourceRecord {
   readonly key: Uint8Array | null;
@@ -38,6 +39,31 @@ export interface BatchContext {
    * handler returns). Records past the last commit were not acknowledged, so nothing is lost.
    */
   rewind(): void;
+  /**
+   * The oldest event time (epoch ms) among records the source has already fetched for this
+   * partition but not yet handed to the handler; undefined when it holds none. The job's lag
+   * timestamp counts them as read and not processed (DESIGN §7.5). Optional: a source that does not
+   * fetch ahead has nothing to say.
+   */
+  readAheadOldestMs?(): number | undefined;
+  /**
+   * Opens a transaction for this partition's next iteration; only sources that can commit outputs
+   * and offsets atomically have it (Kafka, the memory log).
+   */
+  beginTransaction?(): Promise<BatchTransaction>;
+}
+
+/**
+ * One batch's outputs and its input offset, made visible together or not at all (DESIGN §7.6,
+ * `delivery: "exactly_once"`). At most one is open per partition at a time.
+ */
+export interface BatchTransaction {
+  /** Adds records to the transaction; resolves once the log accepted them (still invisible to read_committed readers). */
+  send(stream: string, records: readonly SinkRecord[]): Promise<void>;
+  /** Adds the offset after the batch and commits: outputs and offset become visible at once. */
+  commit(nextOffset: string): Promise<void>;
+  /** Drops everything sent in it; never throws. */
+  abort(): Promise<void>;
 }
 
 export type BatchHandler = (batch: SourceBatch, context: BatchContext) => Promise<void>;
