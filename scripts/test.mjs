@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The whole test suite: type-check, then every *.test.ts under packages/*/test and test/ with node's
-// test runner. Services that tests need (a Kafka broker, a Jaeger) are started here when nothing is listening
+// test runner. Services that tests need (a Kafka broker, a Jaeger, a Prometheus) are started here when nothing is listening
 // yet, and stopped by their own pid at the end.
 //
 //   pnpm test                      everything
@@ -51,6 +51,18 @@ if (needsJaeger && existsSync(join(root, "scripts/jaeger.mjs"))) {
   process.env.JAEGER_OTLP_ENDPOINT = jaeger.otlpHttpEndpoint;
   process.env.JAEGER_QUERY_URL = jaeger.queryUrl;
   services.push(jaeger);
+}
+
+const needsPrometheus = files.some(
+  (f) => f.startsWith("test/prometheus") || f.startsWith("test/adaptive") || f.includes("/prometheus/") || f.includes("cluster-admission"),
+);
+if (needsPrometheus && existsSync(join(root, "scripts/prometheus.mjs"))) {
+  const { ensurePrometheus, prometheusHome } = await import("./prometheus.mjs");
+  const prometheus = await ensurePrometheus();
+  // Tests register their scrape targets as file_sd files under this home (registerScrapeTarget).
+  process.env.PROMETHEUS_URL = prometheus.url;
+  process.env.PROMETHEUS_HOME = prometheusHome();
+  services.push(prometheus);
 }
 
 console.log(`== node --test (${files.length} files)`);

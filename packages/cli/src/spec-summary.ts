@@ -13,6 +13,8 @@ export function summarizeSpec(spec: PipelineSpec): string {
 }
 
 function describeLimit(throttler: ThrottlerSpec): string {
+  const adaptive = throttler.adaptive;
+  if (adaptive) return `adaptive ${adaptive.min_limit}..${adaptive.max_limit}/s${adaptive.dry_run ? " (dry run)" : ""}`;
   const limit = effectiveLimit(throttler);
   if (limit === null) return "unlimited";
   return throttler.use_class_weights_as_limit ? `${limit}/s from class weights` : `${limit}/s`;

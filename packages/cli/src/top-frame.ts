@@ -75,6 +75,7 @@ export function formatTopFrame(input: TopFrameInput): string[] {
         lpad(formatMs(throttler.waitTime.maxMs), 9),
       ].join(""),
     );
+    lines.push(...kindLines(throttler, dim));
     lines.push(...classLines(throttler, barWidth, dim));
   }
   lines.push("");
@@ -85,6 +86,36 @@ export function formatTopFrame(input: TopFrameInput): string[] {
         "┃ marks the share by weight",
     ),
   );
+  return lines;
+}
+
+/** A concurrency throttler's holders and an adaptive loop's reading, band and limits (DESIGN §7.2, §7.3). */
+export function kindLines(throttler: ControllerThrottlerSnapshot, dim: (text: string) => string): string[] {
+  const lines: string[] = [];
+  const leases = throttler.concurrency;
+  if (leases) {
+    const limit = throttler.limit === null ? "∞" : formatRate(throttler.limit);
+    lines.push(
+      dim(
+        `  in use ${formatRate(throttler.inUse ?? 0)} of ${limit} · ${leases.holders} ${leases.holders === 1 ? "holder" : "holders"} · ` +
+          `${leases.expiredLeases} leases expired (${formatRate(leases.expiredUnits)} units back) · lease_timeout ${formatDuration(leases.leaseTimeoutMs)}`,
+      ),
+    );
+  }
+  const adaptive = throttler.adaptive;
+  if (adaptive) {
+    const load = adaptive.load === null ? "no reading" : adaptive.load.toFixed(3);
+    const where = adaptive.load === null ? "" : adaptive.load < adaptive.targetLow ? " ▽ below" : adaptive.load > adaptive.targetHigh ? " △ above" : " ✓ in band";
+    const suggested = adaptive.dryRun ? ` · DRY RUN, suggested ${formatRate(adaptive.suggestedLimit)}` : "";
+    const failures = adaptive.consecutiveFailures > 0 ? ` · ${adaptive.consecutiveFailures} failed readings in a row` : "";
+    lines.push(
+      dim(
+        `  adaptive: load ${load}${where} [${adaptive.targetLow}, ${adaptive.targetHigh}] · limit ${formatRate(adaptive.limitInForce)} ` +
+          `in [${formatRate(adaptive.minLimit)}, ${formatRate(adaptive.maxLimit)}]${suggested}${failures}` +
+          (adaptive.lastAction ? ` · last: ${adaptive.lastAction}` : ""),
+      ),
+    );
+  }
   return lines;
 }
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { WAIT_BUCKETS_MS, type WaitHistogramView } from "@sluice/core";
 import type { ControllerSnapshot, ControllerThrottlerSnapshot } from "@sluice/controller";
-import { formatRate, formatTopFrame, waitStats } from "../src/top-frame.ts";
+import { formatRate, formatTopFrame, kindLines, waitStats } from "../src/top-frame.ts";
 
 // `sluice top`'s picture from made-up snapshots: what a person reads off each line.
 
@@ -121,5 +121,39 @@ describe("waitStats", () => {
 
   it("formats rates the way the dashboard does", () => {
     assert.deepEqual([0, 5, 74.94, 300, 12_345, 2_500_000].map(formatRate), ["0", "5", "74.9", "300", "12.3k", "2.5M"]);
+  });
+});
+
+describe("sluice top: concurrency and adaptive throttlers", () => {
+  it("shows units in use, holders and expired leases, and the loop's load against its band and limits", () => {
+    const t = throttler({
+      id: "cluster_tasks",
+      limit: 18,
+      kind: "concurrency",
+      inUse: 17,
+      concurrency: { leaseTimeoutMs: 10_000, holders: 17, heldUnits: 17, expiredLeases: 2, expiredUnits: 3 },
+      adaptive: {
+        source: "Prometheus",
+        intervalMs: 2_000,
+        dryRun: true,
+        targetLow: 0.9,
+        targetHigh: 0.95,
+        minLimit: 1,
+        maxLimit: 200,
+        limitInForce: 18,
+        suggestedLimit: 27,
+        load: 0.612,
+        lastDecisionAt: 0,
+        lastAction: "raise",
+        lastReason: "load 0.612 below [0.9, 0.95]",
+        consecutiveFailures: 0,
+        counters: { readings: 5, failedReadings: 0, raises: 5, cuts: 0, fallbacks: 0 },
+      },
+    });
+    const lines = kindLines(t, (text) => text);
+    assert.deepEqual(lines, [
+      "  in use 17 of 18 · 17 holders · 2 leases expired (3 units back) · lease_timeout 10s",
+      "  adaptive: load 0.612 ▽ below [0.9, 0.95] · limit 18 in [1, 200] · DRY RUN, suggested 27 · last: raise",
+    ]);
   });
 });

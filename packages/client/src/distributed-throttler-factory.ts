@@ -1,6 +1,7 @@
 import { PrefetchingThrottler, SluiceError, type Clock } from "@sluice/core";
 import type { QuotaServiceClient } from "@sluice/protocol";
 import { clientConfigEquals, prefetchWindow, type DynamicSpec, type ThrottlerSpec } from "@sluice/spec";
+import { ConcurrencyClient } from "./concurrency-client.ts";
 import { RetryingQuotaRemote, type QuotaRpcOutcome } from "./retrying-quota-remote.ts";
 import { ThrottlerHandle, type ThrottlerHandleMetrics } from "./throttler-handle.ts";
 import type { ThrottlerMeters } from "./throttler-meters.ts";
@@ -22,9 +23,22 @@ export interface DistributedThrottlerFactoryOptions {
   readonly quotaClass?: (throttlerId: string) => string | undefined;
 }
 
+/** A throttler's client in a job: prefetching for a rate throttler, leasing for a concurrency one. */
+type ThrottlerClient = PrefetchingThrottler | ConcurrencyClient;
+
 interface Built {
   readonly spec: ThrottlerSpec;
-  readonly client: PrefetchingThrottler;
+  readonly client: ThrottlerClient;
+}
+
+/**
+ * A concurrency client is kept across every reconfiguration that keeps the kind: its units are
+ * tasks in flight, and a new client would not know them (their release would be lost and the old
+ * client would have to give them back while the tasks still run). It reads the spec in force.
+ */
+function keepsClient(previous: Built, next: ThrottlerSpec): boolean {
+  if (previous.spec.kind === "concurrency" || next.kind === "concurrency") return previous.spec.kind === next.kind;
+  return clientConfigEquals(previous.spec, next);
 }
 
 /**
@@ -38,7 +52,7 @@ export class DistributedThrottlerFactory {
   private readonly handles = new Map<string, ThrottlerHandle>();
   private readonly built = new Map<string, Built>();
   /** Replaced clients still serving the callers that waited on them, by throttler id. */
-  private readonly retiring = new Map<PrefetchingThrottler, string>();
+  private readonly retiring = new Map<ThrottlerClient, string>();
   private spec: DynamicSpec = { throttlers: {}, computations: {} };
   private priorityMs = 0;
   private closed = false;
@@ -65,7 +79,7 @@ export class DistributedThrottlerFactory {
     this.spec = spec;
     for (const [id, throttlerSpec] of Object.entries(spec.throttlers)) {
       const previous = this.built.get(id);
-      if (previous && clientConfigEquals(previous.spec, throttlerSpec)) {
+      if (previous && keepsClient(previous, throttlerSpec)) {
         this.built.set(id, { spec: throttlerSpec, client: previous.client });
         continue;
       }
@@ -107,6 +121,11 @@ export class DistributedThrottlerFactory {
     return this.handle(throttlerId);
   }
 
+  /** Whether a throttler counts units in use (its units are held until released). */
+  isConcurrency(throttlerId: string): boolean {
+    return this.spec.throttlers[throttlerId]?.kind === "concurrency";
+  }
+
   /** Quota class this computation uses on a throttler, from its dynamic_spec entry ("" = default). */
   classIdFor(throttlerId: string): string {
     const chosen = this.options.quotaClass?.(throttlerId);
@@ -143,7 +162,7 @@ export class DistributedThrottlerFactory {
   }
 
   /** A replaced client finishes its waiters on its own, but is closed with the job if it has not yet. */
-  private retire(id: string, client: PrefetchingThrottler): void {
+  private retire(id: string, client: ThrottlerClient): void {
     this.retiring.set(client, id);
     client.retire();
     // Cheap sweep: clients that already finished retiring need no closing.
@@ -169,13 +188,27 @@ export class DistributedThrottlerFactory {
     return handle;
   }
 
-  private build(throttlerId: string, spec: ThrottlerSpec): PrefetchingThrottler {
+  /** The spec in force for a throttler, or the one it was built with if it has since been removed. */
+  private specOf(throttlerId: string, fallback: ThrottlerSpec): ThrottlerSpec {
+    return this.spec.throttlers[throttlerId] ?? fallback;
+  }
+
+  private build(throttlerId: string, spec: ThrottlerSpec): ThrottlerClient {
     const handle = this.handle(throttlerId);
+    const current = () => this.specOf(throttlerId, spec);
     const remote = new RetryingQuotaRemote({
       client: this.options.client,
       throttlerId,
       clientId: this.options.clientId,
-      spec,
+      // Read at each call, so a kept concurrency client follows reconfigured retries and timeouts.
+      spec: {
+        get rpc_timeout() {
+          return current().rpc_timeout;
+        },
+        get retrying_channel() {
+          return current().retrying_channel;
+        },
+      },
       priority: () => this.priorityMs,
       classId: () => this.classIdFor(throttlerId),
       traceContext: () => handle.callerContext,
@@ -188,6 +221,16 @@ export class DistributedThrottlerFactory {
       },
       onRelease: (amount) => (handle.meters.returned += amount),
     });
+    if (spec.kind === "concurrency") {
+      return new ConcurrencyClient({
+        throttlerId,
+        clientId: this.options.clientId,
+        remote,
+        client: this.options.client,
+        clock: this.options.clock,
+        spec: current,
+      });
+    }
     return new PrefetchingThrottler(prefetchWindow(spec), remote, this.options.clock, throttlerId);
   }
 }

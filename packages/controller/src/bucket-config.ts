@@ -11,6 +11,7 @@ export function bucketConfigOf(throttler: ThrottlerSpec, detachedGraceMs = QUOTA
   const classWeights: Record<string, number> = {};
   for (const [id, spec] of Object.entries(throttler.classes)) classWeights[id] = spec.weight;
   return {
+    kind: throttler.kind,
     limit: throttler.limit,
     periodMs: throttler.period,
     classWeights,
@@ -25,6 +26,7 @@ export function bucketConfigOf(throttler: ThrottlerSpec, detachedGraceMs = QUOTA
 export function sameBucketConfig(a: QuotaBucketConfig, b: QuotaBucketConfig): boolean {
   const weightsA = Object.entries(a.classWeights);
   return (
+    (a.kind ?? "rate") === (b.kind ?? "rate") &&
     a.limit === b.limit &&
     a.periodMs === b.periodMs &&
     a.useClassWeightsAsLimit === b.useClassWeightsAsLimit &&
@@ -38,6 +40,7 @@ export function sameBucketConfig(a: QuotaBucketConfig, b: QuotaBucketConfig): bo
 
 /** `150/s`, `unlimited`, or `Σweights=3/s` under use_class_weights_as_limit: for log lines and the CLI. */
 export function describeLimit(config: QuotaBucketConfig): string {
+  if (config.kind === "concurrency") return config.limit === null ? "unlimited in use" : `${config.limit} in use`;
   if (config.useClassWeightsAsLimit) {
     const sum = Object.values(config.classWeights).reduce((total, weight) => total + weight, 0);
     return `${sum}/s (class weights)`;

@@ -22,6 +22,8 @@ export interface StartControllerOptions {
   readonly closeGraceMs?: number;
   /** Tracer of the RequestQuota spans (see ControllerOptions.tracer). */
   readonly tracer?: Tracer;
+  /** Directory an adaptive throttler's `load.module` is resolved against (the spec file's). */
+  readonly baseDir?: string;
 }
 
 export interface RunningController {
@@ -43,6 +45,7 @@ export async function startController(options: StartControllerOptions): Promise<
     clock: options.clock ?? systemClock,
     ...(options.log ? { log: options.log } : {}),
     ...(options.tracer ? { tracer: options.tracer } : {}),
+    ...(options.baseDir !== undefined ? { baseDir: options.baseDir } : {}),
   });
   let server;
   try {

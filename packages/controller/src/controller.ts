@@ -15,8 +15,15 @@ import type {
   ReleaseQuotaCall,
   RequestQuotaCall,
   RequestQuotaResult,
+  RenewLeasesCall,
 } from "@sluice/protocol";
-import { DEFAULT_CLASS_ID, parseJson, validateDynamicSpec, type DynamicSpec } from "@sluice/spec";
+import { DEFAULT_CLASS_ID, parseJson, validateDynamicSpec, type DynamicSpec, type ThrottlerSpec } from "@sluice/spec";
+import { AdaptiveLimits, type BucketUsageSample } from "./adaptive/adaptive-limits.ts";
+import type { AdaptiveSnapshot } from "./adaptive/adaptive-loop.ts";
+import type { LoadSource, LoadSpec } from "./adaptive/load-source.ts";
+import { bucketRequestOf } from "./bucket-request.ts";
+import { checkReleaseAmount, refuseNeverFitting } from "./concurrency/concurrency-admission.ts";
+import { ConcurrencyLeases, type ConcurrencySnapshot } from "./concurrency/concurrency-leases.ts";
 import { bucketConfigOf, describeLimit, sameBucketConfig } from "./bucket-config.ts";
 import { GRANTED_RATE_SAMPLE_MS, GrantedRates } from "./granted-rates.ts";
 import type { FailoverStatus } from "./failover/failover-status.ts";
@@ -49,6 +56,10 @@ export interface ControllerOptions {
    * (DESIGN §7.4) continues the version it found, so watchers never see it go back.
    */
   readonly initialVersion?: number;
+  /** Directory an adaptive throttler's `load.module` is resolved against (the spec file's). Default: the working directory. */
+  readonly baseDir?: string;
+  /** Builds an adaptive throttler's load source (tests); default: Prometheus over HTTP or the module. */
+  readonly loadSourceOf?: (throttlerId: string, load: LoadSpec) => LoadSource;
 }
 
 /** A bucket's balance and the controller-clock time it was read at (what failover persists). */
@@ -66,6 +77,10 @@ export interface ControllerThrottlerSnapshot extends Omit<QuotaBucketSnapshot, "
   /** Granted units per second over the last 5 s. */
   readonly grantedRate: number;
   readonly classes: readonly ControllerClassSnapshot[];
+  /** Present when the throttler's limit is set by its adaptive loop (DESIGN §7.3). */
+  readonly adaptive?: AdaptiveSnapshot;
+  /** Present for a concurrency throttler (DESIGN §7.2): its holders and ended leases. */
+  readonly concurrency?: ConcurrencySnapshot;
 }
 
 /** What DescribeThrottlers returns as JSON. */
@@ -101,6 +116,8 @@ export class Controller implements QuotaServiceHandler {
   private readonly log: (line: string) => void;
   private readonly detachedGraceMs: number;
   private readonly tracer: Tracer;
+  private readonly adaptive: AdaptiveLimits;
+  private readonly leases: ConcurrencyLeases;
   private spec: DynamicSpec;
   private currentVersion = 1;
   private closedWith: SluiceError | null = null;
@@ -113,9 +130,27 @@ export class Controller implements QuotaServiceHandler {
     this.tracer = options.tracer ?? trace.getTracer("@sluice/controller");
     this.spec = options.dynamicSpec;
     this.currentVersion = options.initialVersion ?? 1;
+    this.adaptive = new AdaptiveLimits({
+      clock: this.clock,
+      log: this.log,
+      baseDir: options.baseDir,
+      sourceOf: options.loadSourceOf,
+      setLimit: (id, limit) => this.setLimit(id, limit),
+      sample: (id) => this.usageSample(id),
+    });
+    this.leases = new ConcurrencyLeases({
+      clock: this.clock,
+      log: this.log,
+      leaseMsOf: (id) => {
+        const throttler = this.spec.throttlers[id];
+        return throttler?.kind === "concurrency" ? throttler.lease_timeout : null;
+      },
+      releaseUnits: (id, amount, classId) => this.drivers.get(id)?.release(amount, classId),
+    });
     for (const [id, throttler] of Object.entries(options.dynamicSpec.throttlers)) {
-      this.addDriver(id, bucketConfigOf(throttler, this.detachedGraceMs));
+      this.addDriver(id, this.configOf(id, throttler));
     }
+    this.adaptive.sync(options.dynamicSpec.throttlers);
     void this.sampleRates(this.sampling.signal);
   }
 
@@ -145,26 +180,36 @@ export class Controller implements QuotaServiceHandler {
 
   private async acquire(call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult> {
     const driver = this.driverFor(call.throttlerId);
-    // DESIGN §4.10: an RPC that is cancelled or passes its deadline keeps its place (detached) for
-    // a retry with the same request_id, instead of going to the back of the queue.
-    return driver.acquire({
-      amount: call.amount,
-      requestId: call.requestId,
-      clientId: call.clientId,
-      // Lag priority must be a usable number for the queue order; anything else means "no
-      // information yet" (0), exactly as the uint64 on the wire would carry it.
-      timestampMs: Number.isFinite(call.timestampMs) && call.timestampMs > 0 ? call.timestampMs : 0,
-      classId: call.quotaClassId,
-      deadlineAt: context.deadlineAt,
-      signal: context.signal,
-      onAbort: "detach",
-    });
+    const throttler = this.spec.throttlers[call.throttlerId];
+    if (throttler?.kind === "concurrency") return this.acquireUnits(driver, throttler, call, context);
+    return driver.acquire(bucketRequestOf(call, context));
   }
 
   async releaseQuota(call: ReleaseQuotaCall, _context: CallContext): Promise<void> {
     const malformed = releaseQuotaProblem(call);
     if (malformed) throw malformed;
-    this.driverFor(call.throttlerId).release(call.amount, call.quotaClassId);
+    const driver = this.driverFor(call.throttlerId);
+    if (this.spec.throttlers[call.throttlerId]?.kind === "concurrency") {
+      // Only what this client holds comes back: a late release of units whose lease already ended
+      // must not free units another holder is using.
+      checkReleaseAmount(call);
+      this.leases.released(call.throttlerId, call.clientId, this.classIdOf(call), call.amount);
+      return;
+    }
+    driver.release(call.amount, call.quotaClassId);
+  }
+
+  async renewLeases(call: RenewLeasesCall, _context: CallContext): Promise<{ held: number }> {
+    this.throwIfClosed();
+    return { held: this.leases.renew(call.clientId, call.throttlerIds) };
+  }
+
+  /** A concurrency throttler's grant is leased to its client until released or not renewed (DESIGN §7.2). */
+  private async acquireUnits(driver: QuotaBucketDriver, throttler: ThrottlerSpec, call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult> {
+    refuseNeverFitting(call, throttler);
+    const result = await driver.acquire(bucketRequestOf(call, context));
+    this.leases.granted(call.throttlerId, call.clientId, this.classIdOf(call), result.granted);
+    return result;
   }
 
   watchDynamicSpec(clientId: string, emit: (update: DynamicSpecUpdate) => void, context: CallContext): Promise<void> {
@@ -252,10 +297,14 @@ export class Controller implements QuotaServiceHandler {
     const throttlers = [...this.drivers.values()].map((driver): ControllerThrottlerSnapshot => {
       const bucket = driver.snapshot();
       this.rates.sample(bucket, now);
+      const adaptive = this.adaptive.snapshot(bucket.id);
+      const concurrency = this.leases.snapshot(bucket.id);
       return {
         ...bucket,
         grantedRate: this.rates.rate(bucket.id, now),
         classes: bucket.classes.map((c) => ({ ...c, grantedRate: this.rates.rate(bucket.id, now, c.id) })),
+        ...(adaptive ? { adaptive } : {}),
+        ...(concurrency ? { concurrency } : {}),
       };
     });
     return { version: this.currentVersion, generatedAt: new Date(now).toISOString(), throttlers };
@@ -271,6 +320,8 @@ export class Controller implements QuotaServiceHandler {
     const error = reason ?? new SluiceError("CONTROLLER_UNAVAILABLE", "the controller is shutting down; retry against the restarted controller");
     this.closedWith = error;
     this.sampling.abort();
+    this.adaptive.close();
+    this.leases.close();
     for (const driver of this.drivers.values()) driver.close(error);
     for (const watcher of [...this.watchers]) watcher.end(error);
     this.watchers.clear();
@@ -279,8 +330,11 @@ export class Controller implements QuotaServiceHandler {
   /** Applies a validated spec in one synchronous step, so no call ever sees half of it. */
   private apply(next: DynamicSpec): number {
     const version = this.currentVersion + 1;
+    for (const id of Object.keys(this.spec.throttlers)) {
+      if (next.throttlers[id]?.kind !== "concurrency") this.leases.forget(id);
+    }
     const nextConfigs = new Map<string, QuotaBucketConfig>();
-    for (const [id, throttler] of Object.entries(next.throttlers)) nextConfigs.set(id, bucketConfigOf(throttler, this.detachedGraceMs));
+    for (const [id, throttler] of Object.entries(next.throttlers)) nextConfigs.set(id, this.configOf(id, throttler));
 
     const added: string[] = [];
     const removed: string[] = [];
@@ -311,6 +365,7 @@ export class Controller implements QuotaServiceHandler {
     }
     this.spec = next;
     this.currentVersion = version;
+    this.adaptive.sync(next.throttlers);
 
     const count = `${this.configs.size} ${this.configs.size === 1 ? "throttler" : "throttlers"}`;
     const parts = [`dynamic_spec version ${version} applied: ${count}${this.configs.size > 0 ? ` (${this.describeLimits()})` : ""}`];
@@ -322,6 +377,34 @@ export class Controller implements QuotaServiceHandler {
     const update = this.currentUpdate();
     for (const watcher of [...this.watchers]) this.notify(watcher, update);
     return version;
+  }
+
+  /** The bucket config of a throttler; an adaptive one runs at the limit its loop keeps in force. */
+  private configOf(id: string, throttler: ThrottlerSpec): QuotaBucketConfig {
+    const config = bucketConfigOf(throttler, this.detachedGraceMs);
+    const adaptiveLimit = this.adaptive.limitFor(id, throttler);
+    return adaptiveLimit === null ? config : { ...config, limit: adaptiveLimit };
+  }
+
+  /** The adaptive loop moved a limit: the bucket takes it at once, the rest of its config unchanged. */
+  private setLimit(id: string, limit: number): void {
+    const driver = this.drivers.get(id);
+    const config = this.configs.get(id);
+    if (!driver || !config || config.limit === limit) return;
+    const next = { ...config, limit };
+    driver.reconfigure(next);
+    this.configs.set(id, next);
+  }
+
+  private usageSample(id: string): BucketUsageSample | undefined {
+    const bucket = this.drivers.get(id)?.snapshot();
+    if (!bucket) return undefined;
+    return {
+      granted: bucket.counters.granted,
+      released: bucket.counters.released,
+      pendingRequests: bucket.pendingRequests,
+      inUse: bucket.inUse ?? null,
+    };
   }
 
   private addDriver(id: string, config: QuotaBucketConfig): void {
@@ -353,7 +436,7 @@ export class Controller implements QuotaServiceHandler {
   }
 
   /** The class a request is served in: its own if declared on the throttler, else `default` (DESIGN §4.2). */
-  private classIdOf(call: RequestQuotaCall): string {
+  private classIdOf(call: Pick<RequestQuotaCall, "throttlerId" | "quotaClassId">): string {
     const classes = this.spec.throttlers[call.throttlerId]?.classes ?? {};
     return call.quotaClassId !== "" && Object.hasOwn(classes, call.quotaClassId) ? call.quotaClassId : DEFAULT_CLASS_ID;
   }

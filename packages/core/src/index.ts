@@ -28,6 +28,7 @@ export {
   effectiveLimitOf,
   quotaBucketConfig,
   type QuotaBucketConfig,
+  type ThrottlerKind,
 } from "./quota-bucket-config.ts";
 export { QuotaBucketDriver, type AcquireRequest, type Grant } from "./quota-bucket-driver.ts";
 export { RateWindow } from "./rate-window.ts";
@@ -43,3 +44,4 @@ export { RESOLVED, type ThrottleOptions, type Throttler } from "./throttler.ts";
 export { TokenBucket, type TokenBucketConfig } from "./token-bucket.ts";
 export { RECENT_MAX_WINDOW_MS, WAIT_BUCKETS_MS, WaitHistogram, type WaitHistogramView } from "./wait-histogram.ts";
 export { SlidingMax } from "./sliding-max.ts";
+export { ConcurrencyUnits } from "./concurrency-units.ts";

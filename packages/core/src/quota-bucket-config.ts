@@ -1,7 +1,14 @@
 import { DEFAULT_CLASS } from "./class-scheduler.ts";
 
 /** One named throttler as the controller runs it (DESIGN §3.1, in core's units). */
+export type ThrottlerKind = "rate" | "concurrency";
+
 export interface QuotaBucketConfig {
+  /**
+   * "rate" (default): a token bucket, `limit` units per second. "concurrency": `limit` units in use
+   * at once, given back by release (DESIGN §7.2). Absent = "rate".
+   */
+  readonly kind?: ThrottlerKind;
   /** Units per second; null = unlimited. Ignored when `useClassWeightsAsLimit`. */
   readonly limit: number | null;
   /** Bucket window: capacity and largest burst are `limit × periodMs / 1000`. */
@@ -23,6 +30,7 @@ export interface QuotaBucketConfig {
 }
 
 export const QUOTA_BUCKET_DEFAULTS: QuotaBucketConfig = {
+  kind: "rate",
   limit: null,
   periodMs: 10_000,
   classWeights: {},

@@ -65,6 +65,10 @@ export interface QuotaBucketSnapshot {
   /** Enqueue to final grant. */
   readonly waitTime: WaitHistogramView;
   readonly classes: readonly QuotaClassSnapshot[];
+  /** Absent in snapshots written before concurrency throttlers existed: read as "rate". */
+  readonly kind?: "rate" | "concurrency";
+  /** Units held now (concurrency throttlers); null for a rate throttler. */
+  readonly inUse?: number | null;
 }
 
 /** What a bucket holds in memory, in objects: bounded by its live requests and remembered ids. */

@@ -18,6 +18,7 @@ import { chunkOf, laterDeadline, requestKey, type Entry } from "./quota-entry.ts
 import type { Admission, QuotaRequest, Settlement } from "./quota-request.ts";
 import { RememberedGrants } from "./remembered-grants.ts";
 import { TokenBucket } from "./token-bucket.ts";
+import { ConcurrencyUnits } from "./concurrency-units.ts";
 import { WaitHistogram } from "./wait-histogram.ts";
 
 export { MAX_REQUEST_AMOUNT, type Admission, type QuotaRequest, type Settlement } from "./quota-request.ts";
@@ -35,10 +36,19 @@ const ARRIVAL_STEP_MS = 1;
  * `reconfigure`, then `poll(now)` to collect what became due, and sleeps until `nextWakeAt(now)`.
  * There is no polling loop: nothing happens between the wake-ups the bucket asks for.
  */
+
+/** What grants are made from: a token bucket (rate) or units in use (concurrency). */
+type UnitSource = TokenBucket | ConcurrencyUnits;
+
+function unitSourceOf(config: QuotaBucketConfig, now: number): UnitSource {
+  const limit = effectiveLimitOf(config);
+  return config.kind === "concurrency" ? new ConcurrencyUnits(limit) : new TokenBucket({ limit, periodMs: config.periodMs }, now);
+}
+
 export class QuotaBucket {
   readonly id: string;
   private config: QuotaBucketConfig;
-  private readonly tokens: TokenBucket;
+  private tokens: UnitSource;
   private readonly scheduler: ClassScheduler;
   private readonly classes: ClassQueues;
   private readonly entries = new Map<string, Entry>();
@@ -60,7 +70,7 @@ export class QuotaBucket {
   constructor(id: string, config: QuotaBucketConfig, now: number) {
     this.id = id;
     this.config = config;
-    this.tokens = new TokenBucket({ limit: effectiveLimitOf(config), periodMs: config.periodMs }, now);
+    this.tokens = unitSourceOf(config, now);
     this.scheduler = new ClassScheduler(config.classWeights);
     this.classes = new ClassQueues(this.scheduler);
     this.classes.ensure([DEFAULT_CLASS, ...Object.keys(config.classWeights)]);
@@ -196,7 +206,7 @@ export class QuotaBucket {
   tryAcquire(amount: number, classId: string, now: number): boolean {
     if (checkAmount(this.id, amount, "")) return false;
     if (amount === 0) return true;
-    if (this.pendingRequests > 0 || !this.tokens.canGrantWithoutQueue(now)) return false;
+    if (this.pendingRequests > 0 || !this.tokens.canGrantWithoutQueue(now) || !this.tokens.canTake(amount, now)) return false;
     this.tokens.take(amount, now);
     const resolved = this.classes.resolve(classId, this.config, this.counters);
     // Charged like a grant, so that a release of it refunds a charge that was made. (Nobody waits
@@ -222,17 +232,24 @@ export class QuotaBucket {
   }
 
   /**
+   * Restores a persisted balance taken at `atMs` (see TokenBucket.restore); queued requests are not
+   * touched. A concurrency throttler has no balance to restore: its units in use are leases, which
+   * the holders renew with the new leader.
+   */
+  restoreBalance(balance: number, atMs: number, now: number): void {
+    if (this.tokens.kind === "rate") this.tokens.restore(balance, atMs, now);
+  }
+
+  /**
    * Applies new limits, weights and sizes without losing accrued tokens or anyone's place. A class
    * dropped here stops accepting requests (they go to `default`) and disappears once drained.
    */
-  /** Restores a persisted balance taken at `atMs` (see TokenBucket.restore); queued requests are not touched. */
-  restoreBalance(balance: number, atMs: number, now: number): void {
-    this.tokens.restore(balance, atMs, now);
-  }
 
   reconfigure(config: QuotaBucketConfig, now: number): void {
     this.config = config;
-    this.tokens.reconfigure({ limit: effectiveLimitOf(config), periodMs: config.periodMs }, now);
+    // A change of kind starts a fresh unit source: tokens and units in use mean different things.
+    if (this.tokens.kind !== (config.kind ?? "rate")) this.tokens = unitSourceOf(config, now);
+    else this.tokens.reconfigure({ limit: effectiveLimitOf(config), periodMs: config.periodMs }, now);
     this.scheduler.reconfigure(config.classWeights);
     this.classes.ensure([DEFAULT_CLASS, ...Object.keys(config.classWeights)]);
     for (const id of this.classes.ids()) this.classes.refresh(id);
@@ -256,6 +273,8 @@ export class QuotaBucket {
       counters: { ...this.counters },
       waitTime: this.waitTime.view(now),
       classes,
+      kind: this.tokens.kind,
+      inUse: this.tokens.inUse,
     };
   }
 
@@ -285,6 +304,8 @@ export class QuotaBucket {
         this.clearPositiveBalanceNeed(entry);
       }
       const chunk = chunkOf(entry.remaining, this.config.maxGrantAmount);
+      // Concurrency: the chunk at the head must fit; it keeps its place until units come back.
+      if (!this.tokens.canTake(chunk, now)) return;
       this.tokens.take(chunk, now);
       entry.chargedVirtualTime += this.scheduler.charge(classId, chunk);
       entry.granted += chunk;

@@ -20,6 +20,7 @@ export interface TokenBucketConfig {
 const EPSILON = 1e-9;
 
 export class TokenBucket {
+  readonly kind = "rate";
   private config: TokenBucketConfig;
   private balance: number;
   private updatedAt: number;
@@ -64,6 +65,16 @@ export class TokenBucket {
     if (limit === 0) return false;
     this.refill(now);
     return this.balance > 0;
+  }
+
+  /** Pay-after: any amount may be taken once canGrant holds (ConcurrencyUnits, by contrast, needs room). */
+  canTake(_amount: number, _now: number): boolean {
+    return true;
+  }
+
+  /** Units held now: a token bucket does not know (tokens are spent, not held). */
+  get inUse(): null {
+    return null;
   }
 
   /** Takes `amount` tokens; the balance may go negative (pay-after). */

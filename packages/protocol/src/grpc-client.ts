@@ -120,6 +120,11 @@ export function createGrpcQuotaClient(address: string, options: GrpcQuotaClientO
       );
     },
 
+    async renewLeases(call, callOptions) {
+      const response = await unary("RenewLeases", { clientId: call.clientId, throttlerIds: [...call.throttlerIds] }, callOptions);
+      return { held: response.held };
+    },
+
     async updateDynamicSpec(dynamicSpecJson, callOptions) {
       const response = await unary("UpdateDynamicSpec", { dynamicSpecJson }, callOptions);
       return { version: response.version };

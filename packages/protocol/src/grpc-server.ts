@@ -19,6 +19,8 @@ import {
   type WireDynamicSpecUpdate,
   type WireReleaseQuotaRequest,
   type WireReleaseQuotaResponse,
+  type WireRenewLeasesRequest,
+  type WireRenewLeasesResponse,
   type WireRequestQuotaRequest,
   type WireRequestQuotaResponse,
   type WireUpdateDynamicSpecResponse,
@@ -90,6 +92,13 @@ export async function serveQuotaService(handler: QuotaServiceHandler, options: S
         context,
       );
       return {};
+    }),
+    RenewLeases: unary(authorize, async (request: WireRenewLeasesRequest, context): Promise<WireRenewLeasesResponse> => {
+      if (!handler.renewLeases) {
+        throw new SluiceError("CONTROLLER_UNAVAILABLE", "this controller does not implement RenewLeases (concurrency throttlers)");
+      }
+      const result = await handler.renewLeases({ clientId: request.clientId, throttlerIds: [...request.throttlerIds] }, context);
+      return { held: result.held };
     }),
     UpdateDynamicSpec: unary(
       authorize,

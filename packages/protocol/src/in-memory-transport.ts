@@ -123,6 +123,16 @@ export function createInMemoryQuotaClient(handler: QuotaServiceHandler, options:
       });
     },
 
+    renewLeases(call, callOptions) {
+      const request = wireCopy({ clientId: call.clientId, throttlerIds: [...call.throttlerIds] });
+      return unary("RenewLeases", callOptions, async (context) => {
+        if (!handler.renewLeases) {
+          throw new SluiceError("CONTROLLER_UNAVAILABLE", "this controller does not implement RenewLeases (concurrency throttlers)");
+        }
+        return await handler.renewLeases(request, context);
+      });
+    },
+
     updateDynamicSpec(dynamicSpecJson, callOptions) {
       const json = String(dynamicSpecJson);
       return unary("UpdateDynamicSpec", callOptions, async (context) => {

@@ -6,6 +6,7 @@ export type {
   QuotaServiceClient,
   QuotaServiceHandler,
   ReleaseQuotaCall,
+  RenewLeasesCall,
   RequestQuotaCall,
   RequestQuotaResult,
 } from "./quota-service.ts";

@@ -48,6 +48,14 @@ export interface WireDescribeThrottlersResponse {
   snapshotJson: string;
 }
 
+export interface WireRenewLeasesRequest {
+  clientId: string;
+  throttlerIds: string[];
+}
+export interface WireRenewLeasesResponse {
+  held: number;
+}
+
 /** A type alias, not an interface, so it is assignable to grpc-js's index-signature ServiceDefinition. */
 export type QuotaServiceDefinition = {
   readonly RequestQuota: MethodDefinition<WireRequestQuotaRequest, WireRequestQuotaResponse>;
@@ -55,6 +63,7 @@ export type QuotaServiceDefinition = {
   readonly WatchDynamicSpec: MethodDefinition<WireWatchDynamicSpecRequest, WireDynamicSpecUpdate>;
   readonly UpdateDynamicSpec: MethodDefinition<WireUpdateDynamicSpecRequest, WireUpdateDynamicSpecResponse>;
   readonly DescribeThrottlers: MethodDefinition<WireDescribeThrottlersRequest, WireDescribeThrottlersResponse>;
+  readonly RenewLeases: MethodDefinition<WireRenewLeasesRequest, WireRenewLeasesResponse>;
 };
 
 let loaded: QuotaServiceDefinition | undefined;

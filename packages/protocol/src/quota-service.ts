@@ -32,6 +32,12 @@ export interface ReleaseQuotaCall {
   readonly quotaClassId: string;
 }
 
+export interface RenewLeasesCall {
+  readonly clientId: string;
+  /** Concurrency throttlers whose units the client holds. */
+  readonly throttlerIds: readonly string[];
+}
+
 export interface DynamicSpecUpdate {
   readonly version: number;
   readonly dynamicSpecJson: string;
@@ -61,6 +67,12 @@ export interface QuotaServiceClient {
   watchDynamicSpec(clientId: string, onUpdate: (update: DynamicSpecUpdate) => void, signal: AbortSignal): Promise<void>;
   updateDynamicSpec(dynamicSpecJson: string, options?: CallOptions): Promise<{ version: number }>;
   describeThrottlers(options?: CallOptions): Promise<{ snapshotJson: string }>;
+  /**
+   * Keeps the client's units of concurrency throttlers in use for another lease_timeout (DESIGN §7.2).
+   * Optional so that test doubles written before concurrency throttlers still compile; both real
+   * transports implement it.
+   */
+  renewLeases?(call: RenewLeasesCall, options?: CallOptions): Promise<{ held: number }>;
   close(): void;
 }
 
@@ -90,4 +102,9 @@ export interface QuotaServiceHandler {
   ): void | Promise<void>;
   updateDynamicSpec(dynamicSpecJson: string, context: CallContext): Promise<{ version: number }>;
   describeThrottlers(context: CallContext): Promise<{ snapshotJson: string }>;
+  /**
+   * Optional so that handlers written before concurrency throttlers still compile; a server whose
+   * handler lacks it answers UNIMPLEMENTED.
+   */
+  renewLeases?(call: RenewLeasesCall, context: CallContext): Promise<{ held: number }>;
 }

@@ -20,11 +20,22 @@ export interface PrefetchWindow {
   readonly unbounded: boolean;
 }
 
-export type PrefetchFields = LimitFields & Pick<ThrottlerSpec, "request_period">;
+export type PrefetchFields = LimitFields & Pick<ThrottlerSpec, "request_period"> & { readonly adaptive?: ThrottlerSpec["adaptive"] };
+
+/**
+ * The limit a client sizes its prefetch by. An adaptive throttler's limit moves on the controller
+ * and never reaches the client, so the client sizes by initial_limit: a grant is pay-after, and a
+ * prefetch sized by max_limit could put the bucket in debt for many seconds once the loop has cut
+ * the limit.
+ */
+function prefetchLimit(throttler: PrefetchFields): number | null {
+  if (throttler.adaptive) return throttler.adaptive.initial_limit ?? throttler.adaptive.min_limit;
+  return effectiveLimit(throttler);
+}
 
 export function prefetchWindow(throttler: PrefetchFields): PrefetchWindow {
   const requestPeriodMs = throttler.request_period;
-  const limit = effectiveLimit(throttler);
+  const limit = prefetchLimit(throttler);
   return {
     targetRps: 1000 / requestPeriodMs,
     minPrefetchAmount: PREFETCH_DEFAULTS.minPrefetchAmount,

@@ -4,6 +4,9 @@
 // Sources: DESIGN.md §3–§3.2 and reference/ytflow.md §2.1 (TDynamicThrottlerSpec defaults).
 
 export const THROTTLER_DEFAULTS = Object.freeze({
+  kind: "rate",
+  /** Concurrency throttlers only (DESIGN §7.2). */
+  lease_timeout: "30s",
   /** null = unlimited (the reference's `Limit` is an optional double). */
   limit: null,
   period: "10s",
@@ -25,6 +28,13 @@ export const RETRYING_CHANNEL_DEFAULTS = Object.freeze({
   max_backoff: "5s",
   backoff_multiplier: 1.5,
   backoff_jitter: 0.1,
+});
+
+/** `adaptive` (DESIGN §7.3); initial_limit defaults to min_limit, max_limit has no default. */
+export const ADAPTIVE_DEFAULTS = Object.freeze({
+  min_limit: 1,
+  interval: "5s",
+  dry_run: false,
 });
 
 export const THROTTLER_CLASS_DEFAULTS = Object.freeze({

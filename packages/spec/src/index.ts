@@ -7,9 +7,13 @@ export {
   COMPUTATION_DEFAULTS,
   KAFKA_DEFAULTS,
   PREFETCH_DEFAULTS,
+  ADAPTIVE_DEFAULTS,
 } from "./defaults.ts";
+export { adaptiveSpecSchema, initialLimitOf, type AdaptiveSpec, type AdaptiveSpecInput } from "./adaptive-spec.ts";
 export {
   throttlerSpecSchema,
+  THROTTLER_KINDS,
+  type ThrottlerKind,
   throttlerClassSpecSchema,
   throttlerClassIdSchema,
   retryingChannelSpecSchema,

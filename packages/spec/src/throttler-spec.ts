@@ -1,4 +1,6 @@
 import * as z from "zod";
+import { adaptiveSpecSchema } from "./adaptive-spec.ts";
+import { checkKindFields } from "./kind-fields.ts";
 import { DESPITE_INNER_ISSUES, isPlainObject } from "./cross-check.ts";
 import { RETRYING_CHANNEL_DEFAULTS, THROTTLER_CLASS_DEFAULTS, THROTTLER_DEFAULTS } from "./defaults.ts";
 import { describeValue } from "./describe-value.ts";
@@ -10,6 +12,9 @@ import { mustBe } from "./rule-error.ts";
 // `dynamic_spec.throttlers.<id>` (DESIGN §3.1; reference: TDynamicThrottlerSpec, ytflow.md §2.1).
 // Rules that involve only one throttler live here, so parsing a throttler spec on its own enforces
 // them; references between throttlers and computations are checked in dynamic-spec.ts.
+
+export const THROTTLER_KINDS = ["rate", "concurrency"] as const;
+export type ThrottlerKind = (typeof THROTTLER_KINDS)[number];
 
 /** The class every request without (or with an unknown) class id falls into; weight 1.0, implicit. */
 export const DEFAULT_CLASS_ID = "default";
@@ -119,6 +124,19 @@ const throttlerDefaults = THROTTLER_DEFAULTS;
 export const throttlerSpecSchema = z
   .strictObject(
     {
+      kind: z
+        .enum(THROTTLER_KINDS, { error: mustBe('"rate" or "concurrency"') })
+        .prefault(throttlerDefaults.kind)
+        .describe(
+          '"rate": a token bucket, limit = units per second. "concurrency": limit = units in use at once, given back by ' +
+            `release, when the holder ends, or after lease_timeout without renewal (DESIGN §7.2). Default "${throttlerDefaults.kind}".`,
+        ),
+      lease_timeout: duration({ minMs: 0, exclusive: true })
+        .prefault(throttlerDefaults.lease_timeout)
+        .describe(
+          "Concurrency throttlers: units a client holds come back after this long without renewal (a crashed holder never " +
+            `leaks capacity for good). Default "${throttlerDefaults.lease_timeout}".`,
+        ),
       limit: z
         .number({ error: mustBe("a finite number ≥ 0, or null for unlimited") })
         .min(0)
@@ -175,9 +193,17 @@ export const throttlerSpecSchema = z
       max_queue_size: integer("an integer ≥ 1", { min: 1 })
         .prefault(throttlerDefaults.max_queue_size)
         .describe(`Requests that may wait on this throttler; one more is refused at once (QUEUE_FULL). Default ${throttlerDefaults.max_queue_size}.`),
+      adaptive: adaptiveSpecSchema
+        .optional()
+        .describe("Adaptive limit (DESIGN §7.3) instead of a fixed limit: the controller moves the limit to hold the load of the protected system inside a band."),
     },
     { error: mustBe("an object") },
   )
+  .superRefine((value: unknown, ctx) => {
+    if (!isPlainObject(value)) return;
+    checkAdaptiveExclusions(value, ctx);
+    checkKindFields(value, ctx);
+  }, DESPITE_INNER_ISSUES)
   .superRefine((value: unknown, ctx) => {
     if (!isPlainObject(value) || value["use_class_weights_as_limit"] !== true) return;
     const classes = value["classes"];
@@ -203,6 +229,30 @@ export const throttlerSpecSchema = z
     }
   }, DESPITE_INNER_ISSUES)
   .describe("A named distributed throttler: one token bucket on the controller, metering rows or bytes.");
+
+/** `adaptive` sets the limit itself: a fixed limit or a weight-sum limit beside it would be ignored. */
+function checkAdaptiveExclusions(value: Record<string, unknown>, ctx: z.core.$RefinementCtx): void {
+  if (value["adaptive"] === undefined) return;
+  const limit = value["limit"];
+  if (limit !== null && limit !== undefined) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["limit"],
+      input: limit,
+      message:
+        `limit must not be set together with adaptive (the adaptive loop sets the limit between min_limit and max_limit), ` +
+        `got ${describeValue(limit)}; remove limit, or remove adaptive to keep a fixed limit`,
+    });
+  }
+  if (value["use_class_weights_as_limit"] === true) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["use_class_weights_as_limit"],
+      input: true,
+      message: "use_class_weights_as_limit cannot be combined with adaptive: both would set the throttler's limit; keep one",
+    });
+  }
+}
 
 export type ThrottlerSpec = z.output<typeof throttlerSpecSchema>;
 export type ThrottlerSpecInput = z.input<typeof throttlerSpecSchema>;

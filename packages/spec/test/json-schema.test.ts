@@ -26,7 +26,10 @@ describe("pipelineJsonSchema", () => {
 
   it("lists every throttler field, closed to unknown keys", () => {
     assert.deepEqual(Object.keys(child(throttler, "properties")).sort(), [
+      "adaptive",
       "classes",
+      "kind",
+      "lease_timeout",
       "limit",
       "max_grant_amount",
       "max_queue_size",

@@ -81,6 +81,8 @@ describe("validatePipelineSpec on valid specs", () => {
     assert.deepEqual(spec.streams["in"], { topic: "in", format: "json", partitions: 1, stream_delay: 0 });
     assert.deepEqual(spec.computations["C"], { module: "./c.ts", inputs: ["in"], outputs: [], max_rows_per_batch: 100, delivery: "at_least_once" });
     assert.deepEqual(spec.dynamic_spec.throttlers["t"], {
+      kind: "rate",
+      lease_timeout: 30_000,
       limit: null,
       period: 10_000,
       request_period: 5_000,

@@ -90,6 +90,7 @@ export const registerController: CommandRegistration = (program, cli) => {
         if (tracing.enabled) say(tracing.description);
         const common = {
           spec,
+          baseDir: loaded.specDir,
           host: options.host,
           port: options.port,
           ...(token !== undefined ? { token } : {}),

@@ -93,7 +93,7 @@ export const registerRun: CommandRegistration = (program, cli) => {
       // Before anything that makes spans; the embedded controller's spans go to a tracer of its own.
       const tracing = await startTracing({ ...(options.otlp ? { otlp: options.otlp } : {}), ...runServices(spec, options.workerId) });
       if (tracing.enabled) cli.stdout(`sluice run: ${tracing.description}\n`);
-      const quota = await connectQuota(spec, options, token, tls, (line) => cli.stdout(`${line}\n`), tracing.embeddedTracer);
+      const quota = await connectQuota(spec, specDir, options, token, tls, (line) => cli.stdout(`${line}\n`), tracing.embeddedTracer);
       const io: IoFactory = spec.kafka ? await createKafkaIo(spec) : new MemoryIoFactory(spec);
       const code = await runSession({
         spec,
@@ -122,6 +122,7 @@ export const registerRun: CommandRegistration = (program, cli) => {
 /** The embedded controller (optionally also served over gRPC), or a connection to the spec's controller. */
 async function connectQuota(
   spec: PipelineSpec,
+  specDir: string,
   options: RunOptions,
   token: string | undefined,
   tls: RunTls,
@@ -138,6 +139,7 @@ async function connectQuota(
   if (options.controllerPort !== undefined) {
     served = await startController({
       spec,
+      baseDir: specDir,
       port: Number(options.controllerPort),
       log,
       ...(tracer ? { tracer } : {}),
@@ -156,6 +158,7 @@ async function connectQuota(
       computations: Object.keys(spec.computations),
       clock: systemClock,
       log,
+      baseDir: specDir,
       ...(tracer ? { tracer } : {}),
     });
   }

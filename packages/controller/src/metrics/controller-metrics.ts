@@ -70,6 +70,13 @@ export function writeControllerMetrics(out: PrometheusText, snapshot: Controller
       { labels: { throttler_id: t.id, outcome: "replayed" }, value: t.counters.replayed },
     ]));
 
+  writeAdaptiveMetrics(out, throttlers);
+  out
+    .gauge("sluice_controller_throttler_in_use", "Concurrency throttlers: units in use now (granted, not yet released or expired).", perThrottler((t) => (t.concurrency ? (t.inUse ?? 0) : null)))
+    .gauge("sluice_controller_throttler_holders", "Concurrency throttlers: clients holding units now.", perThrottler((t) => t.concurrency?.holders ?? null))
+    .counter("sluice_controller_throttler_expired_leases_total", "Concurrency throttlers: leases that ended without renewal for lease_timeout (a crashed or cut-off holder).", perThrottler((t) => t.concurrency?.expiredLeases ?? null))
+    .counter("sluice_controller_throttler_expired_units_total", "Concurrency throttlers: units given back because their lease ended.", perThrottler((t) => t.concurrency?.expiredUnits ?? null));
+
   out
     .counter("sluice_controller_quota_class_granted_total", "Units granted to the class.", classes.map(({ labels, c }) => ({ labels, value: c.granted })))
     .counter("sluice_controller_quota_class_refunded_total", "Units refunded from the class's cancelled or expired requests.", classes.map(({ labels, c }) => ({ labels, value: c.refunded })))
@@ -84,6 +91,40 @@ export function writeControllerMetrics(out: PrometheusText, snapshot: Controller
     classes.map(({ labels, c }) => ({ labels, view: c.waitTime })),
   );
   if (snapshot.failover) writeFailoverMetrics(out, snapshot.failover);
+}
+
+/** The adaptive loops (DESIGN §7.3): the reading, the band, the suggestion, and what the loop did. */
+function writeAdaptiveMetrics(out: PrometheusText, throttlers: readonly ControllerThrottlerSnapshot[]): void {
+  const adaptive = throttlers.flatMap((t) => (t.adaptive ? [{ labels: { throttler_id: t.id }, a: t.adaptive }] : []));
+  const gauge = (value: (a: NonNullable<ControllerThrottlerSnapshot["adaptive"]>) => number | null): Sample[] =>
+    adaptive.flatMap(({ labels, a }) => {
+      const v = value(a);
+      return v === null ? [] : [{ labels, value: v }];
+    });
+  out
+    .gauge("sluice_controller_throttler_adaptive_load", "Last good load reading of an adaptive throttler (fraction of capacity); absent after a failed reading.", gauge((a) => a.load))
+    .gauge("sluice_controller_throttler_adaptive_target_low", "Lower edge of the band the adaptive loop holds the load in.", gauge((a) => a.targetLow))
+    .gauge("sluice_controller_throttler_adaptive_target_high", "Upper edge of the band the adaptive loop holds the load in.", gauge((a) => a.targetHigh))
+    .gauge("sluice_controller_throttler_adaptive_suggested_limit", "Limit the adaptive loop decided; differs from sluice_controller_throttler_limit only under dry_run.", gauge((a) => a.suggestedLimit))
+    .gauge("sluice_controller_throttler_adaptive_dry_run", "1 when the adaptive loop only suggests (dry_run), 0 when it applies its limit.", gauge((a) => (a.dryRun ? 1 : 0)))
+    .gauge("sluice_controller_throttler_adaptive_consecutive_failures", "Failed load readings in a row; at 3 the limit falls to min_limit.", gauge((a) => a.consecutiveFailures))
+    .counter(
+      "sluice_controller_throttler_adaptive_readings_total",
+      "Load readings of the adaptive loop, by outcome: ok or failed (error, empty, not a number, or later than the interval).",
+      adaptive.flatMap(({ labels, a }) => [
+        { labels: { ...labels, outcome: "ok" }, value: a.counters.readings - a.counters.failedReadings },
+        { labels: { ...labels, outcome: "failed" }, value: a.counters.failedReadings },
+      ]),
+    )
+    .counter(
+      "sluice_controller_throttler_adaptive_changes_total",
+      "Limit changes decided by the adaptive loop, by action: raise, cut, fallback (to min_limit after repeated failed readings).",
+      adaptive.flatMap(({ labels, a }) => [
+        { labels: { ...labels, action: "raise" }, value: a.counters.raises },
+        { labels: { ...labels, action: "cut" }, value: a.counters.cuts },
+        { labels: { ...labels, action: "fallback" }, value: a.counters.fallbacks },
+      ]),
+    );
 }
 
 /** A histogram family plus `<name>_max`, the largest wait seen (the reference's wait_time.max). */

@@ -13,6 +13,8 @@ import { throttlerMetricsView, type ThrottlerMetricsView } from "./throttler-met
 import { LinkedAbort } from "./linked-abort.ts";
 import { UnprocessedEventTimes, type UnprocessedSpan } from "./unprocessed-event-times.ts";
 
+const NOTHING_HELD = (): void => {};
+
 export interface JobOptions {
   readonly pipeline: PipelineSpec;
   readonly computationName: string;
@@ -179,17 +181,23 @@ export class Job {
     await tracer.startActiveSpan(`${computationName} iteration`, { attributes }, async (span) => {
       try {
         this.options.throttlers.setPriority(this.eventTimes.lagTimestamp());
-        await this.throttleInput(messages.length, bytes, signal);
-        const batch: Batch = { stream, partition, messages };
-        await this.child("Process", () => Promise.resolve(this.options.computation.process(batch, this.context)));
-        if (signal.aborted) throw signal.reason;
+        const giveBackUnits = await this.throttleInput(messages.length, bytes, signal);
         const nextOffset = (BigInt(last.offset) + 1n).toString();
-        if (this.exactlyOnce) {
-          await this.outputAndCommitTogether(context, nextOffset);
-        } else {
-          await this.child("Output", () => this.flushOutputs(this.options.sink));
-          this.commitInBackground(context, nextOffset, signal);
+        try {
+          const batch: Batch = { stream, partition, messages };
+          await this.child("Process", () => Promise.resolve(this.options.computation.process(batch, this.context)));
+          if (signal.aborted) throw signal.reason;
+          if (this.exactlyOnce) {
+            await this.outputAndCommitTogether(context, nextOffset);
+          } else {
+            await this.child("Output", () => this.flushOutputs(this.options.sink));
+          }
+        } finally {
+          // DESIGN §7.2: a concurrency throttler's units are the batch in flight, held from before
+          // Process until its outputs are acknowledged (or the iteration failed).
+          giveBackUnits();
         }
+        if (!this.exactlyOnce) this.commitInBackground(context, nextOffset, signal);
         stats.recordIteration(messages.length, bytes, last.timestampMs, clock.now());
       } catch (error) {
         failSpan(span, error);
@@ -200,12 +208,15 @@ export class Job {
     });
   }
 
-  /** Waits for rows and bytes quota together (DESIGN §6); traced as Input.Throttle. */
-  private async throttleInput(rows: number, bytes: number, signal: AbortSignal): Promise<void> {
+  /**
+   * Waits for rows and bytes quota together (DESIGN §6); traced as Input.Throttle. Returns what gives
+   * back the units taken from concurrency throttlers (a no-op when there are none).
+   */
+  private async throttleInput(rows: number, bytes: number, signal: AbortSignal): Promise<() => void> {
     const entry = this.options.dynamicSpec().computations[this.options.computationName];
     const rowsId = entry?.input_rows_throttler_id;
     const bytesId = entry?.input_bytes_throttler_id;
-    if ((!rowsId && !bytesId) || rows === 0) return;
+    if ((!rowsId && !bytesId) || rows === 0) return NOTHING_HELD;
     const { throttlers, clock, stats } = this.options;
     const attributes: Attributes = {};
     if (rowsId) {
@@ -219,6 +230,9 @@ export class Job {
       attributes["sluice.throttle.bytes.amount"] = bytes;
     }
     attributes["sluice.throttle.priority_ms"] = throttlers.priority;
+    const held: (readonly [Throttler, number])[] = [];
+    if (rowsId && throttlers.isConcurrency(rowsId)) held.push([throttlers.getThrottlerOrThrow(rowsId), rows]);
+    if (bytesId && throttlers.isConcurrency(bytesId)) held.push([throttlers.getThrottlerOrThrow(bytesId), bytes]);
     await this.options.tracer.startActiveSpan("Input.Throttle", { attributes }, async (span) => {
       const startedAt = clock.now();
       try {
@@ -241,6 +255,16 @@ export class Job {
         span.end();
       }
     });
+    if (held.length === 0) return NOTHING_HELD;
+    return () => {
+      for (const [throttler, amount] of held) {
+        try {
+          throttler.release(amount);
+        } catch {
+          // The throttler was removed meanwhile: its client gave its units back when it was detached.
+        }
+      }
+    };
   }
 
   /**

@@ -1,0 +1,159 @@
+// The control law of an adaptive limit (DESIGN §7.3), as a pure function: (state, reading, usage)
+// → the next limit and why. The loop in adaptive-loop.ts does the waiting, reading and applying.
+//
+// The law (README "Adaptive limits" explains it to operators):
+//   mid = (low + high) / 2, use = what the throttler actually handed out during the last interval
+//   (units/s for a rate throttler).
+//   load > high          cut:   limit' = max(limit × MAX_CUT, min(limit, use) × (mid / load)^CUT_EXPONENT),
+//                               and at most limit × SATURATED_CUT when the reading is saturated (≥ 0.99)
+//                               (e = 1, or 0.5 right after a raise; a saturated reading right after
+//                               a cut cuts to ×0.8, not ×0.6)
+//   load < low, demand   raise: limit' = min(limit × MAX_RAISE, use × (mid / load)^e, use × MAX_RAISE + MIN_RAISE_STEP)
+//   low ≤ load ≤ high    hold
+//   no demand            hold (nobody is asking for more: raising would only bank headroom)
+//   bad reading          hold; after FALLBACK_AFTER_FAILURES in a row: min_limit
+//   and always within [min_limit, max_limit].
+//
+// Why it does not oscillate: the band is a dead zone; a move aims at the middle of the band from
+// what was actually used (the measured load per unit of use), so on a plant whose load grows with
+// its admitted work a move lands inside the band instead of across it; a raise right after a raise goes
+// only half way (square root of the ratio), because that reading lags the work just admitted; raises are capped at
+// ×1.5 per interval (slow start: a few tasks first, then more in steps) so a reading that lags the
+// last change cannot drive the limit far past the band; cuts are steeper (squared) because a CPU
+// signal saturates at 1.0 and reads an overload smaller than it is (a saturated reading says nothing
+// of how far beyond capacity the demand is, so it cuts to ×0.6 at least) — and cutting too far is
+// the safe error, repaired by the next raise.
+
+export const ADAPTIVE_LAW = Object.freeze({
+  /** Largest raise per interval: ×1.5. */
+  maxRaise: 1.5,
+  /** Headroom above use, in units, that a raise may always reach: a throttler used at 0.4/s can still go to 1.6/s. */
+  minRaiseStep: 1,
+  /**
+   * A raise right after a raise goes half way to the middle of the band (in ratio): that reading was
+   * taken while the last raise was still starting up, reads low, and a full step on it overshoots.
+   */
+  raiseExponentAfterRaise: 0.5,
+  /** Largest cut per interval: halve. */
+  maxCut: 0.5,
+  /** Cuts follow (mid / load)^2. */
+  cutExponent: 2,
+  /**
+   * A reading at or above this is saturated: a CPU cannot read more than 1.0, so how far beyond
+   * capacity the demand is cannot be known, and the cut is at least to ×saturatedCut.
+   */
+  saturatedLoad: 0.99,
+  saturatedCut: 0.6,
+  saturatedCutAfterCut: 0.8,
+  /** Use below this share of the limit, with nobody waiting, is "no demand": the limit holds. */
+  demandShare: 0.5,
+  /** Consecutive failed readings after which the limit falls to min_limit. */
+  fallbackAfterFailures: 3,
+});
+
+export interface AdaptiveBounds {
+  readonly low: number;
+  readonly high: number;
+  readonly minLimit: number;
+  readonly maxLimit: number;
+  /**
+   * Concurrency throttlers admit whole units: a limit of 15.9 admits 15 tasks. A raise then goes to
+   * the nearest whole number, one unit more at least, and a cut to a whole number below, or a limit could creep by
+   * fractions for ever without admitting one more task.
+   */
+  readonly wholeUnits?: boolean;
+}
+
+export interface AdaptiveLawState {
+  /** The limit the law last decided (in force, or only suggested under dry_run). */
+  readonly limit: number;
+  /** Failed readings in a row. */
+  readonly failures: number;
+  /** Whether the last decision raised the limit: the next reading then still lags that raise. */
+  readonly raisedLast: boolean;
+  /** Whether the last decision cut the limit: the next reading then still lags that cut. */
+  readonly cutLast?: boolean;
+}
+
+export type LoadReading = { readonly ok: true; readonly load: number } | { readonly ok: false; readonly reason: string };
+
+export interface ThrottlerUsage {
+  /** What the throttler handed out over the last interval: units per second for a rate throttler. */
+  readonly use: number;
+  /** Whether some request waited in the queue during the interval. */
+  readonly queued: boolean;
+}
+
+export type AdaptiveAction = "raise" | "cut" | "hold" | "fallback";
+
+export interface AdaptiveDecision {
+  readonly state: AdaptiveLawState;
+  readonly action: AdaptiveAction;
+  /** One clause a person reads in the log line: why this action. */
+  readonly reason: string;
+}
+
+/** Two decimals: limits are shown and compared as people read them. */
+function roundLimit(limit: number): number {
+  return Math.round(limit * 100) / 100;
+}
+
+function clamp(value: number, bounds: AdaptiveBounds): number {
+  return Math.min(bounds.maxLimit, Math.max(bounds.minLimit, value));
+}
+
+const fmt = (n: number) => String(Math.round(n * 1000) / 1000);
+
+export function initialLawState(limit: number, bounds: AdaptiveBounds): AdaptiveLawState {
+  return { limit: clamp(limit, bounds), failures: 0, raisedLast: false };
+}
+
+export function decideLimit(state: AdaptiveLawState, reading: LoadReading, usage: ThrottlerUsage, bounds: AdaptiveBounds): AdaptiveDecision {
+  const limit = clamp(state.limit, bounds);
+  if (!reading.ok) {
+    const failures = state.failures + 1;
+    if (failures >= ADAPTIVE_LAW.fallbackAfterFailures && limit !== bounds.minLimit) {
+      return {
+        state: { limit: bounds.minLimit, failures, raisedLast: false },
+        action: "fallback",
+        reason: `${failures} failed readings in a row (${reading.reason}): falling back to min_limit`,
+      };
+    }
+    return { state: { limit, failures, raisedLast: false }, action: "hold", reason: `no usable reading (${reading.reason}; ${failures} in a row)` };
+  }
+  const { load } = reading;
+  const mid = (bounds.low + bounds.high) / 2;
+  const band = `[${fmt(bounds.low)}, ${fmt(bounds.high)}]`;
+  const use = Math.max(0, usage.use);
+  if (load > bounds.high) {
+    let fromUse = Math.min(limit, use) * (mid / load) ** ADAPTIVE_LAW.cutExponent;
+    // Right after a cut the reading still shows part of the work admitted before it, so a second
+    // saturated reading cuts less (×0.8) than the first (×0.6).
+    const saturated = load >= ADAPTIVE_LAW.saturatedLoad && bounds.high < ADAPTIVE_LAW.saturatedLoad;
+    const saturatedCut = state.cutLast === true ? ADAPTIVE_LAW.saturatedCutAfterCut : ADAPTIVE_LAW.saturatedCut;
+    if (saturated) fromUse = Math.min(fromUse, limit * saturatedCut);
+    const cut = Math.max(limit * ADAPTIVE_LAW.maxCut, fromUse);
+    const next = clamp(bounds.wholeUnits ? Math.floor(cut) : roundLimit(cut), bounds);
+    if (next >= limit) return { state: { limit, failures: 0, raisedLast: false }, action: "hold", reason: `load ${fmt(load)} above ${band} but already at min_limit` };
+    return { state: { limit: next, failures: 0, raisedLast: false, cutLast: true }, action: "cut", reason: `load ${fmt(load)} above ${band}, use ${fmt(use)}` };
+  }
+  if (load >= bounds.low) return { state: { limit, failures: 0, raisedLast: false }, action: "hold", reason: `load ${fmt(load)} inside ${band}` };
+  const demand = usage.queued || use >= limit * ADAPTIVE_LAW.demandShare;
+  if (!demand) {
+    return {
+      state: { limit, failures: 0, raisedLast: false },
+      action: "hold",
+      reason: `load ${fmt(load)} below ${band} but no demand (use ${fmt(use)} of limit ${fmt(limit)}, nobody waiting)`,
+    };
+  }
+  const exponent = state.raisedLast ? ADAPTIVE_LAW.raiseExponentAfterRaise : 1;
+  const towardsMid = load > 0 ? use * (mid / load) ** exponent : Number.POSITIVE_INFINITY;
+  const raised = Math.min(limit * ADAPTIVE_LAW.maxRaise, towardsMid, use * ADAPTIVE_LAW.maxRaise + ADAPTIVE_LAW.minRaiseStep);
+  const whole = Math.max(Math.round(raised), Math.floor(limit) + 1);
+  const next = clamp(bounds.wholeUnits ? (raised > limit ? whole : limit) : roundLimit(raised), bounds);
+  if (next <= limit) {
+    const why = limit >= bounds.maxLimit ? "already at max_limit" : `use ${fmt(use)} does not call for more`;
+    return { state: { limit, failures: 0, raisedLast: false }, action: "hold", reason: `load ${fmt(load)} below ${band} but ${why}` };
+  }
+  return { state: { limit: next, failures: 0, raisedLast: true }, action: "raise", reason: `load ${fmt(load)} below ${band}, use ${fmt(use)}` };
+}

@@ -1,0 +1,143 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { ADAPTIVE_LAW, decideLimit, initialLawState, type AdaptiveBounds, type AdaptiveLawState } from "../src/index.ts";
+
+// The control law against a simulated plant, one step per interval (virtual time: no clock is
+// needed, the law is a pure function). The plant is seed 004's cluster: work admitted at `limit`
+// tasks/s, each costing `cost` CPU-seconds, on `capacity` CPU-seconds/s; its utilisation follows the
+// admitted work with a first-order lag (tasks start and finish over time) and is read as the
+// average over the interval that just ended, with ±2 % measurement noise, clipped at 1.0 like CPU.
+
+const bounds: AdaptiveBounds = { low: 0.9, high: 0.95, minLimit: 1, maxLimit: 500 };
+
+interface PlantOptions {
+  capacity: (step: number) => number;
+  demand?: (step: number) => number;
+  steps: number;
+  initialLimit?: number;
+}
+
+interface Trace {
+  limits: number[];
+  loads: number[];
+  /** Demand over capacity before clipping: > 1 is an overload. */
+  overloads: number[];
+}
+
+function simulate({ capacity, demand = () => Number.POSITIVE_INFINITY, steps, initialLimit = 2 }: PlantOptions): Trace {
+  let state: AdaptiveLawState = initialLawState(initialLimit, bounds);
+  let utilisation = 0;
+  let seed = 7;
+  const noise = () => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return 1 + ((seed / 2 ** 31) * 2 - 1) * 0.02;
+  };
+  const trace: Trace = { limits: [], loads: [], overloads: [] };
+  const substeps = 10;
+  for (let step = 0; step < steps; step++) {
+    const use = Math.min(state.limit, demand(step));
+    const offered = use / capacity(step);
+    let sum = 0;
+    for (let i = 0; i < substeps; i++) {
+      utilisation += (offered - utilisation) * 0.3; // lag: ~1/3 of an interval
+      sum += Math.min(1, utilisation);
+    }
+    const load = Math.min(1, (sum / substeps) * noise());
+    trace.limits.push(state.limit);
+    trace.loads.push(load);
+    trace.overloads.push(offered);
+    state = decideLimit(state, { ok: true, load }, { use, queued: demand(step) > state.limit }, bounds).state;
+  }
+  return trace;
+}
+
+const inBand = (load: number) => load >= bounds.low - 0.01 && load <= bounds.high + 0.01;
+
+function firstInBand(loads: readonly number[], from = 0): number {
+  for (let i = from; i < loads.length; i++) if (inBand(loads[i] ?? 0)) return i;
+  return -1;
+}
+
+function shareInBand(loads: readonly number[]): number {
+  return loads.filter(inBand).length / loads.length;
+}
+
+describe("adaptive control law on a simulated cluster", () => {
+  it("slow-starts from initial_limit to the band, then stays there (≥ 80 % of intervals, no oscillation)", () => {
+    const trace = simulate({ capacity: () => 40, steps: 60 });
+    const reached = firstInBand(trace.loads);
+    assert.ok(reached > 0 && reached <= 12, `band reached at interval ${reached}; limits ${trace.limits.join(" ")}`);
+    // Slow start: no raise larger than ×1.5 per interval.
+    for (let i = 1; i < trace.limits.length; i++) {
+      const prev = trace.limits[i - 1] ?? 0;
+      assert.ok((trace.limits[i] ?? 0) <= prev * ADAPTIVE_LAW.maxRaise + 0.01, `interval ${i}: ${prev} -> ${trace.limits[i]}`);
+    }
+    const after = trace.loads.slice(reached);
+    assert.ok(shareInBand(after) >= 0.8, `share in band ${shareInBand(after)}; loads ${after.map((l) => l.toFixed(3)).join(" ")}`);
+    const overloadedRuns = longestRun(trace.overloads.slice(reached).map((o) => o > 1));
+    assert.ok(overloadedRuns <= 1, `overload lasted ${overloadedRuns} intervals`);
+  });
+
+  it("after the cluster loses half its capacity, is back in the band within 5 intervals", () => {
+    const trace = simulate({ capacity: (step) => (step < 30 ? 40 : 20), steps: 60 });
+    const back = firstInBand(trace.loads, 31);
+    assert.ok(back >= 0 && back - 30 <= 5, `back in band ${back - 30} intervals after the loss; loads ${trace.loads.slice(28, 40).map((l) => l.toFixed(3)).join(" ")}`);
+    const overload = longestRun(trace.overloads.slice(30).map((o) => o > 1));
+    assert.ok(overload <= 3, `overload lasted ${overload} intervals after the loss`);
+    assert.ok(shareInBand(trace.loads.slice(back)) >= 0.8);
+  });
+
+  it("does not climb far above what is used when demand is the bottleneck (app-limited)", () => {
+    const trace = simulate({ capacity: () => 40, demand: () => 5, steps: 40 });
+    const top = Math.max(...trace.limits);
+    assert.ok(top <= 5 * ADAPTIVE_LAW.maxRaise + ADAPTIVE_LAW.minRaiseStep + 1e-9, `limit climbed to ${top} with use 5`);
+  });
+
+  it("holds on a failed reading and falls back to min_limit after repeated failures", () => {
+    let state = initialLawState(30, bounds);
+    const failed = { ok: false as const, reason: "Prometheus did not answer" };
+    const usage = { use: 30, queued: true };
+    const first = decideLimit(state, failed, usage, bounds);
+    assert.equal(first.action, "hold");
+    assert.equal(first.state.limit, 30);
+    state = decideLimit(first.state, failed, usage, bounds).state;
+    assert.equal(state.limit, 30);
+    const third = decideLimit(state, failed, usage, bounds);
+    assert.equal(third.action, "fallback");
+    assert.equal(third.state.limit, bounds.minLimit);
+    assert.match(third.reason, /3 failed readings in a row \(Prometheus did not answer\)/);
+    const recovered = decideLimit(third.state, { ok: true, load: 0.1 }, { use: 1, queued: true }, bounds);
+    assert.equal(recovered.action, "raise");
+    assert.equal(recovered.state.failures, 0);
+  });
+
+  it("never leaves [min_limit, max_limit]", () => {
+    const tight: AdaptiveBounds = { ...bounds, minLimit: 3, maxLimit: 10 };
+    let state = initialLawState(100, tight);
+    assert.equal(state.limit, 10);
+    for (let i = 0; i < 10; i++) state = decideLimit(state, { ok: true, load: 0.1 }, { use: 10, queued: true }, tight).state;
+    assert.equal(state.limit, 10);
+    for (let i = 0; i < 10; i++) state = decideLimit(state, { ok: true, load: 3 }, { use: 10, queued: true }, tight).state;
+    assert.equal(state.limit, 3);
+  });
+});
+
+function longestRun(flags: readonly boolean[]): number {
+  let best = 0;
+  let run = 0;
+  for (const flag of flags) {
+    run = flag ? run + 1 : 0;
+    best = Math.max(best, run);
+  }
+  return best;
+}
+
+describe("adaptive control law in whole units (concurrency throttlers)", () => {
+  const whole: AdaptiveBounds = { ...bounds, wholeUnits: true };
+  it("raises to the next whole unit at least, and cuts to a whole unit", () => {
+    const raised = decideLimit(initialLawState(15, whole), { ok: true, load: 0.86 }, { use: 15, queued: true }, whole);
+    assert.equal(raised.state.limit, 16, "15 × 0.925/0.86 = 16.1 admits one more task only as 16 or more; never 15.9");
+    const cut = decideLimit(initialLawState(30, whole), { ok: true, load: 0.97 }, { use: 30, queued: true }, whole);
+    assert.ok(Number.isInteger(cut.state.limit) && cut.state.limit < 30, `cut to ${cut.state.limit}`);
+  });
+});
