@@ -100,7 +100,7 @@ export async function connectThrottlers(options: ConnectThrottlersOptions): Prom
   let closing: Promise<void> | null = null;
   const close = (): Promise<void> => {
     closing ??= (async () => {
-      factory.close();
+      factory.close(`connectThrottlers() of client "${options.clientId}" was closed (connect again for new handles)`);
       await watcher.close();
       await connection.close(RELEASE_GRACE_MS);
     })();

@@ -67,7 +67,7 @@ describe("adaptive throttler in the controller (virtual time)", () => {
     assert.ok(lines.some((l) => /^adaptive tasks: raise limit 4 -> 6: load 0\.2 below \[0\.9, 0\.95\]/.test(l)), lines.join("\n"));
     const metrics = new PrometheusText();
     writeControllerMetrics(metrics, controller.snapshot());
-    const text = metrics.toString();
+    const text = await metrics.render();
     assert.match(text, /sluice_controller_throttler_adaptive_load\{throttler_id="tasks"\} 0\.2/);
     assert.match(text, /sluice_controller_throttler_adaptive_target_low\{throttler_id="tasks"\} 0\.9/);
     assert.match(text, /sluice_controller_throttler_adaptive_suggested_limit\{throttler_id="tasks"\} 6/);

@@ -71,7 +71,7 @@ describe("concurrency throttler in the controller (virtual time)", () => {
     assert.ok(lines.some((l) => l.startsWith('concurrency tasks: lease of "crashed" ended without renewal (lease_timeout 2000ms); 2 units given back')), lines.join("\n"));
     const metrics = new PrometheusText();
     writeControllerMetrics(metrics, controller.snapshot());
-    const text = metrics.toString();
+    const text = await metrics.render();
     assert.match(text, /sluice_controller_throttler_in_use\{throttler_id="tasks"\} 1/);
     assert.match(text, /sluice_controller_throttler_expired_leases_total\{throttler_id="tasks"\} 1/);
     assert.match(text, /sluice_controller_throttler_holders\{throttler_id="tasks"\} 1/);
