@@ -108,7 +108,13 @@ const quotaMessage = (seq: () => number): fc.Arbitrary<QuotaMessage> =>
     timestampMs: fc.oneof(fc.constantFrom(0, 2 ** 60, Number.MAX_SAFE_INTEGER), fc.nat()),
     quotaClassId: hostileString(fc.oneof(fc.constant(""), fc.string({ maxLength: 12 }))),
     // Unique unless refused for its length: the model does not predict joins of equal ids.
-    requestId: hostileString(fc.constant("")).map((id) => (id === "" ? `req-${seq()}` : id)),
+    // The longest accepted id keeps its length but gets a unique tail.
+    requestId: hostileString(fc.constant("")).map((id) => {
+      if (id === "") return `req-${seq()}`;
+      if (id.length !== MAX_ID_LENGTH) return id;
+      const tail = `-${seq()}`;
+      return id.slice(0, MAX_ID_LENGTH - tail.length) + tail;
+    }),
   });
 
 describe("hostile messages over the wire", { timeout: 180_000 }, () => {

@@ -21,6 +21,16 @@ export function checkAmount(throttlerId: string, amount: number, requestId: stri
   return null;
 }
 
+/** The same request id sent again with another amount: refused rather than answered with the first one's grant. */
+export function reusedIdError(throttlerId: string, requestId: string, earlierAmount: number, amount: number): SluiceError {
+  return new SluiceError(
+    "INVALID_REQUEST",
+    `request "${requestId}" on throttler "${throttlerId}" was sent for amount ${earlierAmount} and now for ${amount}; ` +
+      `a request id names one request (a retry sends the same amount): use a new id for a new request`,
+    { throttlerId, amount, earlierAmount },
+  );
+}
+
 export function queueFullError(throttlerId: string, pendingRequests: number, maxQueueSize: number): SluiceError {
   return new SluiceError(
     "QUEUE_FULL",

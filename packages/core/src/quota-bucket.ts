@@ -7,7 +7,7 @@ import {
   REQUEST_IDS_PER_QUEUE_SLOT,
   type QuotaBucketConfig,
 } from "./quota-bucket-config.ts";
-import { checkAmount, queueFullError, timeoutError, tooManyRememberedError } from "./quota-bucket-errors.ts";
+import { checkAmount, reusedIdError, queueFullError, timeoutError, tooManyRememberedError } from "./quota-bucket-errors.ts";
 import {
   newQuotaBucketCounters,
   type QuotaBucketCounters,
@@ -89,11 +89,18 @@ export class QuotaBucket {
     }
     this.completed.forgetExpired(now);
     const replay = this.completed.get(requestId);
+    const existing = this.entries.get(requestId);
+    const earlierAmount = replay?.amount ?? existing?.amount;
+    if (earlierAmount !== undefined && earlierAmount !== request.amount) {
+      // An idempotency key stands for one request: the same id with another amount is a client bug,
+      // never a retry, and answering it with the first request's grant would mislead its caller.
+      this.counters.refusedInvalidAmount += 1;
+      return { kind: "refused", requestId, error: reusedIdError(this.id, request.requestId, earlierAmount, request.amount) };
+    }
     if (replay) {
       this.counters.replayed += 1;
       return { kind: "granted", requestId, amount: replay.amount, waitedMs: replay.waitedMs };
     }
-    const existing = this.entries.get(requestId);
     if (existing?.state === "queued") {
       existing.deadlineAt = laterDeadline(existing.deadlineAt, request.deadlineAt);
       this.timers.armDeadline(existing);

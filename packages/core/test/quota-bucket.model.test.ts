@@ -178,7 +178,10 @@ class Submit implements fc.Command<Model, Real> {
   private predict(model: Model): Admission["kind"] {
     if (typeof this.amount !== "number" || !Number.isFinite(this.amount) || this.amount < 0 || this.amount > Number.MAX_SAFE_INTEGER) return "refused";
     const existing = this.id === "" ? undefined : model.requests.get(keyOf(this.id));
-    if (existing?.status === "granted" && existing.grantedAt !== null && model.now < existing.grantedAt + GRACE_MS) return "granted";
+    const remembered = existing?.status === "granted" && existing.grantedAt !== null && model.now < existing.grantedAt + GRACE_MS;
+    const live = existing?.status === "queued" || existing?.status === "detached";
+    if ((remembered || live) && existing?.amount !== this.amount) return "refused"; // an id names one request
+    if (remembered) return "granted";
     if (existing?.status === "queued") return "joined";
     const detached = existing?.status === "detached";
     if (this.amount === 0 && !detached) return "granted";

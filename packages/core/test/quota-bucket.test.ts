@@ -204,6 +204,23 @@ describe("QuotaBucket: lag priority", () => {
 });
 
 describe("QuotaBucket: cancellation, deadlines and request ids", () => {
+  it("refuses a request id sent again with another amount, waiting or granted, and answers the same amount as a retry", () => {
+    const bucket = makeBucket({ limit: 1, periodMs: 1000 });
+    bucket.submit(request("r1", 1), 0);
+    assert.deepEqual(granted(runUntil(bucket, 0, 5).settlements), ["r1"]);
+    const replay = bucket.submit(request("r1", 1), 10);
+    assert.equal(replay.kind, "granted", "the same amount is a retry: replayed");
+    const reused = bucket.submit(request("r1", 0.5), 20);
+    assert.equal(reused.kind, "refused");
+    if (reused.kind === "refused") {
+      assert.ok(isSluiceError(reused.error, "INVALID_REQUEST"), String(reused.error));
+      assert.match(reused.error.message, /request "r1" on throttler "api" was sent for amount 1 and now for 0\.5/);
+    }
+    assert.equal(bucket.submit(request("w", 5), 30).kind, "queued");
+    assert.equal(bucket.submit(request("w", 5), 40).kind, "joined");
+    assert.equal(bucket.submit(request("w", 6), 50).kind, "refused", "a waiting id with another amount too");
+  });
+
   it("refunds exactly what a cancelled request was granted: tokens and virtual time", () => {
     const bucket = makeBucket({ limit: 10, periodMs: 1000, maxGrantAmount: 10, classWeights: { a: 1, b: 1 } });
     bucket.submit(request("big", 100, { classId: "a" }), 0);
