@@ -175,9 +175,31 @@ export const throttlerSpecSchema = z
       max_queue_size: integer("an integer ≥ 1", { min: 1 })
         .prefault(throttlerDefaults.max_queue_size)
         .describe(`Requests that may wait on this throttler; one more is refused at once (QUEUE_FULL). Default ${throttlerDefaults.max_queue_size}.`),
+      smooth: z
+        .boolean({ error: mustBe("true or false") })
+        .prefault(throttlerDefaults.smooth)
+        .describe(
+          "Shaping (DESIGN §7.1): in every closed window of length period at most limit × period units reach callers, " +
+            "spread about 1/limit apart, summed over every client; the controller paces grants at 96 % of the limit. " +
+            `Needs a limit (or use_class_weights_as_limit). Default ${throttlerDefaults.smooth}.`,
+        ),
     },
     { error: mustBe("an object") },
   )
+  .superRefine((value: unknown, ctx) => {
+    if (!isPlainObject(value) || value["smooth"] !== true || value["use_class_weights_as_limit"] === true) return;
+    const limit = value["limit"];
+    if (limit === null || limit === undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["smooth"],
+        input: true,
+        message:
+          "smooth needs a limit: it paces the units at the throttler's rate, and an unlimited throttler has none; " +
+          "set limit (units per second) or use_class_weights_as_limit, or remove smooth",
+      });
+    }
+  }, DESPITE_INNER_ISSUES)
   .superRefine((value: unknown, ctx) => {
     if (!isPlainObject(value) || value["use_class_weights_as_limit"] !== true) return;
     const classes = value["classes"];
