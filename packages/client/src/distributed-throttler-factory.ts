@@ -1,4 +1,4 @@
-import { PrefetchingThrottler, SluiceError, type Clock } from "@sluice/core";
+import { PacedThrottler, PrefetchingThrottler, SluiceError, slotExpiryMs, type Clock } from "@sluice/core";
 import type { QuotaServiceClient } from "@sluice/protocol";
 import { clientConfigEquals, prefetchWindow, type DynamicSpec, type ThrottlerSpec } from "@sluice/spec";
 import { RetryingQuotaRemote, type QuotaRpcOutcome } from "./retrying-quota-remote.ts";
@@ -16,9 +16,12 @@ export interface DistributedThrottlerFactoryOptions {
   readonly onRpc?: (outcome: QuotaRpcOutcome) => void;
 }
 
+/** A smooth throttler's client paces what it hands out (DESIGN §7.1); any other prefetches. */
+type ThrottlerClient = PrefetchingThrottler | PacedThrottler;
+
 interface Built {
   readonly spec: ThrottlerSpec;
-  readonly client: PrefetchingThrottler;
+  readonly client: ThrottlerClient;
 }
 
 /**
@@ -31,7 +34,7 @@ interface Built {
 export class DistributedThrottlerFactory {
   private readonly handles = new Map<string, ThrottlerHandle>();
   private readonly built = new Map<string, Built>();
-  private readonly retiring = new Set<PrefetchingThrottler>();
+  private readonly retiring = new Set<ThrottlerClient>();
   private spec: DynamicSpec = { throttlers: {}, computations: {} };
   private priorityMs = 0;
   private closed = false;
@@ -114,7 +117,7 @@ export class DistributedThrottlerFactory {
   }
 
   /** A replaced client finishes its waiters on its own, but is closed with the job if it has not yet. */
-  private retire(client: PrefetchingThrottler): void {
+  private retire(client: ThrottlerClient): void {
     this.retiring.add(client);
     client.retire();
     // Cheap sweep: clients that already finished retiring need no closing.
@@ -130,7 +133,7 @@ export class DistributedThrottlerFactory {
     return handle;
   }
 
-  private build(throttlerId: string, spec: ThrottlerSpec): PrefetchingThrottler {
+  private build(throttlerId: string, spec: ThrottlerSpec): ThrottlerClient {
     const handle = this.handle(throttlerId);
     const remote = new RetryingQuotaRemote({
       client: this.options.client,
@@ -149,6 +152,10 @@ export class DistributedThrottlerFactory {
       },
       onRelease: (amount) => handle.recordReturned(amount),
     });
+    if (spec.smooth) {
+      const config = { ...prefetchWindow(spec), slotExpiryMs: slotExpiryMs(spec.period) };
+      return new PacedThrottler(config, remote, this.options.clock, throttlerId);
+    }
     return new PrefetchingThrottler(prefetchWindow(spec), remote, this.options.clock, throttlerId);
   }
 }
