@@ -61,11 +61,26 @@ export class PacedThrottler implements Throttler {
   private refills = 0;
   private refillFailures = 0;
   private expired = 0;
+  /**
+   * Slots expired since the latest answer landed: the callers did not keep up with a run, so asking
+   * ahead of them would only waste slots other clients could have used. Until a run is used up
+   * again, the client asks only for what callers wait for.
+   */
+  private wasting = false;
+  /** When a caller last received units; a caller back within the slot expiry means a backlog. */
+  private handedAt = Number.NEGATIVE_INFINITY;
+  /**
+   * Callers come back as soon as they are served (a job loop with a backlog): worth keeping one
+   * request in flight ahead of them. Otherwise the client asks only for what callers wait for.
+   */
+  private backlogged = false;
   /** Last time a caller asked for quota: refills continue for a request_period after it. */
   private demandAt = Number.NEGATIVE_INFINITY;
   private wake: AbortController | null = null;
   private wakeAt: number | null = null;
   private retryPending = false;
+  /** Aborts the request in flight alone (a retired client withdrawing it), not the client. */
+  private withdraw: AbortController | null = null;
   private retiring = false;
   private closedWith: SluiceError | null = null;
   private readonly lifetime = new AbortController();
@@ -85,10 +100,12 @@ export class PacedThrottler implements Throttler {
     if (this.closedWith) return Promise.reject(this.closedWith);
     const now = this.clock.now();
     this.demandAt = now;
+    this.backlogged = now - this.handedAt <= this.config.slotExpiryMs;
     if (this.liveQueued === 0) {
       this.expire(now);
       if (fits(amount, this.slots.available(now))) {
         this.slots.take(amount, now);
+        this.handedAt = now;
         this.maybeRefill(now);
         return RESOLVED;
       }
@@ -144,6 +161,16 @@ export class PacedThrottler implements Throttler {
   retire(): void {
     this.retiring = true;
     this.maybeFinishRetiring();
+    if (this.closedWith || this.inFlight === 0) return;
+    // The request in flight was sized for the old config (a new limit may stretch it over seconds
+    // of slots): withdraw it and ask for just what the callers left here wait for.
+    const now = this.clock.now();
+    const needed = this.queuedAmount - this.slots.available(now) - this.slots.upcoming(now);
+    if (this.inFlight <= needed + TOLERANCE) return;
+    this.withdraw?.abort(new SluiceError("CANCELLED", `${this.name}: request withdrawn after reconfiguration`));
+    this.withdraw = null;
+    this.inFlight = 0;
+    this.maybeRefill(now);
   }
 
   /** Fails waiting callers with CANCELLED and drops the slots held. Idempotent. */
@@ -212,6 +239,7 @@ export class PacedThrottler implements Throttler {
       if (head.amount <= 1 + TOLERANCE) this.expire(now);
       if (!fits(head.amount, this.slots.available(now))) break;
       this.slots.take(head.amount, now);
+      this.handedAt = now;
       this.liveQueued -= 1;
       this.queuedAmount = this.liveQueued === 0 ? 0 : this.queuedAmount - head.amount;
       head.settled = true;
@@ -275,13 +303,15 @@ export class PacedThrottler implements Throttler {
     if (this.closedWith || this.inFlight > 0 || this.retryPending) return;
     if (this.retiring && this.liveQueued === 0) return;
     const periodMs = 1000 / this.config.targetRps;
-    if (this.liveQueued === 0 && now - this.demandAt > periodMs) return;
+    const askAhead = this.backlogged && !this.wasting && !this.retiring;
+    if (this.liveQueued === 0 && (!askAhead || now - this.demandAt > periodMs)) return;
     const ahead = this.slots.available(now) + this.slots.upcoming(now) - this.queuedAmount;
     this.updatePrefetch(now);
-    if (ahead >= this.prefetchAmount) return;
+    const wanted = askAhead ? this.prefetchAmount : Math.min(this.prefetchAmount, TOLERANCE);
+    if (ahead >= wanted) return;
     // A deficit larger than the cap is asked for in several answers: the controller's restart
     // bound counts on no answer being longer than ceil(limit × request_period).
-    const amount = Math.min(this.config.maxPrefetchAmount, Math.max(this.prefetchAmount, -ahead));
+    const amount = Math.min(this.config.maxPrefetchAmount, Math.max(wanted, -ahead));
     this.refill(amount, now);
   }
 
@@ -290,22 +320,32 @@ export class PacedThrottler implements Throttler {
     this.refills += 1;
     this.window.push({ at: now, amount });
     this.windowAmount += amount;
-    this.remote.acquirePaced(amount, this.lifetime.signal).then(
-      (schedule) => this.onRefilled(amount, schedule),
-      (error: unknown) => this.onRefillFailed(error),
+    const withdraw = new AbortController();
+    this.withdraw = withdraw;
+    this.remote.acquirePaced(amount, AbortSignal.any([this.lifetime.signal, withdraw.signal])).then(
+      (schedule) => {
+        if (this.withdraw === withdraw) this.onRefilled(amount, schedule);
+      },
+      (error: unknown) => {
+        if (this.withdraw === withdraw) this.onRefillFailed(error);
+      },
     );
   }
 
   private onRefilled(amount: number, schedule: PaceSchedule): void {
     this.inFlight = 0;
+    this.withdraw = null;
     if (this.closedWith) return;
     const now = this.clock.now();
-    this.slots.add(now + Math.max(0, schedule.startDelayMs), schedule.intervalMs, amount);
+    if (this.backlogged) this.wasting = false;
+    // A negative delay (a retry answered late) puts the first slots in the past, where they expire.
+    this.slots.add(now + schedule.startDelayMs, schedule.intervalMs, amount);
     this.satisfy();
   }
 
   private onRefillFailed(thrown: unknown): void {
     this.inFlight = 0;
+    this.withdraw = null;
     if (this.closedWith) return;
     this.refillFailures += 1;
     const error = asSluiceError(thrown, (message) => new SluiceError("CONTROLLER_UNAVAILABLE", `${this.name}: ${message}`));
@@ -338,7 +378,10 @@ export class PacedThrottler implements Throttler {
   }
 
   private expire(now: number): void {
-    this.expired += this.slots.expire(now);
+    const expired = this.slots.expire(now);
+    if (expired <= TOLERANCE) return;
+    this.expired += expired;
+    this.wasting = true;
   }
 
   /** As the prefetching client sizes its refills: toward `targetRps` requests per second. */
@@ -356,10 +399,12 @@ export class PacedThrottler implements Throttler {
     this.prefetchAmount = Math.min(maxPrefetchAmount, Math.max(minPrefetchAmount, next));
   }
 
+  /**
+   * A retired client with nobody waiting closes at once and withdraws its request in flight: slots
+   * answered to it now would go to nobody (sized for the old limit, they could span seconds).
+   */
   private maybeFinishRetiring(): void {
-    if (this.retiring && this.liveQueued === 0 && this.inFlight === 0 && !this.closedWith) {
-      this.close("retired after reconfiguration");
-    }
+    if (this.retiring && this.liveQueued === 0 && !this.closedWith) this.close("retired after reconfiguration");
   }
 }
 

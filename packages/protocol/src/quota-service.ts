@@ -35,7 +35,7 @@ export interface RequestQuotaResult {
 export function paceFieldsOf(wire: { paceStartDelayMs?: number; paceIntervalMs?: number }): Pick<RequestQuotaResult, "paceStartDelayMs" | "paceIntervalMs"> {
   const startDelayMs = wire.paceStartDelayMs ?? 0;
   const intervalMs = wire.paceIntervalMs ?? 0;
-  if (!(intervalMs > 0) && !(startDelayMs > 0)) return {};
+  if (!(intervalMs > 0) && startDelayMs === 0) return {};
   return { paceStartDelayMs: startDelayMs, paceIntervalMs: intervalMs };
 }
 
