@@ -22,10 +22,12 @@ export function computationExportProblem(moduleNamespace: Record<string, unknown
 
 /** Why a module's default export is not a stream generator, or undefined when it is one. */
 export function generatorExportProblem(moduleNamespace: Record<string, unknown>): string | undefined {
-  const expected = "a function (index) => ({ key, value })";
+  const expected = "a function (index) => ({ key, value }) or an rxjs Observable of messages";
   if (!("default" in moduleNamespace)) return `it has no default export; expected ${expected}`;
   const exported = moduleNamespace["default"];
   if (typeof exported === "function") return undefined;
+  // An Observable, recognised by its shape: the CLI does not depend on rxjs itself.
+  if (typeof exported === "object" && exported !== null && typeof (exported as { subscribe?: unknown }).subscribe === "function") return undefined;
   return `its default export must be ${expected}, got ${kindOf(exported)}`;
 }
 

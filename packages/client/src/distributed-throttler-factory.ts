@@ -1,4 +1,4 @@
-import { PrefetchingThrottler, SluiceError, type Clock } from "@sluice/core";
+import { PacedThrottler, PrefetchingThrottler, SluiceError, slotExpiryMs, type Clock } from "@sluice/core";
 import type { QuotaServiceClient } from "@sluice/protocol";
 import { clientConfigEquals, prefetchWindow, type DynamicSpec, type ThrottlerSpec } from "@sluice/spec";
 import { ConcurrencyClient } from "./concurrency-client.ts";
@@ -23,8 +23,11 @@ export interface DistributedThrottlerFactoryOptions {
   readonly quotaClass?: (throttlerId: string) => string | undefined;
 }
 
-/** A throttler's client in a job: prefetching for a rate throttler, leasing for a concurrency one. */
-type ThrottlerClient = PrefetchingThrottler | ConcurrencyClient;
+/**
+ * A throttler's client in a job: prefetching for a rate throttler, pacing what it hands out for a
+ * smooth one (DESIGN §7.1), leasing for a concurrency one (§7.2).
+ */
+type ThrottlerClient = PrefetchingThrottler | PacedThrottler | ConcurrencyClient;
 
 interface Built {
   readonly spec: ThrottlerSpec;
@@ -230,6 +233,10 @@ export class DistributedThrottlerFactory {
         clock: this.options.clock,
         spec: current,
       });
+    }
+    if (spec.smooth) {
+      const config = { ...prefetchWindow(spec), slotExpiryMs: slotExpiryMs(spec.period) };
+      return new PacedThrottler(config, remote, this.options.clock, throttlerId);
     }
     return new PrefetchingThrottler(prefetchWindow(spec), remote, this.options.clock, throttlerId);
   }

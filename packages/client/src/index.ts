@@ -6,3 +6,4 @@ export { retryBackoffMs } from "./retry-backoff.ts";
 export { RetryingQuotaRemote, type QuotaRpcOutcome, type RetryingQuotaRemoteOptions } from "./retrying-quota-remote.ts";
 export { ThrottlerHandle, type ThrottlerHandleMetrics } from "./throttler-handle.ts";
 export { ThrottlerMeters } from "./throttler-meters.ts";
+export { throttled, type ThrottledOptions } from "./throttled.ts";

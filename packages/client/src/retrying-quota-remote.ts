@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { context, propagation, type Context } from "@opentelemetry/api";
-import { asSluiceError, cancelledError, SluiceError, type Clock, type QuotaRemote } from "@sluice/core";
+import { asSluiceError, cancelledError, SluiceError, type Clock, type PacedQuotaRemote, type PaceSchedule, type QuotaRemote } from "@sluice/core";
 import type { QuotaServiceClient } from "@sluice/protocol";
 import type { ThrottlerSpec } from "@sluice/spec";
 import { retryBackoffMs } from "./retry-backoff.ts";
@@ -41,7 +41,7 @@ export interface RetryingQuotaRemoteOptions {
  * retry after a deadline resumes its place in the queue — until `retry_attempts` or `retry_timeout`
  * is spent; then RETRIES_EXHAUSTED, and the job fails. There is no fallback to a local limit.
  */
-export class RetryingQuotaRemote implements QuotaRemote {
+export class RetryingQuotaRemote implements QuotaRemote, PacedQuotaRemote {
   /**
    * The class the latest granted refill was charged to. Quota already fetched stays with the class it
    * was fetched for (DESIGN §4.9): what the pool gives back is the latest refills' quota, so a release
@@ -52,6 +52,14 @@ export class RetryingQuotaRemote implements QuotaRemote {
   constructor(private readonly options: RetryingQuotaRemoteOptions) {}
 
   async acquire(amount: number, signal: AbortSignal): Promise<void> {
+    await this.acquirePaced(amount, signal);
+  }
+
+  /**
+   * The same call, returning the slots of a smooth throttler's answer (DESIGN §7.1). The start delay
+   * is measured from when the answer arrived here, so a slow answer only shifts the slots later.
+   */
+  async acquirePaced(amount: number, signal: AbortSignal): Promise<PaceSchedule> {
     const { clock, spec, throttlerId } = this.options;
     const channel = spec.retrying_channel;
     const requestId = randomUUID();
@@ -62,7 +70,7 @@ export class RetryingQuotaRemote implements QuotaRemote {
       const sentAt = clock.now();
       const quotaClassId = this.options.classId();
       try {
-        await this.options.client().requestQuota(
+        const result = await this.options.client().requestQuota(
           {
             throttlerId,
             clientId: this.options.clientId,
@@ -75,7 +83,7 @@ export class RetryingQuotaRemote implements QuotaRemote {
         );
         this.chargedClassId = quotaClassId;
         this.options.onRpc?.({ throttlerId, ok: true, latencyMs: clock.now() - sentAt });
-        return;
+        return { startDelayMs: result.paceStartDelayMs ?? 0, intervalMs: result.paceIntervalMs ?? 0 };
       } catch (thrown) {
         const error = asSluiceError(thrown, (message) => new SluiceError("CONTROLLER_UNAVAILABLE", message));
         this.options.onRpc?.({ throttlerId, ok: false, error, latencyMs: clock.now() - sentAt });

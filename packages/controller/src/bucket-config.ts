@@ -4,8 +4,8 @@ import type { ThrottlerSpec } from "@sluice/spec";
 /**
  * One throttler of the dynamic_spec in core's terms (DESIGN §3.1 → QuotaBucketConfig). The parsed
  * spec already carries durations in ms and every default, so this is a renaming, not a policy.
- * Fields that only matter to clients (request_period, rpc_timeout, retrying_channel) do not reach
- * the bucket.
+ * Fields that only matter to clients (rpc_timeout, retrying_channel) do not reach the bucket;
+ * request_period does, for a smooth throttler's pacing reach (DESIGN §7.1).
  */
 export function bucketConfigOf(throttler: ThrottlerSpec, detachedGraceMs = QUOTA_BUCKET_DEFAULTS.detachedGraceMs): QuotaBucketConfig {
   const classWeights: Record<string, number> = {};
@@ -19,6 +19,8 @@ export function bucketConfigOf(throttler: ThrottlerSpec, detachedGraceMs = QUOTA
     maxGrantAmount: throttler.max_grant_amount,
     maxQueueSize: throttler.max_queue_size,
     detachedGraceMs,
+    smooth: throttler.smooth,
+    requestPeriodMs: throttler.request_period,
   };
 }
 
@@ -33,6 +35,8 @@ export function sameBucketConfig(a: QuotaBucketConfig, b: QuotaBucketConfig): bo
     a.maxGrantAmount === b.maxGrantAmount &&
     a.maxQueueSize === b.maxQueueSize &&
     a.detachedGraceMs === b.detachedGraceMs &&
+    a.smooth === b.smooth &&
+    a.requestPeriodMs === b.requestPeriodMs &&
     weightsA.length === Object.keys(b.classWeights).length &&
     weightsA.every(([id, weight]) => b.classWeights[id] === weight)
   );
@@ -41,9 +45,10 @@ export function sameBucketConfig(a: QuotaBucketConfig, b: QuotaBucketConfig): bo
 /** `150/s`, `unlimited`, or `Σweights=3/s` under use_class_weights_as_limit: for log lines and the CLI. */
 export function describeLimit(config: QuotaBucketConfig): string {
   if (config.kind === "concurrency") return config.limit === null ? "unlimited in use" : `${config.limit} in use`;
+  const shaping = config.smooth ? " smooth" : "";
   if (config.useClassWeightsAsLimit) {
     const sum = Object.values(config.classWeights).reduce((total, weight) => total + weight, 0);
-    return `${sum}/s (class weights)`;
+    return `${sum}/s (class weights)${shaping}`;
   }
-  return config.limit === null ? "unlimited" : `${config.limit}/s`;
+  return config.limit === null ? "unlimited" : `${config.limit}/s${shaping}`;
 }

@@ -5,6 +5,20 @@ export { LocalThrottler, type LocalThrottlerOptions } from "./local-throttler.ts
 export { ManualClock } from "./manual-clock.ts";
 export { MinHeap } from "./min-heap.ts";
 export {
+  PaceCursor,
+  SMOOTH_RATE_FRACTION,
+  maxPacedAnswer,
+  paceLeadMs,
+  paceReachMs,
+  pacedRateOf,
+  slotExpiryMs,
+  smoothToleranceMs,
+  type PaceConfig,
+  type PaceSlots,
+} from "./pace-cursor.ts";
+export { PacedThrottler, type PacedConfig, type PacedQuotaRemote, type PaceSchedule } from "./paced-throttler.ts";
+export { SlotSchedule } from "./slot-schedule.ts";
+export {
   PrefetchingThrottler,
   type PrefetchConfig,
   type PrefetchStats,

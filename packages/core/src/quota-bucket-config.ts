@@ -1,4 +1,5 @@
 import { DEFAULT_CLASS } from "./class-scheduler.ts";
+import type { PaceConfig } from "./pace-cursor.ts";
 
 /** One named throttler as the controller runs it (DESIGN §3.1, in core's units). */
 export type ThrottlerKind = "rate" | "concurrency";
@@ -27,6 +28,10 @@ export interface QuotaBucketConfig {
    * so that a retry is answered without granting twice.
    */
   readonly detachedGraceMs: number;
+  /** Shaping (DESIGN §7.1): grants are slots on one paced timeline (PaceCursor) instead of bursts. */
+  readonly smooth: boolean;
+  /** The clients' request_period: under `smooth`, how far ahead an answer may reach. */
+  readonly requestPeriodMs: number;
 }
 
 export const QUOTA_BUCKET_DEFAULTS: QuotaBucketConfig = {
@@ -38,6 +43,8 @@ export const QUOTA_BUCKET_DEFAULTS: QuotaBucketConfig = {
   maxGrantAmount: null,
   maxQueueSize: 10_000,
   detachedGraceMs: 60_000,
+  smooth: false,
+  requestPeriodMs: 5_000,
 };
 
 export function quotaBucketConfig(overrides: Partial<QuotaBucketConfig> = {}): QuotaBucketConfig {
@@ -65,3 +72,8 @@ export const GRANT_CHUNKS_PER_POLL = 4096;
  * QUEUE_FULL until the oldest remembered ids expire — forgetting one early could grant a retry twice.
  */
 export const REQUEST_IDS_PER_QUEUE_SLOT = 100;
+
+/** What a smooth throttler's cursor paces by: the rate in force and the clients' request_period. */
+export function paceConfigOf(config: QuotaBucketConfig): PaceConfig {
+  return { limit: effectiveLimitOf(config), requestPeriodMs: config.requestPeriodMs };
+}

@@ -1,5 +1,6 @@
 import { cancelledError } from "./abort.ts";
 import type { Clock } from "./clock.ts";
+import type { PaceSlots } from "./pace-cursor.ts";
 import type { QuotaBucketConfig } from "./quota-bucket-config.ts";
 import { QuotaBucket, type QuotaBucketSnapshot, type Settlement } from "./quota-bucket.ts";
 import type { SluiceError } from "./sluice-error.ts";
@@ -24,6 +25,9 @@ export interface AcquireRequest {
 export interface Grant {
   readonly granted: number;
   readonly waitedMs: number;
+  /** Smooth throttlers: the first slot is this long after the answer, the next ones `paceIntervalMs` apart. */
+  readonly paceStartDelayMs?: number;
+  readonly paceIntervalMs?: number;
 }
 
 interface Waiter {
@@ -67,13 +71,13 @@ export class QuotaBucketDriver {
       now,
     );
     if (admission.kind === "refused") return Promise.reject(admission.error);
-    if (admission.kind === "granted") return Promise.resolve({ granted: admission.amount, waitedMs: admission.waitedMs });
+    if (admission.kind === "granted") return Promise.resolve(this.grantOf(admission));
     const { requestId } = admission;
     if (admission.kind === "queued") {
       // Fast path: a new request the bucket can settle right now (it had the tokens) needs no waiter,
       // no abort listener and no second pump; under load that is most of them.
       const own = this.pump(requestId);
-      if (own) return own.kind === "granted" ? Promise.resolve({ granted: own.amount, waitedMs: own.waitedMs }) : Promise.reject(own.error);
+      if (own) return own.kind === "granted" ? Promise.resolve(this.grantOf(own)) : Promise.reject(own.error);
     }
     const promise = new Promise<Grant>((resolve, reject) => {
       const waiter: Waiter = {
@@ -192,12 +196,20 @@ export class QuotaBucketDriver {
     this.wakeAt = null;
   }
 
+  /** The slots of a smooth grant, relative to now: the answer goes out now. */
+  private grantOf(settled: { amount: number; waitedMs: number; pace?: PaceSlots }): Grant {
+    const grant = { granted: settled.amount, waitedMs: settled.waitedMs };
+    if (!settled.pace) return grant;
+    // Negative for a retry answered late: the slots that passed meanwhile are spent, not shifted.
+    return { ...grant, paceStartDelayMs: settled.pace.startAt - this.clock.now(), paceIntervalMs: settled.pace.intervalMs };
+  }
+
   private settle(settlement: Settlement): void {
     const set = this.waiters.get(settlement.requestId);
     if (!set) return;
     this.waiters.delete(settlement.requestId);
     for (const waiter of set) {
-      if (settlement.kind === "granted") waiter.resolve({ granted: settlement.amount, waitedMs: settlement.waitedMs });
+      if (settlement.kind === "granted") waiter.resolve(this.grantOf(settlement));
       else waiter.reject(settlement.error);
     }
   }

@@ -1,8 +1,10 @@
 import { ClassScheduler, DEFAULT_CLASS } from "./class-scheduler.ts";
 import { ClassQueues, headOf } from "./class-queue.ts";
 import { DeadlineTimers } from "./deadline-timers.ts";
+import { PaceCursor, type PaceSlots } from "./pace-cursor.ts";
 import {
   effectiveLimitOf,
+  paceConfigOf,
   GRANT_CHUNKS_PER_POLL,
   REQUEST_IDS_PER_QUEUE_SLOT,
   type QuotaBucketConfig,
@@ -49,6 +51,8 @@ export class QuotaBucket {
   readonly id: string;
   private config: QuotaBucketConfig;
   private tokens: UnitSource;
+  /** Present while the throttler is smooth: grants are slots on its timeline, not bursts. */
+  private pacer: PaceCursor | null;
   private readonly scheduler: ClassScheduler;
   private readonly classes: ClassQueues;
   private readonly entries = new Map<string, Entry>();
@@ -71,6 +75,8 @@ export class QuotaBucket {
     this.id = id;
     this.config = config;
     this.tokens = unitSourceOf(config, now);
+    // A new bucket cannot know whether a predecessor's clients still hold slots: it starts one reach ahead.
+    this.pacer = config.smooth ? new PaceCursor(paceConfigOf(config), now) : null;
     this.scheduler = new ClassScheduler(config.classWeights);
     this.classes = new ClassQueues(this.scheduler);
     this.classes.ensure([DEFAULT_CLASS, ...Object.keys(config.classWeights)]);
@@ -99,7 +105,7 @@ export class QuotaBucket {
     }
     if (replay) {
       this.counters.replayed += 1;
-      return { kind: "granted", requestId, amount: replay.amount, waitedMs: replay.waitedMs };
+      return { kind: "granted", requestId, amount: replay.amount, waitedMs: replay.waitedMs, ...(replay.pace ? { pace: replay.pace } : {}) };
     }
     if (existing?.state === "queued") {
       existing.deadlineAt = laterDeadline(existing.deadlineAt, request.deadlineAt);
@@ -165,7 +171,7 @@ export class QuotaBucket {
   nextWakeAt(now: number): number | null {
     let wake = this.timers.nextAt();
     if (this.pendingRequests > 0) {
-      let ms = this.tokens.msUntilGrantable(now);
+      let ms = this.pacer ? this.pacer.msUntilAnswerable(now) : this.tokens.msUntilGrantable(now);
       const first = this.arrivedToEmptyQueue;
       if (ms !== null && first && !this.mayGrantOnArrival(first, now)) ms = Math.max(ms, first.enqueuedAt + ARRIVAL_STEP_MS - now);
       if (ms !== null && (wake === null || now + ms < wake)) wake = now + ms;
@@ -214,6 +220,11 @@ export class QuotaBucket {
     if (checkAmount(this.id, amount, "")) return false;
     if (amount === 0) return true;
     if (this.pendingRequests > 0 || !this.tokens.canGrantWithoutQueue(now) || !this.tokens.canTake(amount, now)) return false;
+    if (this.pacer) {
+      // Taken at once means all units at `now`: only when the next slot has come.
+      if (this.pacer.nextSlotAt > now) return false;
+      this.pacer.reserve(amount, now);
+    }
     this.tokens.take(amount, now);
     const resolved = this.classes.resolve(classId, this.config, this.counters);
     // Charged like a grant, so that a release of it refunds a charge that was made. (Nobody waits
@@ -257,6 +268,11 @@ export class QuotaBucket {
     // A change of kind starts a fresh unit source: tokens and units in use mean different things.
     if (this.tokens.kind !== (config.kind ?? "rate")) this.tokens = unitSourceOf(config, now);
     else this.tokens.reconfigure({ limit: effectiveLimitOf(config), periodMs: config.periodMs }, now);
+    // A new limit applies to slots not yet answered; turning smooth on starts one reach ahead,
+    // since clients may still pool quota granted unpaced.
+    if (!config.smooth) this.pacer = null;
+    else if (this.pacer) this.pacer.reconfigure(paceConfigOf(config));
+    else this.pacer = new PaceCursor(paceConfigOf(config), now);
     this.scheduler.reconfigure(config.classWeights);
     this.classes.ensure([DEFAULT_CLASS, ...Object.keys(config.classWeights)]);
     for (const id of this.classes.ids()) this.classes.refresh(id);
@@ -297,7 +313,11 @@ export class QuotaBucket {
   }
 
   private drain(now: number, settlements: Settlement[]): void {
-    for (let chunks = 0; chunks < GRANT_CHUNKS_PER_POLL && this.pendingRequests > 0 && this.tokens.canGrant(now); chunks++) {
+    for (
+      let chunks = 0;
+      chunks < GRANT_CHUNKS_PER_POLL && this.pendingRequests > 0 && (this.pacer ? this.pacer.canAnswer(now) : this.tokens.canGrant(now));
+      chunks++
+    ) {
       const classId = this.scheduler.select();
       if (classId === null) return;
       const queue = this.classes.get(classId);
@@ -310,9 +330,12 @@ export class QuotaBucket {
         if (!this.mayGrantOnArrival(entry, now)) return;
         this.clearPositiveBalanceNeed(entry);
       }
-      const chunk = chunkOf(entry.remaining, this.config.maxGrantAmount);
+      // A smooth grant is one run of consecutive slots: chunks interleaved with other requests would
+      // scatter its slots, which one answer cannot describe (README, "Shaping").
+      const chunk = this.pacer ? entry.remaining : chunkOf(entry.remaining, this.config.maxGrantAmount);
       // Concurrency: the chunk at the head must fit; it keeps its place until units come back.
       if (!this.tokens.canTake(chunk, now)) return;
+      const pace = this.pacer?.reserve(chunk, now);
       this.tokens.take(chunk, now);
       entry.chargedVirtualTime += this.scheduler.charge(classId, chunk);
       entry.granted += chunk;
@@ -335,8 +358,8 @@ export class QuotaBucket {
         this.waitTime.record(waitedMs, now);
         // A request without an id cannot be retried as the same request: nothing to remember.
         // Kept for the whole grace; memory is bounded by refusing new ids at the bound (see `submit`).
-        if (entry.requestId !== "") this.completed.remember(entry.id, entry.amount, waitedMs, now + this.config.detachedGraceMs);
-        settlements.push({ kind: "granted", requestId: entry.id, amount: entry.amount, waitedMs });
+        if (entry.requestId !== "") this.completed.remember(entry.id, entry.amount, waitedMs, now + this.config.detachedGraceMs, pace);
+        settlements.push({ kind: "granted", requestId: entry.id, amount: entry.amount, waitedMs, ...(pace ? { pace } : {}) });
       }
       this.classes.refresh(classId);
     }

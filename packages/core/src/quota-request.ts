@@ -1,3 +1,4 @@
+import type { PaceSlots } from "./pace-cursor.ts";
 import type { SluiceError } from "./sluice-error.ts";
 
 /** Amounts are doubles; above 2^53 integer token counts lose precision, so nothing larger is accepted. */
@@ -25,9 +26,10 @@ export type Admission =
   /** The same id had been detached; it is back at its original place. */
   | { readonly kind: "reattached"; readonly requestId: string }
   /** Settled at once: amount 0, or a retry of a request already granted (answered, not granted again). */
-  | { readonly kind: "granted"; readonly requestId: string; readonly amount: number; readonly waitedMs: number }
+  | { readonly kind: "granted"; readonly requestId: string; readonly amount: number; readonly waitedMs: number; readonly pace?: PaceSlots }
   | { readonly kind: "refused"; readonly requestId: string; readonly error: SluiceError };
 
 export type Settlement =
-  | { readonly kind: "granted"; readonly requestId: string; readonly amount: number; readonly waitedMs: number }
+  /** `pace`: on a smooth throttler, the slots of the granted units (DESIGN §7.1). */
+  | { readonly kind: "granted"; readonly requestId: string; readonly amount: number; readonly waitedMs: number; readonly pace?: PaceSlots }
   | { readonly kind: "timed_out"; readonly requestId: string; readonly error: SluiceError };

@@ -1,8 +1,12 @@
+import type { PaceSlots } from "./pace-cursor.ts";
+
 /** What a retry of an already granted request id is answered with. */
 export interface RememberedGrant {
   readonly amount: number;
   readonly waitedMs: number;
   readonly expiresAt: number;
+  /** A smooth grant's slots: a retry gets the same ones, never new ones. */
+  readonly pace?: PaceSlots;
 }
 
 /**
@@ -27,8 +31,8 @@ export class RememberedGrants {
     return this.byId.get(id);
   }
 
-  remember(id: string, amount: number, waitedMs: number, expiresAt: number): void {
-    this.byId.set(id, { amount, waitedMs, expiresAt });
+  remember(id: string, amount: number, waitedMs: number, expiresAt: number, pace?: PaceSlots): void {
+    this.byId.set(id, { amount, waitedMs, expiresAt, ...(pace ? { pace } : {}) });
     this.order.push({ id, expiresAt });
   }
 

@@ -5,7 +5,7 @@ import { toGrpcMetadata } from "./call-metadata.ts";
 import { toGrpcDeadline } from "./grpc-deadline.ts";
 import { fromGrpcError, streamEndedStatus, type CallSite } from "./error-mapping.ts";
 import { quotaServiceDefinition, type QuotaServiceDefinition, type WireDynamicSpecUpdate } from "./proto-definition.ts";
-import type { CallOptions, DynamicSpecUpdate, QuotaServiceClient } from "./quota-service.ts";
+import { paceFieldsOf, type CallOptions, type DynamicSpecUpdate, type QuotaServiceClient } from "./quota-service.ts";
 import { clientChannelCredentials, diagnoseConnection, type ClientTlsOptions } from "./tls-credentials.ts";
 import { toUint64 } from "./uint64.ts";
 
@@ -109,7 +109,7 @@ export function createGrpcQuotaClient(address: string, options: GrpcQuotaClientO
         },
         callOptions,
       );
-      return { granted: response.granted, waitedMs: response.waitedMs };
+      return { granted: response.granted, waitedMs: response.waitedMs, ...paceFieldsOf(response) };
     },
 
     async releaseQuota(call, callOptions) {

@@ -79,7 +79,12 @@ export async function serveQuotaService(handler: QuotaServiceHandler, options: S
         },
         context,
       );
-      return { granted: result.granted, waitedMs: toUint64(result.waitedMs) };
+      return {
+        granted: result.granted,
+        waitedMs: toUint64(result.waitedMs),
+        paceStartDelayMs: result.paceStartDelayMs ?? 0,
+        paceIntervalMs: result.paceIntervalMs ?? 0,
+      };
     }),
     ReleaseQuota: unary(authorize, async (request: WireReleaseQuotaRequest, context): Promise<WireReleaseQuotaResponse> => {
       await handler.releaseQuota(

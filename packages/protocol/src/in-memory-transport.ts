@@ -8,6 +8,7 @@ import type {
   QuotaServiceClient,
   QuotaServiceHandler,
 } from "./quota-service.ts";
+import { paceFieldsOf } from "./quota-service.ts";
 import { toUint64 } from "./uint64.ts";
 
 export interface InMemoryQuotaClientOptions {
@@ -107,7 +108,7 @@ export function createInMemoryQuotaClient(handler: QuotaServiceHandler, options:
       });
       return unary("RequestQuota", callOptions, async (context) => {
         const result = await handler.requestQuota(request, context);
-        return { granted: result.granted, waitedMs: toUint64(result.waitedMs) };
+        return { granted: result.granted, waitedMs: toUint64(result.waitedMs), ...paceFieldsOf(result) };
       });
     },
 

@@ -10,6 +10,7 @@ export type {
   RequestQuotaCall,
   RequestQuotaResult,
 } from "./quota-service.ts";
+export { paceFieldsOf } from "./quota-service.ts";
 export {
   ERROR_CODE_METADATA_KEY,
   ERROR_DETAILS_METADATA_KEY,

@@ -22,6 +22,8 @@ export interface WireRequestQuotaRequest {
 export interface WireRequestQuotaResponse {
   granted: number;
   waitedMs: number;
+  paceStartDelayMs: number;
+  paceIntervalMs: number;
 }
 export interface WireReleaseQuotaRequest {
   throttlerId: string;

@@ -23,6 +23,20 @@ export interface RequestQuotaCall {
 export interface RequestQuotaResult {
   readonly granted: number;
   readonly waitedMs: number;
+  /**
+   * Smooth throttlers (DESIGN §7.1): the first granted unit's slot is this long after the answer,
+   * the next ones `paceIntervalMs` apart. Absent (or 0 on the wire) = not paced.
+   */
+  readonly paceStartDelayMs?: number;
+  readonly paceIntervalMs?: number;
+}
+
+/** The pace fields as they cross a transport: present only when the answer is paced. */
+export function paceFieldsOf(wire: { paceStartDelayMs?: number; paceIntervalMs?: number }): Pick<RequestQuotaResult, "paceStartDelayMs" | "paceIntervalMs"> {
+  const startDelayMs = wire.paceStartDelayMs ?? 0;
+  const intervalMs = wire.paceIntervalMs ?? 0;
+  if (!(intervalMs > 0) && startDelayMs === 0) return {};
+  return { paceStartDelayMs: startDelayMs, paceIntervalMs: intervalMs };
 }
 
 export interface ReleaseQuotaCall {

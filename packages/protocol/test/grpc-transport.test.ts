@@ -54,6 +54,18 @@ describe("gRPC transport", () => {
     });
   }
 
+  it("carries a smooth throttler's schedule (pace fields) and leaves them out of unpaced answers", async () => {
+    const saved = handler.onRequest;
+    handler.onRequest = async (call) => ({ granted: call.amount, waitedMs: 4, paceStartDelayMs: 12.5, paceIntervalMs: 104.16666666666667 });
+    try {
+      assert.deepEqual(await client.requestQuota(quota({ amount: 3 })), { granted: 3, waitedMs: 4, paceStartDelayMs: 12.5, paceIntervalMs: 104.16666666666667 });
+      handler.onRequest = async (call) => ({ granted: call.amount, waitedMs: 0 });
+      assert.deepEqual(await client.requestQuota(quota({ amount: 3 })), { granted: 3, waitedMs: 0 });
+    } finally {
+      handler.onRequest = saved;
+    }
+  });
+
   it("a client abort cancels the call: CANCELLED for the caller, an aborted signal for the handler", async () => {
     handler.requests.length = 0;
     handler.onRequest = async (_call, context) => {

@@ -45,6 +45,17 @@ describe("in-memory transport", () => {
     assert.equal(handler.requests.length, 1);
   });
 
+  it("carries a smooth throttler's schedule (pace fields) and leaves them out of unpaced answers", async () => {
+    const handler = new StubHandler();
+    const client = createInMemoryQuotaClient(handler);
+    handler.onRequest = async (call) => ({ granted: call.amount, waitedMs: 4, paceStartDelayMs: 12.5, paceIntervalMs: 104.16666666666667 });
+    {
+      assert.deepEqual(await client.requestQuota(quota({ amount: 3 })), { granted: 3, waitedMs: 4, paceStartDelayMs: 12.5, paceIntervalMs: 104.16666666666667 });
+      handler.onRequest = async (call) => ({ granted: call.amount, waitedMs: 0 });
+      assert.deepEqual(await client.requestQuota(quota({ amount: 3 })), { granted: 3, waitedMs: 0 });
+    }
+  });
+
   it("copies requests and responses through JSON, keeping NaN and Infinity as a proto double would", async () => {
     const handler = new StubHandler();
     const response = { granted: 3, waitedMs: 12.7 };

@@ -1,4 +1,4 @@
-import type { CallContext, DynamicSpecUpdate, QuotaServiceHandler, ReleaseQuotaCall, RequestQuotaCall } from "../src/index.ts";
+import type { CallContext, DynamicSpecUpdate, QuotaServiceHandler, ReleaseQuotaCall, RequestQuotaCall, RequestQuotaResult } from "../src/index.ts";
 
 /**
  * A scriptable QuotaServiceHandler for transport tests: each method does what the test assigns, and
@@ -7,7 +7,7 @@ import type { CallContext, DynamicSpecUpdate, QuotaServiceHandler, ReleaseQuotaC
 export class StubHandler implements QuotaServiceHandler {
   readonly requests: { call: RequestQuotaCall; context: CallContext }[] = [];
   readonly releases: ReleaseQuotaCall[] = [];
-  onRequest: (call: RequestQuotaCall, context: CallContext) => Promise<{ granted: number; waitedMs: number }> = async (call) => ({
+  onRequest: (call: RequestQuotaCall, context: CallContext) => Promise<RequestQuotaResult> = async (call) => ({
     granted: call.amount,
     waitedMs: 0,
   });

@@ -34,11 +34,13 @@ export {
   retryBackoffMs,
   RetryingQuotaRemote,
   ThrottlerHandle,
+  throttled,
   type DistributedThrottlerFactoryOptions,
   type DynamicSpecWatcherOptions,
   type QuotaRpcOutcome,
   type RetryingQuotaRemoteOptions,
   type ThrottlerHandleMetrics,
+  type ThrottledOptions,
 } from "@sluice/client";
 export { Worker, type WorkerOptions } from "./worker.ts";
 export { defaultWorkerId } from "./worker-id.ts";

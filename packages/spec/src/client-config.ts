@@ -48,11 +48,11 @@ export function prefetchWindow(throttler: PrefetchFields): PrefetchWindow {
   };
 }
 
-export type ClientConfigFields = PrefetchFields & Pick<ThrottlerSpec, "retrying_channel" | "rpc_timeout">;
+export type ClientConfigFields = PrefetchFields & Pick<ThrottlerSpec, "retrying_channel" | "rpc_timeout" | "smooth">;
 
 /**
  * True iff a client built for `a` serves `b` unchanged: same prefetch window, retrying channel and
- * rpc_timeout (DESIGN §4.9). Then the client — and the quota it prefetched — is kept across a
+ * rpc_timeout and shaping (DESIGN §4.9; a smooth client paces what it hands out, §7.1). Then the client — and the quota it prefetched — is kept across a
  * reconfiguration; `period`, weights and `max_grant_amount` apply on the controller only. Under
  * `use_class_weights_as_limit` a weight change matters only if it resizes the prefetch window.
  */
@@ -65,6 +65,7 @@ export function clientConfigEquals(a: ClientConfigFields, b: ClientConfigFields)
     windowA.maxPrefetchAmount === windowB.maxPrefetchAmount &&
     windowA.windowMs === windowB.windowMs &&
     a.rpc_timeout === b.rpc_timeout &&
+    a.smooth === b.smooth &&
     retryingChannelEquals(a.retrying_channel, b.retrying_channel)
   );
 }

@@ -16,6 +16,8 @@ export const THROTTLER_DEFAULTS = Object.freeze({
   max_grant_amount: null,
   use_class_weights_as_limit: false,
   max_queue_size: 10_000,
+  /** Shaping off: the token bucket allows bursts up to limit × period (DESIGN §7.1). */
+  smooth: false,
 });
 
 /** Generous on purpose: a client rides out a controller restart instead of failing its job. */

@@ -196,6 +196,14 @@ export const throttlerSpecSchema = z
       adaptive: adaptiveSpecSchema
         .optional()
         .describe("Adaptive limit (DESIGN §7.3) instead of a fixed limit: the controller moves the limit to hold the load of the protected system inside a band."),
+      smooth: z
+        .boolean({ error: mustBe("true or false") })
+        .prefault(throttlerDefaults.smooth)
+        .describe(
+          "Shaping (DESIGN §7.1): in every closed window of length period at most limit × period units reach callers, " +
+            "spread about 1/limit apart, summed over every client; the controller paces grants at 96 % of the limit. " +
+            `Needs a limit (or use_class_weights_as_limit). Default ${throttlerDefaults.smooth}.`,
+        ),
     },
     { error: mustBe("an object") },
   )
@@ -203,6 +211,18 @@ export const throttlerSpecSchema = z
     if (!isPlainObject(value)) return;
     checkAdaptiveExclusions(value, ctx);
     checkKindFields(value, ctx);
+    if (value["smooth"] !== true || value["use_class_weights_as_limit"] === true || value["adaptive"] !== undefined) return;
+    const limit = value["limit"];
+    if (limit === null || limit === undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["smooth"],
+        input: true,
+        message:
+          "smooth needs a limit: it paces the units at the throttler's rate, and an unlimited throttler has none; " +
+          "set limit (units per second), adaptive or use_class_weights_as_limit, or remove smooth",
+      });
+    }
   }, DESPITE_INNER_ISSUES)
   .superRefine((value: unknown, ctx) => {
     if (!isPlainObject(value) || value["use_class_weights_as_limit"] !== true) return;

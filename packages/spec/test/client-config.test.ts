@@ -66,6 +66,8 @@ describe("clientConfigEquals (DESIGN §4.9)", () => {
     assert.equal(equalAfter({ rpc_timeout: "5s" }), false);
     assert.equal(equalAfter({ retrying_channel: { retry_attempts: 3 } }), false);
     assert.equal(equalAfter({ retrying_channel: { backoff_jitter: 0 } }), false);
+    // A smooth client paces what it hands out; a plain one hands a refill out at once.
+    assert.equal(equalAfter({ smooth: true }), false);
   });
 
   it("does not rebuild for a limit change that keeps the prefetch cap", () => {

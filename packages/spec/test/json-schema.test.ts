@@ -37,6 +37,7 @@ describe("pipelineJsonSchema", () => {
       "request_period",
       "retrying_channel",
       "rpc_timeout",
+      "smooth",
       "use_class_weights_as_limit",
     ]);
     assert.equal(throttler["additionalProperties"], false);

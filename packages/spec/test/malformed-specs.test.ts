@@ -101,6 +101,8 @@ const cases: readonly MalformedCase[] = [
   { name: 'class named "default"', changes: { [`${T}.classes.default`]: { weight: 2 } }, path: `${T}.classes.default`, phrase: '"default" is reserved for the implicit class; choose another class id' },
   { name: "empty class id", changes: { [`${T}.classes.`]: { weight: 2 } }, path: `${T}.classes[""]`, phrase: "class id must not be empty" },
   { name: "use_class_weights_as_limit without classes", changes: { "dynamic_spec.throttlers.bytes": { use_class_weights_as_limit: true } }, path: "dynamic_spec.throttlers.bytes.use_class_weights_as_limit", phrase: "needs at least one class" },
+  { name: "smooth as a string", changes: { [`${T}.smooth`]: "yes" }, path: `${T}.smooth`, phrase: "true or false" },
+  { name: "smooth without a limit", changes: { "dynamic_spec.throttlers.bytes": { smooth: true } }, path: "dynamic_spec.throttlers.bytes.smooth", phrase: "smooth needs a limit" },
   { name: "use_class_weights_as_limit with a limit", changes: { [`${T}.use_class_weights_as_limit`]: true }, path: `${T}.limit`, phrase: "limit must not be set when use_class_weights_as_limit is true" },
 
   // Computation dynamic settings and references.

@@ -101,6 +101,7 @@ describe("validatePipelineSpec on valid specs", () => {
       classes: {},
       use_class_weights_as_limit: false,
       max_queue_size: 10_000,
+      smooth: false,
     });
     assert.deepEqual(spec.dynamic_spec.computations["C"], {});
   });
@@ -138,6 +139,17 @@ describe("validatePipelineSpec on valid specs", () => {
       }),
     );
     assert.equal(spec.dynamic_spec.throttlers["weighted"]?.use_class_weights_as_limit, true);
+  });
+
+  it("accepts smooth with a limit, and with use_class_weights_as_limit (the rate is then the sum of the weights)", () => {
+    const spec = parseOk(
+      withChanges(validSpec(), {
+        "dynamic_spec.throttlers.pdf": { limit: 10, period: "1s", smooth: true },
+        "dynamic_spec.throttlers.weighted": { use_class_weights_as_limit: true, classes: { a: { weight: 10 } }, smooth: true },
+      }),
+    );
+    assert.equal(spec.dynamic_spec.throttlers["pdf"]?.smooth, true);
+    assert.equal(spec.dynamic_spec.throttlers["weighted"]?.smooth, true);
   });
 
   it("accepts limit 0, integer-millisecond durations and the largest batch", () => {

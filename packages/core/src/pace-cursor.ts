@@ -1,0 +1,144 @@
+/**
+ * Shaping on the controller (DESIGN §7.1, `smooth`): one cursor per smooth throttler hands out
+ * *slots* on a single timeline, GCRA-like. A grant of n units gets the slots
+ * `start, start + 1/r, …, start + (n−1)/r` with `start = max(now, cursor)`, and the cursor moves to
+ * `start + n/r`. Slots never overlap, whoever they go to, so the sum over every client is spaced
+ * exactly 1/r apart on the controller's clock; each client hands unit i out at its slot (measured
+ * from when the answer reached it), never earlier — see PacedThrottler.
+ *
+ * The guarantee — at most `limit × period` units in every *closed* window of length `period` — needs
+ * a margin: slots exactly 1/limit apart put `limit × period + 1` of them in a closed window, and a
+ * client that receives its answer later than another shifts its slots later. Pacing at
+ * `r = SMOOTH_RATE_FRACTION × limit` leaves room for `smoothToleranceMs(period)` of such shift:
+ * a window of length `period` then sees slots from a span of at most `period + tolerance`, which
+ * holds fewer than `limit × period` gaps of 1/r.
+ *
+ * A pure value: every method takes `now` in ms.
+ */
+
+/** The paced rate as a share of the limit: a backlogged smooth throttler delivers 96 % of `limit`. */
+export const SMOOTH_RATE_FRACTION = 0.96;
+
+/**
+ * How late a unit may reach its caller relative to the slot the controller planned (response
+ * latency differences between clients, timer lateness, a unit left in a pool) with the window
+ * bound still holding: slots from `period + tolerance` must number fewer than `limit × period`
+ * gaps, i.e. `(period + tolerance) × r < limit × period`. 41.7 ms for a period of 1 s.
+ */
+export function smoothToleranceMs(periodMs: number): number {
+  return periodMs * (1 / SMOOTH_RATE_FRACTION - 1);
+}
+
+/**
+ * The half of the tolerance a client may use for itself: a unit nobody waits for stays usable this
+ * long after its slot, then it expires (unused slots are never reissued, so they cannot burst later).
+ * The other half is left for differences in response latency between clients.
+ */
+export function slotExpiryMs(periodMs: number): number {
+  return smoothToleranceMs(periodMs) / 2;
+}
+
+export interface PaceConfig {
+  /** The limit in force (units/s); null = unlimited (nothing to pace: grants go out at once). */
+  readonly limit: number | null;
+  /** The clients' request_period: how far ahead of their slots they may hold a schedule. */
+  readonly requestPeriodMs: number;
+}
+
+export interface PaceSlots {
+  /** The first slot, on the controller's clock. */
+  readonly startAt: number;
+  /** Spacing of the slots in ms (1000 / r); 0 when unlimited (all units at `startAt`). */
+  readonly intervalMs: number;
+}
+
+export function pacedRateOf(limit: number | null): number | null {
+  return limit === null ? null : limit * SMOOTH_RATE_FRACTION;
+}
+
+/**
+ * How far ahead of its first slot a grant is answered. A little lead lets the answer travel before
+ * its first slot (a controller timer that fires late would otherwise leave a gap in the timeline);
+ * it does not weaken the guarantee, since clients shift slots by their own receipt time.
+ */
+export function paceLeadMs(config: PaceConfig): number {
+  return Math.min(config.requestPeriodMs / 4, 250);
+}
+
+/**
+ * The largest answer a smooth client asks for: `ceil(limit × request_period)` (its prefetch cap;
+ * a larger deficit is asked for in several requests).
+ */
+export function maxPacedAnswer(config: PaceConfig): number {
+  if (config.limit === null) return Number.POSITIVE_INFINITY;
+  return Math.max(1, Math.ceil((config.limit * config.requestPeriodMs) / 1000));
+}
+
+/**
+ * How far past `now` the slots already answered may reach: the lead plus the longest answer. A
+ * controller that starts (after a restart, its predecessor's clients may still hold slots up to
+ * this far) or that turns smooth on starts its cursor this far ahead.
+ */
+export function paceReachMs(config: PaceConfig): number {
+  const rate = pacedRateOf(config.limit);
+  if (rate === null || rate <= 0) return 0;
+  return paceLeadMs(config) + (maxPacedAnswer(config) * 1000) / rate;
+}
+
+export class PaceCursor {
+  private config: PaceConfig;
+  /** The first free slot. Only ever moves forward: slots answered are spent, used or not. */
+  private cursorAt: number;
+
+  constructor(config: PaceConfig, now: number) {
+    this.config = config;
+    this.cursorAt = now + paceReachMs(config);
+  }
+
+  get nextSlotAt(): number {
+    return this.cursorAt;
+  }
+
+  get rate(): number | null {
+    return pacedRateOf(this.config.limit);
+  }
+
+  /** Whether a grant may be answered now: its first slot begins within the lead. */
+  canAnswer(now: number): boolean {
+    const rate = this.rate;
+    if (rate === null) return true;
+    if (rate <= 0) return false;
+    return this.cursorAt <= now + paceLeadMs(this.config);
+  }
+
+  /** Milliseconds until `canAnswer` holds: 0 if now, null if never (limit 0). */
+  msUntilAnswerable(now: number): number | null {
+    const rate = this.rate;
+    if (rate === null) return 0;
+    if (rate <= 0) return null;
+    return Math.max(0, this.cursorAt - paceLeadMs(this.config) - now);
+  }
+
+  /** Takes the next `amount` slots; call only when `canAnswer(now)`. */
+  reserve(amount: number, now: number): PaceSlots {
+    const rate = this.rate;
+    if (rate === null || rate <= 0) return { startAt: now, intervalMs: 0 };
+    const startAt = Math.max(now, this.cursorAt);
+    const intervalMs = 1000 / rate;
+    this.cursorAt = startAt + amount * intervalMs;
+    return { startAt, intervalMs };
+  }
+
+  /**
+   * A new limit or request_period applies to slots not yet answered; the cursor keeps its place, so
+   * slots already answered at the old rate are never overlapped by new ones.
+   */
+  reconfigure(config: PaceConfig): void {
+    this.config = config;
+  }
+
+  /** Smoothing was just turned on: slots handed out before (unpaced) may still be in pools. */
+  restartAt(now: number): void {
+    this.cursorAt = Math.max(this.cursorAt, now + paceReachMs(this.config));
+  }
+}

@@ -1,0 +1,423 @@
+import { asSluiceError, cancelledError } from "./abort.ts";
+import type { Clock } from "./clock.ts";
+import type { PrefetchConfig, PrefetchStats } from "./prefetching-throttler.ts";
+import { SlotSchedule } from "./slot-schedule.ts";
+import { SluiceError } from "./sluice-error.ts";
+import { RESOLVED, type ThrottleOptions, type Throttler } from "./throttler.ts";
+
+/** The schedule of one answer, relative to when it arrived (RequestQuotaResponse pace fields). */
+export interface PaceSchedule {
+  /** The first unit's slot, this long after the answer arrived. */
+  readonly startDelayMs: number;
+  /** Spacing of the units; 0 = all at once (the controller does not pace this throttler). */
+  readonly intervalMs: number;
+}
+
+/** Where a smooth client gets its slots: the controller, over some transport. */
+export interface PacedQuotaRemote {
+  /** Resolves once `amount` was granted, with the slots it was given; rejects with a SluiceError. */
+  acquirePaced(amount: number, signal: AbortSignal): Promise<PaceSchedule>;
+}
+
+export interface PacedConfig extends PrefetchConfig {
+  /** How long a unit nobody took stays usable after its slot (`slotExpiryMs(period)`). */
+  readonly slotExpiryMs: number;
+}
+
+interface LocalRequest {
+  readonly amount: number;
+  settled: boolean;
+  resolve(): void;
+  reject(error: SluiceError): void;
+}
+
+const TOLERANCE = 1e-9;
+
+function fits(amount: number, available: number): boolean {
+  return amount <= available + TOLERANCE * Math.max(1, Math.abs(available));
+}
+
+/**
+ * The client of a smooth throttler (DESIGN §7.1). Like the prefetching client it asks the controller
+ * for quota ahead of need — one request in flight while callers keep coming, sized so that requests
+ * run at about one per request_period — but what an answer brings are *slots*: the client hands
+ * unit i to a caller at its slot, never earlier, in FIFO order. A unit nobody waits for expires
+ * shortly after its slot, and `release` gives nothing back: a slot is used at its time or lost, so
+ * no client can ever hand out a burst of saved-up units.
+ *
+ * A caller of `throttle(n)` with n > 1 returns at the slot of its n-th unit (its earlier units are
+ * kept for it meanwhile): n units then reach it at once, which a window counts at that instant.
+ */
+export class PacedThrottler implements Throttler {
+  private readonly slots: SlotSchedule;
+  private readonly queue: LocalRequest[] = [];
+  private queueHead = 0;
+  private liveQueued = 0;
+  private queuedAmount = 0;
+  private inFlight = 0;
+  private prefetchAmount: number;
+  private readonly window: { at: number; amount: number }[] = [];
+  private windowAmount = 0;
+  private refills = 0;
+  private refillFailures = 0;
+  private expired = 0;
+  /**
+   * Slots expired since the latest answer landed: the callers did not keep up with a run, so asking
+   * ahead of them would only waste slots other clients could have used. Until a run is used up
+   * again, the client asks only for what callers wait for.
+   */
+  private wasting = false;
+  /** When a caller last received units; a caller back within the slot expiry means a backlog. */
+  private handedAt = Number.NEGATIVE_INFINITY;
+  /**
+   * Callers come back as soon as they are served (a job loop with a backlog): worth keeping one
+   * request in flight ahead of them. Otherwise the client asks only for what callers wait for.
+   */
+  private backlogged = false;
+  /** Last time a caller asked for quota: refills continue for a request_period after it. */
+  private demandAt = Number.NEGATIVE_INFINITY;
+  private wake: AbortController | null = null;
+  private wakeAt: number | null = null;
+  private retryPending = false;
+  /** Aborts the request in flight alone (a retired client withdrawing it), not the client. */
+  private withdraw: AbortController | null = null;
+  private retiring = false;
+  private closedWith: SluiceError | null = null;
+  private readonly lifetime = new AbortController();
+
+  constructor(
+    private readonly config: PacedConfig,
+    private readonly remote: PacedQuotaRemote,
+    private readonly clock: Clock,
+    private readonly name = "throttler",
+  ) {
+    this.slots = new SlotSchedule(config.slotExpiryMs);
+    this.prefetchAmount = config.minPrefetchAmount;
+  }
+
+  throttle(amount: number, options?: ThrottleOptions): Promise<void> {
+    if (!validAmount(amount)) return Promise.reject(invalidAmount(this.name, amount));
+    if (this.closedWith) return Promise.reject(this.closedWith);
+    const now = this.clock.now();
+    this.demandAt = now;
+    this.backlogged = now - this.handedAt <= this.config.slotExpiryMs;
+    if (this.liveQueued === 0) {
+      this.expire(now);
+      if (fits(amount, this.slots.available(now))) {
+        this.slots.take(amount, now);
+        this.handedAt = now;
+        this.maybeRefill(now);
+        return RESOLVED;
+      }
+    }
+    return this.enqueue(amount, options?.signal);
+  }
+
+  tryAcquire(amount: number): boolean {
+    if (!validAmount(amount) || this.closedWith) return false;
+    const now = this.clock.now();
+    this.demandAt = now;
+    if (this.liveQueued === 0) {
+      this.expire(now);
+      if (fits(amount, this.slots.available(now))) {
+        this.slots.take(amount, now);
+        this.maybeRefill(now);
+        return true;
+      }
+    }
+    this.maybeRefill(now);
+    return false;
+  }
+
+  /**
+   * Nothing goes back: a slot already given out must not be given out again, or the units released
+   * would reach callers a second time within the window.
+   */
+  release(amount: number): void {
+    if (!validAmount(amount)) throw invalidAmount(this.name, amount);
+  }
+
+  get isClosed(): boolean {
+    return this.closedWith !== null;
+  }
+
+  stats(): PrefetchStats & { readonly expired: number; readonly upcoming: number } {
+    const now = this.clock.now();
+    return {
+      available: this.slots.available(now),
+      inFlight: this.inFlight,
+      queuedRequests: this.liveQueued,
+      queuedAmount: this.queuedAmount,
+      prefetchAmount: this.prefetchAmount,
+      refills: this.refills,
+      refillFailures: this.refillFailures,
+      returned: 0,
+      expired: this.expired,
+      upcoming: this.slots.upcoming(now),
+    };
+  }
+
+  /** Serves the callers already waiting, then closes (a reconfiguration replaced this client). */
+  retire(): void {
+    this.retiring = true;
+    this.maybeFinishRetiring();
+    if (this.closedWith || this.inFlight === 0) return;
+    // The request in flight was sized for the old config (a new limit may stretch it over seconds
+    // of slots): withdraw it and ask for just what the callers left here wait for.
+    const now = this.clock.now();
+    const needed = this.queuedAmount - this.slots.available(now) - this.slots.upcoming(now);
+    if (this.inFlight <= needed + TOLERANCE) return;
+    this.withdraw?.abort(new SluiceError("CANCELLED", `${this.name}: request withdrawn after reconfiguration`));
+    this.withdraw = null;
+    this.inFlight = 0;
+    this.maybeRefill(now);
+  }
+
+  /**
+   * Fails waiting callers with CANCELLED (or with the error given: say, the throttler was removed)
+   * and drops the slots held. Idempotent.
+   */
+  close(reason: string | SluiceError = "the throttler client was closed"): void {
+    if (this.closedWith) return;
+    this.closedWith = typeof reason === "string" ? new SluiceError("CANCELLED", `${this.name}: ${reason}`, { throttlerId: this.name }) : reason;
+    this.lifetime.abort(this.closedWith);
+    this.cancelWake();
+    for (let i = this.queueHead; i < this.queue.length; i++) {
+      const request = this.queue[i];
+      if (request && !request.settled) {
+        request.settled = true;
+        request.reject(this.closedWith);
+      }
+    }
+    this.queue.length = 0;
+    this.queueHead = 0;
+    this.liveQueued = 0;
+    this.queuedAmount = 0;
+    this.slots.clear();
+  }
+
+  private enqueue(amount: number, signal: AbortSignal | undefined): Promise<void> {
+    if (signal?.aborted) return Promise.reject(cancelledError(signal, `throttle(${amount}) on "${this.name}"`));
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        if (request.settled || !signal) return;
+        request.settled = true;
+        this.liveQueued -= 1;
+        this.queuedAmount = this.liveQueued === 0 ? 0 : this.queuedAmount - amount;
+        reject(cancelledError(signal, `throttle(${amount}) on "${this.name}"`));
+        this.satisfy();
+      };
+      const request: LocalRequest = {
+        amount,
+        settled: false,
+        resolve: () => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
+        },
+        reject: (error) => {
+          signal?.removeEventListener("abort", onAbort);
+          reject(error);
+        },
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.queue.push(request);
+      this.liveQueued += 1;
+      this.queuedAmount += amount;
+      this.satisfy();
+    });
+  }
+
+  /** Hands due slots to waiting callers in FIFO order, then sleeps until the head's slot comes. */
+  private satisfy(): void {
+    if (this.closedWith) return;
+    const now = this.clock.now();
+    while (this.queueHead < this.queue.length) {
+      const head = this.queue[this.queueHead];
+      if (!head) break;
+      if (head.settled) {
+        this.queueHead += 1;
+        continue;
+      }
+      // A unit-sized caller takes only fresh slots; a larger one keeps what it collected so far.
+      if (head.amount <= 1 + TOLERANCE) this.expire(now);
+      if (!fits(head.amount, this.slots.available(now))) break;
+      this.slots.take(head.amount, now);
+      this.handedAt = now;
+      this.liveQueued -= 1;
+      this.queuedAmount = this.liveQueued === 0 ? 0 : this.queuedAmount - head.amount;
+      head.settled = true;
+      this.queueHead += 1;
+      head.resolve();
+    }
+    if (this.queueHead > 1024 && this.queueHead * 2 > this.queue.length) {
+      this.queue.splice(0, this.queueHead);
+      this.queueHead = 0;
+    }
+    this.maybeRefill(now);
+    this.armWake(now);
+    this.maybeFinishRetiring();
+  }
+
+  private armWake(now: number): void {
+    const head = this.liveQueued > 0 ? this.firstLive() : undefined;
+    const at = head ? this.slots.timeWhenAvailable(head.amount, now) : null;
+    if (at === null) {
+      this.cancelWake();
+      return;
+    }
+    if (this.wakeAt !== null && this.wakeAt <= at) return;
+    this.cancelWake();
+    const timer = new AbortController();
+    this.wake = timer;
+    this.wakeAt = at;
+    this.clock.sleep(Math.max(0, at - now), timer.signal).then(
+      () => {
+        if (this.wake !== timer) return;
+        this.wake = null;
+        this.wakeAt = null;
+        this.satisfy();
+      },
+      () => {
+        /* replaced by a sooner wake-up, or closed */
+      },
+    );
+  }
+
+  private cancelWake(): void {
+    this.wake?.abort();
+    this.wake = null;
+    this.wakeAt = null;
+  }
+
+  private firstLive(): LocalRequest | undefined {
+    for (let i = this.queueHead; i < this.queue.length; i++) {
+      const request = this.queue[i];
+      if (request && !request.settled) return request;
+    }
+    return undefined;
+  }
+
+  /**
+   * Keeps one request in flight while callers keep coming and less than one refill is ahead of
+   * them: the controller holds it until its slots are near, so a backlogged client never leaves a
+   * gap in the timeline, and an idle one stops asking after a request_period.
+   */
+  private maybeRefill(now: number): void {
+    if (this.closedWith || this.inFlight > 0 || this.retryPending) return;
+    if (this.retiring && this.liveQueued === 0) return;
+    const periodMs = 1000 / this.config.targetRps;
+    const askAhead = this.backlogged && !this.wasting && !this.retiring;
+    if (this.liveQueued === 0 && (!askAhead || now - this.demandAt > periodMs)) return;
+    const ahead = this.slots.available(now) + this.slots.upcoming(now) - this.queuedAmount;
+    this.updatePrefetch(now);
+    const wanted = askAhead ? this.prefetchAmount : Math.min(this.prefetchAmount, TOLERANCE);
+    if (ahead >= wanted) return;
+    // A deficit larger than the cap is asked for in several answers: the controller's restart
+    // bound counts on no answer being longer than ceil(limit × request_period).
+    const amount = Math.min(this.config.maxPrefetchAmount, Math.max(wanted, -ahead));
+    this.refill(amount, now);
+  }
+
+  private refill(amount: number, now: number): void {
+    this.inFlight = amount;
+    this.refills += 1;
+    this.window.push({ at: now, amount });
+    this.windowAmount += amount;
+    const withdraw = new AbortController();
+    this.withdraw = withdraw;
+    this.remote.acquirePaced(amount, AbortSignal.any([this.lifetime.signal, withdraw.signal])).then(
+      (schedule) => {
+        if (this.withdraw === withdraw) this.onRefilled(amount, schedule);
+      },
+      (error: unknown) => {
+        if (this.withdraw === withdraw) this.onRefillFailed(error);
+      },
+    );
+  }
+
+  private onRefilled(amount: number, schedule: PaceSchedule): void {
+    this.inFlight = 0;
+    this.withdraw = null;
+    if (this.closedWith) return;
+    const now = this.clock.now();
+    if (this.backlogged) this.wasting = false;
+    // A negative delay (a retry answered late) puts the first slots in the past, where they expire.
+    this.slots.add(now + schedule.startDelayMs, schedule.intervalMs, amount);
+    this.satisfy();
+  }
+
+  private onRefillFailed(thrown: unknown): void {
+    this.inFlight = 0;
+    this.withdraw = null;
+    if (this.closedWith) return;
+    this.refillFailures += 1;
+    const error = asSluiceError(thrown, (message) => new SluiceError("CONTROLLER_UNAVAILABLE", `${this.name}: ${message}`));
+    if (error.retriable) {
+      this.retryPending = true;
+      this.clock.sleep(this.config.retryDelayMs ?? 1000, this.lifetime.signal).then(
+        () => {
+          this.retryPending = false;
+          this.satisfy();
+        },
+        () => {
+          this.retryPending = false;
+        },
+      );
+      return;
+    }
+    // Final error: fail, from the back, the callers that the slots held cannot cover.
+    const now = this.clock.now();
+    const covered = this.slots.available(now) + this.slots.upcoming(now);
+    for (let i = this.queue.length - 1; i >= this.queueHead; i--) {
+      if (fits(this.queuedAmount, covered)) break;
+      const request = this.queue[i];
+      if (!request || request.settled) continue;
+      request.settled = true;
+      this.liveQueued -= 1;
+      this.queuedAmount -= request.amount;
+      request.reject(error);
+    }
+    this.maybeFinishRetiring();
+  }
+
+  private expire(now: number): void {
+    const expired = this.slots.expire(now);
+    if (expired <= TOLERANCE) return;
+    this.expired += expired;
+    this.wasting = true;
+  }
+
+  /** As the prefetching client sizes its refills: toward `targetRps` requests per second. */
+  private updatePrefetch(now: number): void {
+    const { windowMs, targetRps, minPrefetchAmount, maxPrefetchAmount } = this.config;
+    while (this.window.length > 0 && (this.window[0]?.at ?? now) <= now - windowMs) {
+      this.windowAmount -= this.window.shift()?.amount ?? 0;
+    }
+    const count = this.window.length;
+    const oldest = this.window[0];
+    if (count === 0 || oldest === undefined || this.windowAmount <= 0) return;
+    const spanMs = Math.min(windowMs, Math.max(now - oldest.at, 1000 / targetRps));
+    const observedRps = count / (spanMs / 1000);
+    const next = Math.ceil(((this.windowAmount / count) * observedRps) / targetRps - TOLERANCE);
+    this.prefetchAmount = Math.min(maxPrefetchAmount, Math.max(minPrefetchAmount, next));
+  }
+
+  /**
+   * A retired client with nobody waiting closes at once and withdraws its request in flight: slots
+   * answered to it now would go to nobody (sized for the old limit, they could span seconds).
+   */
+  private maybeFinishRetiring(): void {
+    if (this.retiring && this.liveQueued === 0 && !this.closedWith) this.close("retired after reconfiguration");
+  }
+}
+
+function validAmount(amount: number): boolean {
+  return typeof amount === "number" && Number.isFinite(amount) && amount >= 0;
+}
+
+function invalidAmount(name: string, amount: number): SluiceError {
+  return new SluiceError("INVALID_AMOUNT", `amount must be a finite number >= 0, got ${String(amount)} (throttler "${name}")`, {
+    throttlerId: name,
+    amount,
+  });
+}

@@ -1,0 +1,125 @@
+/**
+ * The slots a smooth client holds (DESIGN §7.1): each answer of the controller is a run of `amount`
+ * units, the first at `startAt` and then one every `intervalMs` (on this client's clock, measured
+ * from when the answer arrived). Quantities are continuous so that fractional amounts (bytes) pace
+ * too: a run has accrued `min(amount, 1 + (t − startAt) / intervalMs)` units at time t ≥ startAt —
+ * for whole units exactly "unit i at startAt + i × intervalMs", never earlier.
+ *
+ * Units nobody takes within `expiryMs` of their slot expire: a unit used later than its slot plus
+ * the tolerance would land in a window the controller filled with other clients' slots. A pure
+ * value: every method takes `now` in ms.
+ */
+
+interface Run {
+  readonly startAt: number;
+  readonly intervalMs: number;
+  readonly amount: number;
+  /** Taken or expired: never handed out again. */
+  spent: number;
+}
+
+/** Float residue of summed fractional amounts (see prefetching-throttler.ts). */
+const TOLERANCE = 1e-9;
+
+export class SlotSchedule {
+  private runs: Run[] = [];
+
+  constructor(private readonly expiryMs: number) {}
+
+  add(startAt: number, intervalMs: number, amount: number): void {
+    if (amount <= 0) return;
+    this.runs.push({ startAt, intervalMs: Math.max(0, intervalMs), amount, spent: 0 });
+    this.runs.sort((a, b) => a.startAt - b.startAt);
+  }
+
+  /** Units whose slot has come and that were neither taken nor expired. */
+  available(now: number): number {
+    let sum = 0;
+    for (const run of this.runs) sum += Math.max(0, accrued(run, now) - run.spent);
+    return sum;
+  }
+
+  /** Units whose slot is still ahead. */
+  upcoming(now: number): number {
+    let sum = 0;
+    for (const run of this.runs) sum += run.amount - Math.max(run.spent, accrued(run, now));
+    return Math.max(0, sum);
+  }
+
+  /** Drops units whose slot passed more than `expiryMs` ago; returns how many expired. */
+  expire(now: number): number {
+    let expired = 0;
+    for (const run of this.runs) {
+      const floor = wholeSlotsBy(run, now - this.expiryMs);
+      if (floor > run.spent) {
+        expired += floor - run.spent;
+        run.spent = floor;
+      }
+    }
+    this.compact();
+    return expired;
+  }
+
+  /** Takes `amount` available units, oldest slots first. */
+  take(amount: number, now: number): void {
+    let left = amount;
+    for (const run of this.runs) {
+      if (left <= 0) break;
+      const free = Math.max(0, accrued(run, now) - run.spent);
+      const used = Math.min(free, left);
+      run.spent += used;
+      left -= used;
+    }
+    this.compact();
+  }
+
+  /**
+   * The earliest time at which `amount` units are available, or null if the runs held cannot cover
+   * it. Runs are counted one after the other, so the answer is never early (overlapping runs would
+   * only make it later than needed; the caller re-checks when it wakes).
+   */
+  timeWhenAvailable(amount: number, now: number): number | null {
+    let need = amount - this.available(now);
+    if (need <= TOLERANCE * Math.max(1, amount)) return now;
+    let at = now;
+    for (const run of this.runs) {
+      const done = Math.max(run.spent, accrued(run, now));
+      const left = run.amount - done;
+      if (left <= 0) continue;
+      if (need <= left + TOLERANCE) {
+        const target = done + need;
+        const when = run.intervalMs === 0 || target <= 1 ? run.startAt : run.startAt + (target - 1) * run.intervalMs;
+        return Math.max(at, when);
+      }
+      need -= left;
+      at = Math.max(at, run.startAt + (run.amount - 1) * run.intervalMs);
+    }
+    return null;
+  }
+
+  /** Forgets every run (the client closed: its slots are spent, not reissued). */
+  clear(): number {
+    let dropped = 0;
+    for (const run of this.runs) dropped += run.amount - run.spent;
+    this.runs = [];
+    return dropped;
+  }
+
+  private compact(): void {
+    if (this.runs.every((run) => run.spent < run.amount - TOLERANCE)) return;
+    this.runs = this.runs.filter((run) => run.spent < run.amount - TOLERANCE);
+  }
+}
+
+/** Units whose slot is at or before `at`, counted in whole slots (a slot expires as a whole). */
+function wholeSlotsBy(run: Run, at: number): number {
+  if (at < run.startAt) return 0;
+  if (run.intervalMs === 0) return run.amount;
+  return Math.min(run.amount, Math.floor((at - run.startAt) / run.intervalMs + TOLERANCE) + 1);
+}
+
+function accrued(run: Run, at: number): number {
+  if (at < run.startAt) return 0;
+  if (run.intervalMs === 0) return run.amount;
+  return Math.min(run.amount, 1 + (at - run.startAt) / run.intervalMs);
+}

@@ -1,0 +1,84 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { PaceCursor, SlotSchedule, paceLeadMs, paceReachMs, smoothToleranceMs } from "../src/index.ts";
+
+describe("PaceCursor (DESIGN §7.1)", () => {
+  const config = { limit: 10, requestPeriodMs: 1000 };
+
+  it("starts one reach ahead, so slots a predecessor answered are never overlapped", () => {
+    const cursor = new PaceCursor(config, 5_000);
+    // lead 250 ms + the longest answer, ceil(10 × 1 s) = 10 units at 9.6/s.
+    assert.ok(Math.abs(paceReachMs(config) - (250 + (10 * 1000) / 9.6)) < 1e-9);
+    assert.equal(cursor.nextSlotAt, 5_000 + paceReachMs(config));
+    assert.equal(cursor.canAnswer(5_000), false);
+    assert.ok(Math.abs((cursor.msUntilAnswerable(5_000) ?? 0) - (paceReachMs(config) - paceLeadMs(config))) < 1e-9);
+  });
+
+  it("gives consecutive grants consecutive slots 1/(0.96 × limit) apart", () => {
+    const cursor = new PaceCursor(config, 0);
+    const now = cursor.nextSlotAt;
+    const first = cursor.reserve(3, now);
+    const second = cursor.reserve(2, now);
+    assert.equal(first.startAt, now);
+    assert.equal(first.intervalMs, 1000 / 9.6);
+    assert.equal(second.startAt, now + 3 * (1000 / 9.6));
+    // The cursor is past the lead now: the next grant waits.
+    assert.equal(cursor.canAnswer(now), false);
+    assert.equal(cursor.canAnswer(now + 5 * (1000 / 9.6) - paceLeadMs(config)), true);
+  });
+
+  it("never starts a slot in the past after an idle spell, and applies a new limit to new slots only", () => {
+    const cursor = new PaceCursor(config, 0);
+    const late = cursor.nextSlotAt + 60_000;
+    assert.equal(cursor.reserve(1, late).startAt, late);
+    cursor.reconfigure({ limit: 20, requestPeriodMs: 1000 });
+    const next = cursor.reserve(1, late);
+    assert.equal(next.startAt, late + 1000 / 9.6, "the slot answered at the old rate keeps its length");
+    assert.equal(next.intervalMs, 1000 / 19.2);
+  });
+
+  it("grants nothing at limit 0 and everything at once when unlimited", () => {
+    const zero = new PaceCursor({ limit: 0, requestPeriodMs: 1000 }, 0);
+    assert.equal(zero.canAnswer(1e9), false);
+    assert.equal(zero.msUntilAnswerable(0), null);
+    const unlimited = new PaceCursor({ limit: null, requestPeriodMs: 1000 }, 0);
+    assert.equal(unlimited.canAnswer(0), true);
+    assert.deepEqual(unlimited.reserve(100, 7), { startAt: 7, intervalMs: 0 });
+  });
+
+  it("leaves room for 41.7 ms of lateness in a 1 s window", () => {
+    assert.ok(Math.abs(smoothToleranceMs(1000) - 41.666) < 0.01);
+    // Slots 1/9.6 s apart over 1 s + tolerance: fewer than 10 gaps, so at most 10 slots.
+    assert.ok((1000 + smoothToleranceMs(1000) - 1e-9) * 0.0096 < 10);
+  });
+});
+
+describe("SlotSchedule", () => {
+  it("makes unit i available at start + i × interval, never earlier", () => {
+    const slots = new SlotSchedule(20);
+    slots.add(100, 50, 3);
+    assert.equal(slots.available(99), 0);
+    assert.equal(slots.available(100), 1);
+    assert.equal(slots.timeWhenAvailable(2, 100), 150);
+    assert.equal(slots.timeWhenAvailable(3, 100), 200);
+    assert.equal(slots.timeWhenAvailable(4, 100), null);
+    assert.equal(slots.upcoming(100), 2);
+  });
+
+  it("expires units nobody took within the expiry, and they are never handed out", () => {
+    const slots = new SlotSchedule(20);
+    slots.add(0, 50, 4);
+    assert.equal(slots.expire(110), 2, "slots 0 and 50 are older than 110 − 20");
+    assert.ok(Math.abs(slots.available(110) - 1.2) < 1e-9, "slot 100 is still fresh (and 0.2 of the next accrued)");
+    slots.take(1, 110);
+    assert.equal(slots.timeWhenAvailable(1, 110), 150);
+  });
+
+  it("paces fractional amounts continuously", () => {
+    const slots = new SlotSchedule(1_000);
+    slots.add(0, 10, 2.5);
+    assert.equal(slots.available(0), 1);
+    assert.equal(slots.available(5), 1.5);
+    assert.equal(slots.timeWhenAvailable(2.5, 0), 15);
+  });
+});
