@@ -1,5 +1,8 @@
-import { asSluiceError, cancelledError } from "./abort.ts";
+import { asSluiceError } from "./abort.ts";
 import type { Clock } from "./clock.ts";
+import { PacedWaitingCallers } from "./paced-waiting-callers.ts";
+import { TOLERANCE, fits, invalidAmount, validAmount } from "./prefetch-amounts.ts";
+import { PrefetchSizer } from "./prefetch-sizer.ts";
 import type { PrefetchConfig, PrefetchStats } from "./prefetching-throttler.ts";
 import { SlotSchedule } from "./slot-schedule.ts";
 import { SluiceError } from "./sluice-error.ts";
@@ -24,19 +27,6 @@ export interface PacedConfig extends PrefetchConfig {
   readonly slotExpiryMs: number;
 }
 
-interface LocalRequest {
-  readonly amount: number;
-  settled: boolean;
-  resolve(): void;
-  reject(error: SluiceError): void;
-}
-
-const TOLERANCE = 1e-9;
-
-function fits(amount: number, available: number): boolean {
-  return amount <= available + TOLERANCE * Math.max(1, Math.abs(available));
-}
-
 /**
  * The client of a smooth throttler (DESIGN §7.1). Like the prefetching client it asks the controller
  * for quota ahead of need — one request in flight while callers keep coming, sized so that requests
@@ -50,14 +40,10 @@ function fits(amount: number, available: number): boolean {
  */
 export class PacedThrottler implements Throttler {
   private readonly slots: SlotSchedule;
-  private readonly queue: LocalRequest[] = [];
-  private queueHead = 0;
-  private liveQueued = 0;
-  private queuedAmount = 0;
+  private readonly waiting = new PacedWaitingCallers();
   private inFlight = 0;
-  private prefetchAmount: number;
-  private readonly window: { at: number; amount: number }[] = [];
-  private windowAmount = 0;
+  /** Sizes refills as the prefetching client does; `unbounded` is not passed on (paced refills never used that floor). */
+  private readonly sizer: PrefetchSizer;
   private refills = 0;
   private refillFailures = 0;
   private expired = 0;
@@ -92,7 +78,8 @@ export class PacedThrottler implements Throttler {
     private readonly name = "throttler",
   ) {
     this.slots = new SlotSchedule(config.slotExpiryMs);
-    this.prefetchAmount = config.minPrefetchAmount;
+    const { targetRps, minPrefetchAmount, maxPrefetchAmount, windowMs } = config;
+    this.sizer = new PrefetchSizer({ targetRps, minPrefetchAmount, maxPrefetchAmount, windowMs });
   }
 
   throttle(amount: number, options?: ThrottleOptions): Promise<void> {
@@ -101,7 +88,7 @@ export class PacedThrottler implements Throttler {
     const now = this.clock.now();
     this.demandAt = now;
     this.backlogged = now - this.handedAt <= this.config.slotExpiryMs;
-    if (this.liveQueued === 0) {
+    if (this.waiting.count === 0) {
       this.expire(now);
       if (fits(amount, this.slots.available(now))) {
         this.slots.take(amount, now);
@@ -117,7 +104,7 @@ export class PacedThrottler implements Throttler {
     if (!validAmount(amount) || this.closedWith) return false;
     const now = this.clock.now();
     this.demandAt = now;
-    if (this.liveQueued === 0) {
+    if (this.waiting.count === 0) {
       this.expire(now);
       if (fits(amount, this.slots.available(now))) {
         this.slots.take(amount, now);
@@ -146,9 +133,9 @@ export class PacedThrottler implements Throttler {
     return {
       available: this.slots.available(now),
       inFlight: this.inFlight,
-      queuedRequests: this.liveQueued,
-      queuedAmount: this.queuedAmount,
-      prefetchAmount: this.prefetchAmount,
+      queuedRequests: this.waiting.count,
+      queuedAmount: this.waiting.queuedAmount,
+      prefetchAmount: this.sizer.prefetchAmount,
       refills: this.refills,
       refillFailures: this.refillFailures,
       returned: 0,
@@ -165,7 +152,7 @@ export class PacedThrottler implements Throttler {
     // The request in flight was sized for the old config (a new limit may stretch it over seconds
     // of slots): withdraw it and ask for just what the callers left here wait for.
     const now = this.clock.now();
-    const needed = this.queuedAmount - this.slots.available(now) - this.slots.upcoming(now);
+    const needed = this.waiting.queuedAmount - this.slots.available(now) - this.slots.upcoming(now);
     if (this.inFlight <= needed + TOLERANCE) return;
     this.withdraw?.abort(new SluiceError("CANCELLED", `${this.name}: request withdrawn after reconfiguration`));
     this.withdraw = null;
@@ -182,84 +169,34 @@ export class PacedThrottler implements Throttler {
     this.closedWith = typeof reason === "string" ? new SluiceError("CANCELLED", `${this.name}: ${reason}`, { throttlerId: this.name }) : reason;
     this.lifetime.abort(this.closedWith);
     this.cancelWake();
-    for (let i = this.queueHead; i < this.queue.length; i++) {
-      const request = this.queue[i];
-      if (request && !request.settled) {
-        request.settled = true;
-        request.reject(this.closedWith);
-      }
-    }
-    this.queue.length = 0;
-    this.queueHead = 0;
-    this.liveQueued = 0;
-    this.queuedAmount = 0;
+    this.waiting.failAll(this.closedWith);
     this.slots.clear();
   }
 
   private enqueue(amount: number, signal: AbortSignal | undefined): Promise<void> {
-    if (signal?.aborted) return Promise.reject(cancelledError(signal, `throttle(${amount}) on "${this.name}"`));
-    return new Promise<void>((resolve, reject) => {
-      const onAbort = () => {
-        if (request.settled || !signal) return;
-        request.settled = true;
-        this.liveQueued -= 1;
-        this.queuedAmount = this.liveQueued === 0 ? 0 : this.queuedAmount - amount;
-        reject(cancelledError(signal, `throttle(${amount}) on "${this.name}"`));
-        this.satisfy();
-      };
-      const request: LocalRequest = {
-        amount,
-        settled: false,
-        resolve: () => {
-          signal?.removeEventListener("abort", onAbort);
-          resolve();
-        },
-        reject: (error) => {
-          signal?.removeEventListener("abort", onAbort);
-          reject(error);
-        },
-      };
-      signal?.addEventListener("abort", onAbort, { once: true });
-      this.queue.push(request);
-      this.liveQueued += 1;
-      this.queuedAmount += amount;
-      this.satisfy();
-    });
+    return this.waiting.add(amount, signal, `throttle(${amount}) on "${this.name}"`, () => this.satisfy());
   }
 
   /** Hands due slots to waiting callers in FIFO order, then sleeps until the head's slot comes. */
   private satisfy(): void {
     if (this.closedWith) return;
     const now = this.clock.now();
-    while (this.queueHead < this.queue.length) {
-      const head = this.queue[this.queueHead];
-      if (!head) break;
-      if (head.settled) {
-        this.queueHead += 1;
-        continue;
-      }
+    for (let head = this.waiting.front(); head; head = this.waiting.front()) {
       // A unit-sized caller takes only fresh slots; a larger one keeps what it collected so far.
       if (head.amount <= 1 + TOLERANCE) this.expire(now);
       if (!fits(head.amount, this.slots.available(now))) break;
       this.slots.take(head.amount, now);
       this.handedAt = now;
-      this.liveQueued -= 1;
-      this.queuedAmount = this.liveQueued === 0 ? 0 : this.queuedAmount - head.amount;
-      head.settled = true;
-      this.queueHead += 1;
-      head.resolve();
+      this.waiting.serveHead(head);
     }
-    if (this.queueHead > 1024 && this.queueHead * 2 > this.queue.length) {
-      this.queue.splice(0, this.queueHead);
-      this.queueHead = 0;
-    }
+    this.waiting.compact();
     this.maybeRefill(now);
     this.armWake(now);
     this.maybeFinishRetiring();
   }
 
   private armWake(now: number): void {
-    const head = this.liveQueued > 0 ? this.firstLive() : undefined;
+    const head = this.waiting.count > 0 ? this.waiting.firstLive() : undefined;
     const at = head ? this.slots.timeWhenAvailable(head.amount, now) : null;
     if (at === null) {
       this.cancelWake();
@@ -289,14 +226,6 @@ export class PacedThrottler implements Throttler {
     this.wakeAt = null;
   }
 
-  private firstLive(): LocalRequest | undefined {
-    for (let i = this.queueHead; i < this.queue.length; i++) {
-      const request = this.queue[i];
-      if (request && !request.settled) return request;
-    }
-    return undefined;
-  }
-
   /**
    * Keeps one request in flight while callers keep coming and less than one refill is ahead of
    * them: the controller holds it until its slots are near, so a backlogged client never leaves a
@@ -304,13 +233,13 @@ export class PacedThrottler implements Throttler {
    */
   private maybeRefill(now: number): void {
     if (this.closedWith || this.inFlight > 0 || this.retryPending) return;
-    if (this.retiring && this.liveQueued === 0) return;
+    if (this.retiring && this.waiting.count === 0) return;
     const periodMs = 1000 / this.config.targetRps;
     const askAhead = this.backlogged && !this.wasting && !this.retiring;
-    if (this.liveQueued === 0 && (!askAhead || now - this.demandAt > periodMs)) return;
-    const ahead = this.slots.available(now) + this.slots.upcoming(now) - this.queuedAmount;
-    this.updatePrefetch(now);
-    const wanted = askAhead ? this.prefetchAmount : Math.min(this.prefetchAmount, TOLERANCE);
+    if (this.waiting.count === 0 && (!askAhead || now - this.demandAt > periodMs)) return;
+    const ahead = this.slots.available(now) + this.slots.upcoming(now) - this.waiting.queuedAmount;
+    this.sizer.update(now);
+    const wanted = askAhead ? this.sizer.prefetchAmount : Math.min(this.sizer.prefetchAmount, TOLERANCE);
     if (ahead >= wanted) return;
     // A deficit larger than the cap is asked for in several answers: the controller's restart
     // bound counts on no answer being longer than ceil(limit × request_period).
@@ -321,8 +250,7 @@ export class PacedThrottler implements Throttler {
   private refill(amount: number, now: number): void {
     this.inFlight = amount;
     this.refills += 1;
-    this.window.push({ at: now, amount });
-    this.windowAmount += amount;
+    this.sizer.recordRefill(now, amount);
     const withdraw = new AbortController();
     this.withdraw = withdraw;
     this.remote.acquirePaced(amount, AbortSignal.any([this.lifetime.signal, withdraw.signal])).then(
@@ -368,15 +296,7 @@ export class PacedThrottler implements Throttler {
     // Final error: fail, from the back, the callers that the slots held cannot cover.
     const now = this.clock.now();
     const covered = this.slots.available(now) + this.slots.upcoming(now);
-    for (let i = this.queue.length - 1; i >= this.queueHead; i--) {
-      if (fits(this.queuedAmount, covered)) break;
-      const request = this.queue[i];
-      if (!request || request.settled) continue;
-      request.settled = true;
-      this.liveQueued -= 1;
-      this.queuedAmount -= request.amount;
-      request.reject(error);
-    }
+    this.waiting.failFromBack(error, (queuedAmount) => fits(queuedAmount, covered));
     this.maybeFinishRetiring();
   }
 
@@ -387,37 +307,11 @@ export class PacedThrottler implements Throttler {
     this.wasting = true;
   }
 
-  /** As the prefetching client sizes its refills: toward `targetRps` requests per second. */
-  private updatePrefetch(now: number): void {
-    const { windowMs, targetRps, minPrefetchAmount, maxPrefetchAmount } = this.config;
-    while (this.window.length > 0 && (this.window[0]?.at ?? now) <= now - windowMs) {
-      this.windowAmount -= this.window.shift()?.amount ?? 0;
-    }
-    const count = this.window.length;
-    const oldest = this.window[0];
-    if (count === 0 || oldest === undefined || this.windowAmount <= 0) return;
-    const spanMs = Math.min(windowMs, Math.max(now - oldest.at, 1000 / targetRps));
-    const observedRps = count / (spanMs / 1000);
-    const next = Math.ceil(((this.windowAmount / count) * observedRps) / targetRps - TOLERANCE);
-    this.prefetchAmount = Math.min(maxPrefetchAmount, Math.max(minPrefetchAmount, next));
-  }
-
   /**
    * A retired client with nobody waiting closes at once and withdraws its request in flight: slots
    * answered to it now would go to nobody (sized for the old limit, they could span seconds).
    */
   private maybeFinishRetiring(): void {
-    if (this.retiring && this.liveQueued === 0 && !this.closedWith) this.close("retired after reconfiguration");
+    if (this.retiring && this.waiting.count === 0 && !this.closedWith) this.close("retired after reconfiguration");
   }
-}
-
-function validAmount(amount: number): boolean {
-  return typeof amount === "number" && Number.isFinite(amount) && amount >= 0;
-}
-
-function invalidAmount(name: string, amount: number): SluiceError {
-  return new SluiceError("INVALID_AMOUNT", `amount must be a finite number >= 0, got ${String(amount)} (throttler "${name}")`, {
-    throttlerId: name,
-    amount,
-  });
 }
