@@ -1,6 +1,7 @@
 import { ClassScheduler, DEFAULT_CLASS } from "./class-scheduler.ts";
 import { ClassQueues, headOf } from "./class-queue.ts";
 import { DeadlineTimers } from "./deadline-timers.ts";
+import { EmptyQueueArrival } from "./empty-queue-arrival.ts";
 import { PaceCursor, type PaceSlots } from "./pace-cursor.ts";
 import {
   effectiveLimitOf,
@@ -10,24 +11,21 @@ import {
   type QuotaBucketConfig,
 } from "./quota-bucket-config.ts";
 import { checkAmount, reusedIdError, queueFullError, timeoutError, tooManyRememberedError } from "./quota-bucket-errors.ts";
+import { quotaBucketMemoryOf, quotaBucketSnapshotOf } from "./quota-bucket-report.ts";
 import {
   newQuotaBucketCounters,
   type QuotaBucketCounters,
   type QuotaBucketMemory,
   type QuotaBucketSnapshot,
 } from "./quota-bucket-snapshot.ts";
-import { chunkOf, laterDeadline, requestKey, type Entry } from "./quota-entry.ts";
+import { chunkOf, laterDeadline, newQueuedEntry, requestKey, type Entry } from "./quota-entry.ts";
 import type { Admission, QuotaRequest, Settlement } from "./quota-request.ts";
 import { RememberedGrants } from "./remembered-grants.ts";
-import { TokenBucket } from "./token-bucket.ts";
-import { ConcurrencyUnits } from "./concurrency-units.ts";
+import { reconfiguredUnitSource, unitSourceOf, type UnitSource } from "./unit-source.ts";
 import { WaitHistogram } from "./wait-histogram.ts";
 
 export { MAX_REQUEST_AMOUNT, type Admission, type QuotaRequest, type Settlement } from "./quota-request.ts";
 export type { QuotaBucketCounters, QuotaBucketMemory, QuotaBucketSnapshot, QuotaClassSnapshot } from "./quota-bucket-snapshot.ts";
-
-/** A request that arrived at a balance of exactly 0 waits this long: the driver's timer step. */
-const ARRIVAL_STEP_MS = 1;
 
 /**
  * One named throttler on the controller (DESIGN §4): a token bucket shared among weighted classes by
@@ -38,18 +36,10 @@ const ARRIVAL_STEP_MS = 1;
  * `reconfigure`, then `poll(now)` to collect what became due, and sleeps until `nextWakeAt(now)`.
  * There is no polling loop: nothing happens between the wake-ups the bucket asks for.
  */
-
-/** What grants are made from: a token bucket (rate) or units in use (concurrency). */
-type UnitSource = TokenBucket | ConcurrencyUnits;
-
-function unitSourceOf(config: QuotaBucketConfig, now: number): UnitSource {
-  const limit = effectiveLimitOf(config);
-  return config.kind === "concurrency" ? new ConcurrencyUnits(limit) : new TokenBucket({ limit, periodMs: config.periodMs }, now);
-}
-
 export class QuotaBucket {
   readonly id: string;
   private config: QuotaBucketConfig;
+  /** What grants are made from: a token bucket (rate) or units in use (concurrency). */
   private tokens: UnitSource;
   /** Present while the throttler is smooth: grants are slots on its timeline, not bursts. */
   private pacer: PaceCursor | null;
@@ -64,11 +54,7 @@ export class QuotaBucket {
   private readonly waitTime = new WaitHistogram();
   private readonly counters: QuotaBucketCounters = newQuotaBucketCounters();
   private pendingRequests = 0;
-  /**
-   * The request that arrived to an empty queue, while it has not had its first chunk (there is at
-   * most one: any later arrival found it waiting). It is granted at once only at a positive balance.
-   */
-  private arrivedToEmptyQueue: Entry | null = null;
+  private readonly arrival = new EmptyQueueArrival();
   private seq = 0;
 
   constructor(id: string, config: QuotaBucketConfig, now: number) {
@@ -131,26 +117,15 @@ export class QuotaBucket {
       const held = this.entries.size + this.completed.size;
       return { kind: "refused", requestId, error: tooManyRememberedError(this.id, held, idBound, this.config.detachedGraceMs) };
     }
-    const entry: Entry = {
+    const entry = newQueuedEntry({
       id: requestId,
-      requestId: request.requestId,
-      clientId: request.clientId,
+      request,
       classId: this.classes.resolve(request.classId, this.config, this.counters),
-      timestampMs: request.timestampMs,
       seq: this.seq++,
-      enqueuedAt: now,
-      amount: request.amount,
-      remaining: request.amount,
-      granted: 0,
-      chargedVirtualTime: 0,
-      deadlineAt: request.deadlineAt,
-      detachedUntil: null,
-      started: false,
+      now,
       needsPositiveBalance: this.pendingRequests === 0,
-      state: "queued",
-      inHeap: false,
-    };
-    if (entry.needsPositiveBalance) this.arrivedToEmptyQueue = entry;
+    });
+    this.arrival.arrived(entry);
     this.entries.set(requestId, entry);
     this.enqueue(entry);
     this.timers.armDeadline(entry);
@@ -172,8 +147,7 @@ export class QuotaBucket {
     let wake = this.timers.nextAt();
     if (this.pendingRequests > 0) {
       let ms = this.pacer ? this.pacer.msUntilAnswerable(now) : this.tokens.msUntilGrantable(now);
-      const first = this.arrivedToEmptyQueue;
-      if (ms !== null && first && !this.mayGrantOnArrival(first, now)) ms = Math.max(ms, first.enqueuedAt + ARRIVAL_STEP_MS - now);
+      if (ms !== null) ms = this.arrival.wakeDelay(ms, this.tokens, now);
       if (ms !== null && (wake === null || now + ms < wake)) wake = now + ms;
     }
     return wake;
@@ -262,12 +236,9 @@ export class QuotaBucket {
    * Applies new limits, weights and sizes without losing accrued tokens or anyone's place. A class
    * dropped here stops accepting requests (they go to `default`) and disappears once drained.
    */
-
   reconfigure(config: QuotaBucketConfig, now: number): void {
     this.config = config;
-    // A change of kind starts a fresh unit source: tokens and units in use mean different things.
-    if (this.tokens.kind !== (config.kind ?? "rate")) this.tokens = unitSourceOf(config, now);
-    else this.tokens.reconfigure({ limit: effectiveLimitOf(config), periodMs: config.periodMs }, now);
+    this.tokens = reconfiguredUnitSource(this.tokens, config, now);
     // A new limit applies to slots not yet answered; turning smooth on starts one reach ahead,
     // since clients may still pool quota granted unpaced.
     if (!config.smooth) this.pacer = null;
@@ -279,37 +250,14 @@ export class QuotaBucket {
   }
 
   snapshot(now: number): QuotaBucketSnapshot {
-    const limit = effectiveLimitOf(this.config);
-    const classes = this.classes.snapshots(now);
-    return {
-      id: this.id,
-      limit,
-      periodMs: this.config.periodMs,
-      capacity: limit === null ? null : this.tokens.capacity,
-      balance: limit === null ? null : this.tokens.balanceAt(now),
-      useClassWeightsAsLimit: this.config.useClassWeightsAsLimit,
-      maxGrantAmount: this.config.maxGrantAmount,
-      maxQueueSize: this.config.maxQueueSize,
-      pendingRequests: this.pendingRequests,
-      pendingAmount: classes.reduce((sum, c) => sum + c.pendingAmount, 0),
-      detachedRequests: this.detached.size,
-      counters: { ...this.counters },
-      waitTime: this.waitTime.view(now),
-      classes,
-      kind: this.tokens.kind,
-      inUse: this.tokens.inUse,
-    };
+    const { id, config, tokens, classes, pendingRequests, counters, waitTime } = this;
+    return quotaBucketSnapshotOf({ id, config, tokens, classes, pendingRequests, detachedRequests: this.detached.size, counters, waitTime }, now);
   }
 
   /** What the bucket holds, in objects (see QuotaBucketMemory for the bounds). */
   memory(): QuotaBucketMemory {
-    return {
-      requests: this.entries.size,
-      queueEntries: this.classes.heldEntries(),
-      timers: this.timers.size,
-      rememberedRequestIds: this.completed.size,
-      maxRequestIds: this.config.maxQueueSize * REQUEST_IDS_PER_QUEUE_SLOT,
-    };
+    const held = { requests: this.entries.size, queueEntries: this.classes.heldEntries(), timers: this.timers.size };
+    return quotaBucketMemoryOf({ ...held, rememberedRequestIds: this.completed.size }, this.config);
   }
 
   private drain(now: number, settlements: Settlement[]): void {
@@ -327,8 +275,8 @@ export class QuotaBucket {
         continue;
       }
       if (entry.needsPositiveBalance) {
-        if (!this.mayGrantOnArrival(entry, now)) return;
-        this.clearPositiveBalanceNeed(entry);
+        if (!this.arrival.mayGrant(entry, this.tokens, now)) return;
+        this.arrival.clear(entry);
       }
       // A smooth grant is one run of consecutive slots: chunks interleaved with other requests would
       // scatter its slots, which one answer cannot describe (README, "Shaping").
@@ -365,20 +313,6 @@ export class QuotaBucket {
     }
   }
 
-  /**
-   * DESIGN §4.1, as the reference's fast and slow lanes do it: a request that found nobody waiting
-   * is granted in the instant it arrived only at a positive balance; otherwise it waits like any
-   * queued request and is granted as soon as the balance is non-negative — but not in that instant.
-   */
-  private mayGrantOnArrival(entry: Entry, now: number): boolean {
-    return now > entry.enqueuedAt || this.tokens.canGrantWithoutQueue(now);
-  }
-
-  private clearPositiveBalanceNeed(entry: Entry): void {
-    entry.needsPositiveBalance = false;
-    if (this.arrivedToEmptyQueue === entry) this.arrivedToEmptyQueue = null;
-  }
-
   private fireTimers(now: number, settlements: Settlement[]): void {
     for (let timer = this.timers.popDue(now); timer; timer = this.timers.popDue(now)) {
       const entry = this.entries.get(timer.id);
@@ -408,7 +342,7 @@ export class QuotaBucket {
 
   /** Takes a queued entry out of the pending counts and refunds what it was granted. */
   private unqueue(entry: Entry, now: number): void {
-    this.clearPositiveBalanceNeed(entry);
+    this.arrival.clear(entry);
     const queue = this.classes.get(entry.classId);
     queue.pendingRequests -= 1;
     queue.pendingAmount -= entry.remaining;
@@ -451,5 +385,4 @@ export class QuotaBucket {
       this.forget(entry);
     }
   }
-
 }

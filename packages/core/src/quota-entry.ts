@@ -1,3 +1,5 @@
+import type { QuotaRequest } from "./quota-request.ts";
+
 /** Where a request stands inside a QuotaBucket. */
 export type EntryState = "queued" | "detached" | "done";
 
@@ -31,6 +33,38 @@ export interface Entry {
   needsPositiveBalance: boolean;
   state: EntryState;
   inHeap: boolean;
+}
+
+/** A request just admitted: queued at `now`, nothing granted yet. */
+export function newQueuedEntry(admitted: {
+  readonly id: string;
+  readonly request: QuotaRequest;
+  readonly classId: string;
+  readonly seq: number;
+  readonly now: number;
+  /** Nobody was waiting when it arrived (see `Entry.needsPositiveBalance`). */
+  readonly needsPositiveBalance: boolean;
+}): Entry {
+  const { request } = admitted;
+  return {
+    id: admitted.id,
+    requestId: request.requestId,
+    clientId: request.clientId,
+    classId: admitted.classId,
+    timestampMs: request.timestampMs,
+    seq: admitted.seq,
+    enqueuedAt: admitted.now,
+    amount: request.amount,
+    remaining: request.amount,
+    granted: 0,
+    chargedVirtualTime: 0,
+    deadlineAt: request.deadlineAt,
+    detachedUntil: null,
+    started: false,
+    needsPositiveBalance: admitted.needsPositiveBalance,
+    state: "queued",
+    inHeap: false,
+  };
 }
 
 /** A joined retry waits as long as the more patient of the two callers (null = no deadline). */
