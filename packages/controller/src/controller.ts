@@ -1,13 +1,5 @@
 import { trace, type Tracer } from "@opentelemetry/api";
-import {
-  QUOTA_BUCKET_DEFAULTS,
-  QuotaBucketDriver,
-  SluiceError,
-  type Clock,
-  type QuotaBucketConfig,
-  type QuotaBucketSnapshot,
-  type QuotaClassSnapshot,
-} from "@sluice/core";
+import { QUOTA_BUCKET_DEFAULTS, QuotaBucketDriver, SluiceError, type Clock, type QuotaBucketConfig } from "@sluice/core";
 import type {
   CallContext,
   DynamicSpecUpdate,
@@ -17,19 +9,22 @@ import type {
   RequestQuotaResult,
   RenewLeasesCall,
 } from "@sluice/protocol";
-import { DEFAULT_CLASS_ID, parseJson, validateDynamicSpec, type DynamicSpec, type ThrottlerSpec } from "@sluice/spec";
+import { DEFAULT_CLASS_ID, type DynamicSpec, type ThrottlerSpec } from "@sluice/spec";
 import { AdaptiveLimits, type BucketUsageSample } from "./adaptive/adaptive-limits.ts";
-import type { AdaptiveSnapshot } from "./adaptive/adaptive-loop.ts";
 import type { LoadSource, LoadSpec } from "./adaptive/load-source.ts";
 import { bucketRequestOf } from "./bucket-request.ts";
 import { checkReleaseAmount, refuseNeverFitting } from "./concurrency/concurrency-admission.ts";
-import { ConcurrencyLeases, type ConcurrencySnapshot } from "./concurrency/concurrency-leases.ts";
+import { ConcurrencyLeases } from "./concurrency/concurrency-leases.ts";
 import { bucketConfigOf, describeLimit, sameBucketConfig } from "./bucket-config.ts";
+import type { BucketBalance, ControllerSnapshot, ControllerThrottlerSnapshot } from "./controller-snapshot.ts";
+import { parseDynamicSpecUpdate } from "./dynamic-spec-parse.ts";
+import { DynamicSpecWatchers } from "./dynamic-spec-watchers.ts";
 import { GRANTED_RATE_SAMPLE_MS, GrantedRates } from "./granted-rates.ts";
-import type { FailoverStatus } from "./failover/failover-status.ts";
 import { releaseQuotaProblem, requestQuotaProblem, watchProblem } from "./request-limits.ts";
 import { RemovedThrottlers, removedError } from "./removed-throttlers.ts";
 import { traceRequestQuota } from "./request-quota-span.ts";
+
+export type { BucketBalance, ControllerClassSnapshot, ControllerSnapshot, ControllerThrottlerSnapshot } from "./controller-snapshot.ts";
 
 export interface ControllerOptions {
   /** The validated dynamic_spec the controller starts with (version 1). */
@@ -62,43 +57,6 @@ export interface ControllerOptions {
   readonly loadSourceOf?: (throttlerId: string, load: LoadSpec) => LoadSource;
 }
 
-/** A bucket's balance and the controller-clock time it was read at (what failover persists). */
-export interface BucketBalance {
-  readonly balance: number;
-  readonly atMs: number;
-}
-
-export interface ControllerClassSnapshot extends QuotaClassSnapshot {
-  /** Granted units per second over the last 5 s. */
-  readonly grantedRate: number;
-}
-
-export interface ControllerThrottlerSnapshot extends Omit<QuotaBucketSnapshot, "classes"> {
-  /** Granted units per second over the last 5 s. */
-  readonly grantedRate: number;
-  readonly classes: readonly ControllerClassSnapshot[];
-  /** Present when the throttler's limit is set by its adaptive loop (DESIGN §7.3). */
-  readonly adaptive?: AdaptiveSnapshot;
-  /** Present for a concurrency throttler (DESIGN §7.2): its holders and ended leases. */
-  readonly concurrency?: ConcurrencySnapshot;
-}
-
-/** What DescribeThrottlers returns as JSON. */
-export interface ControllerSnapshot {
-  readonly version: number;
-  /** ISO time of the controller's clock. */
-  readonly generatedAt: string;
-  readonly throttlers: readonly ControllerThrottlerSnapshot[];
-  /** With failover (DESIGN §7.4): the leadership as this controller sees it. */
-  readonly failover?: FailoverStatus;
-}
-
-interface Watcher {
-  readonly clientId: string;
-  emit(update: DynamicSpecUpdate): void;
-  end(error: SluiceError): void;
-}
-
 /**
  * The controller's quota service: one QuotaBucketDriver per named throttler, the dynamic_spec and
  * its version, and the watchers that are told of every change (DESIGN §2, §4, §5). Transport-free:
@@ -107,7 +65,6 @@ interface Watcher {
 export class Controller implements QuotaServiceHandler {
   private readonly drivers = new Map<string, QuotaBucketDriver>();
   private readonly configs = new Map<string, QuotaBucketConfig>();
-  private readonly watchers = new Set<Watcher>();
   private readonly removed = new RemovedThrottlers();
   private readonly rates = new GrantedRates();
   private readonly sampling = new AbortController();
@@ -118,6 +75,7 @@ export class Controller implements QuotaServiceHandler {
   private readonly tracer: Tracer;
   private readonly adaptive: AdaptiveLimits;
   private readonly leases: ConcurrencyLeases;
+  private readonly watchers: DynamicSpecWatchers;
   private spec: DynamicSpec;
   private currentVersion = 1;
   private closedWith: SluiceError | null = null;
@@ -126,6 +84,7 @@ export class Controller implements QuotaServiceHandler {
     this.clock = options.clock;
     this.computations = [...options.computations];
     this.log = options.log ?? (() => {});
+    this.watchers = new DynamicSpecWatchers(this.log);
     this.detachedGraceMs = options.detachedGraceMs ?? QUOTA_BUCKET_DEFAULTS.detachedGraceMs;
     this.tracer = options.tracer ?? trace.getTracer("@sluice/controller");
     this.spec = options.dynamicSpec;
@@ -217,48 +176,12 @@ export class Controller implements QuotaServiceHandler {
     const malformed = watchProblem(clientId);
     if (malformed) return Promise.reject(malformed);
     if (context.signal.aborted) return Promise.resolve();
-    return new Promise<void>((resolve, reject) => {
-      const onAbort = () => {
-        this.watchers.delete(watcher);
-        resolve();
-      };
-      const watcher: Watcher = {
-        clientId,
-        emit,
-        end: (error) => {
-          context.signal.removeEventListener("abort", onAbort);
-          this.watchers.delete(watcher);
-          reject(error);
-        },
-      };
-      context.signal.addEventListener("abort", onAbort, { once: true });
-      this.watchers.add(watcher);
-      this.notify(watcher, this.currentUpdate());
-    });
+    return this.watchers.watch(clientId, emit, context.signal, this.currentUpdate());
   }
 
   async updateDynamicSpec(dynamicSpecJson: string, _context?: CallContext): Promise<{ version: number }> {
     this.throwIfClosed();
-    const unchanged = `nothing changed, version ${this.currentVersion} stays in force`;
-    const parsed = parseJson(dynamicSpecJson);
-    if (!parsed.ok) {
-      const { line, column, offset } = parsed;
-      throw new SluiceError(
-        "SPEC_INVALID",
-        `dynamic_spec_json is not valid JSON at line ${line}, column ${column} (${parsed.message}); ${unchanged}`,
-        { version: this.currentVersion, line, column, offset },
-      );
-    }
-    const result = validateDynamicSpec(parsed.value, { computations: this.computations, pathPrefix: "dynamic_spec" });
-    if (!result.ok) {
-      const listed = result.issues.map((issue) => `${issue.path}: ${issue.message}`).join("; ");
-      throw new SluiceError(
-        "SPEC_INVALID",
-        `dynamic_spec was refused (${result.issues.length} ${result.issues.length === 1 ? "issue" : "issues"}; ${unchanged}): ${listed}`,
-        { version: this.currentVersion, issues: result.issues },
-      );
-    }
-    return { version: this.apply(result.value) };
+    return { version: this.apply(parseDynamicSpecUpdate(dynamicSpecJson, this.computations, this.currentVersion)) };
   }
 
   async describeThrottlers(_context?: CallContext): Promise<{ snapshotJson: string }> {
@@ -323,8 +246,7 @@ export class Controller implements QuotaServiceHandler {
     this.adaptive.close();
     this.leases.close();
     for (const driver of this.drivers.values()) driver.close(error);
-    for (const watcher of [...this.watchers]) watcher.end(error);
-    this.watchers.clear();
+    this.watchers.endAll(error);
   }
 
   /** Applies a validated spec in one synchronous step, so no call ever sees half of it. */
@@ -374,8 +296,7 @@ export class Controller implements QuotaServiceHandler {
     if (changed.length > 0) parts.push(`changed ${changed.join(", ")}`);
     this.log(parts.join("; "));
 
-    const update = this.currentUpdate();
-    for (const watcher of [...this.watchers]) this.notify(watcher, update);
+    this.watchers.notifyAll(this.currentUpdate());
     return version;
   }
 
@@ -447,17 +368,6 @@ export class Controller implements QuotaServiceHandler {
 
   private currentUpdate(): DynamicSpecUpdate {
     return { version: this.currentVersion, dynamicSpecJson: JSON.stringify(this.spec) };
-  }
-
-  /** A transport whose emit throws has lost its stream: that watcher ends, the others go on. */
-  private notify(watcher: Watcher, update: DynamicSpecUpdate): void {
-    try {
-      watcher.emit(update);
-    } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
-      this.log(`dynamic_spec watcher ${JSON.stringify(watcher.clientId)} dropped: ${reason}`);
-      watcher.end(new SluiceError("CONTROLLER_UNAVAILABLE", `the dynamic_spec stream failed (${reason}); reconnect to keep watching`));
-    }
   }
 
   /** Feeds the granted-rate windows between describes, so each grant lands near its own time. */

@@ -1,13 +1,13 @@
 import type { Consumer, ConsumerCrashEvent, ConsumerGroupJoinEvent, EachBatchPayload } from "kafkajs";
-import type { BatchContext, BatchHandler, PartitionRef, Source, SourceListener } from "@sluice/runtime";
-import { CommitCoalescer, revokedCommitError } from "./commit-coalescer.ts";
-import { ignoreNotRunning, isGroupChange, toSourceRecord } from "./kafka-consumer-helpers.ts";
+import type { BatchHandler, PartitionRef, Source, SourceListener } from "@sluice/runtime";
+import { CommitCoalescer } from "./commit-coalescer.ts";
+import { ignoreNotRunning, isGroupChange } from "./kafka-consumer-helpers.ts";
 import { JoinWaiters } from "./join-waiters.ts";
 import { KafkaIoError, describeError, isKafkaIoError } from "./kafka-io-error.ts";
 import { resolveSourceSettings, type KafkaSourceInit, type KafkaSourceOptions, type KafkaSourceSettings } from "./kafka-source-options.ts";
-import { isValidOffset, offsetAfter, offsetLessThan } from "./offset.ts";
+import { PartitionDelivery } from "./partition-delivery.ts";
 import { PartitionTransactions } from "./partition-transactions.ts";
-import { PartitionLease, PartitionSlot, slotKey, type QueuedBatch } from "./partition-lease.ts";
+import { PartitionLease, PartitionSlot, slotKey } from "./partition-lease.ts";
 import { StreamTopics, type StreamTopic } from "./stream-topics.ts";
 
 export type { KafkaSourceInit, KafkaSourceOptions } from "./kafka-source-options.ts";
@@ -36,6 +36,8 @@ export class KafkaSource implements Source {
   private readonly settings: KafkaSourceSettings;
   private readonly onError: (error: KafkaIoError) => void;
   private readonly commits: CommitCoalescer;
+  /** Hands each partition's batches to the handler: one call at a time per partition, in offset order. */
+  private readonly delivery: PartitionDelivery;
   /** delivery "exactly_once" only: one transactional producer per owned partition. */
   private readonly transactions: PartitionTransactions | null;
   /** Input streams by topic. */
@@ -87,6 +89,15 @@ export class KafkaSource implements Source {
       joins: () => this.joins,
       intervalMs: this.settings.commitIntervalMs,
       maxAttempts: this.settings.maxCommitAttempts,
+    });
+    this.delivery = new PartitionDelivery({
+      groupId: this.groupId,
+      prefetchBatchesPerPartition: this.settings.prefetchBatchesPerPartition,
+      transactions: this.transactions,
+      commits: this.commits,
+      handler: () => this.handler,
+      onError: this.onError,
+      moves: { pause: (slot) => this.pause(slot), resume: (slot) => this.resume(slot), seek: (slot, offset) => this.seek(slot, offset) },
     });
   }
 
@@ -178,33 +189,12 @@ export class KafkaSource implements Source {
 
   // ---- kafkajs callbacks ----------------------------------------------------------------------
 
-  private async onBatch({ batch, resolveOffset }: EachBatchPayload): Promise<void> {
+  private async onBatch(payload: EachBatchPayload): Promise<void> {
     if (this.closing) return;
-    const slot = this.slots.get(slotKey(batch.topic, batch.partition));
+    const slot = this.slots.get(slotKey(payload.batch.topic, payload.batch.partition));
     const lease = slot?.lease;
     if (!slot || !lease || !lease.active) return;
-    if (lease.claiming || lease.rewindRequested || slot.buffered > this.settings.prefetchBatchesPerPartition) {
-      // Not accepted: no resolveOffset, and the partition is repositioned when it is resumed.
-      this.pause(slot);
-      return;
-    }
-    const from = lease.nextOffset;
-    // After a rejoin kafkajs may read a retained partition again from the committed offset; what
-    // this lease already handed over is not handed over twice.
-    const head = batch.messages[0];
-    const messages = from === undefined || head === undefined || !offsetLessThan(head.offset, from) ? batch.messages : batch.messages.filter((m) => !offsetLessThan(m.offset, from));
-    const lastOffset = batch.lastOffset();
-    const first = messages[0];
-    if (lease.committedOffset === undefined && first) lease.committedOffset = first.offset;
-    const after = offsetAfter(lastOffset);
-    if (from === undefined || offsetLessThan(from, after)) lease.nextOffset = after;
-    resolveOffset(lastOffset);
-    if (messages.length === 0) return;
-    const records = messages.map(toSourceRecord);
-    const oldestEventTimeMs = records.reduce((oldest, r) => (r.timestampMs < oldest ? r.timestampMs : oldest), Number.POSITIVE_INFINITY);
-    slot.pending.push({ lease, batch: { stream: lease.stream, partition: lease.partition, records }, oldestEventTimeMs });
-    if (slot.buffered > this.settings.prefetchBatchesPerPartition) this.pause(slot);
-    this.drain(slot);
+    this.delivery.accept(slot, lease, payload);
   }
 
   private onGroupJoin({ memberId, memberAssignment }: ConsumerGroupJoinEvent["payload"]): void {
@@ -264,7 +254,7 @@ export class KafkaSource implements Source {
         if (this.transactions) {
           fresh.claiming = true;
           this.pause(slot);
-          void this.claim(slot, fresh);
+          void this.delivery.claim(slot, fresh);
         } else if (slot.draining) this.pause(slot); // a handler of the previous lease may still be running; the new one waits for it
         else this.resume(slot);
       }
@@ -301,121 +291,6 @@ export class KafkaSource implements Source {
     );
     this.joinWaiters.rejectAll(this.fatal);
     this.onError(this.fatal);
-  }
-
-  // ---- delivery -------------------------------------------------------------------------------
-
-  private drain(slot: PartitionSlot): void {
-    if (slot.draining) return;
-    slot.draining = true;
-    slot.drained = (async () => {
-      try {
-        for (let item = slot.pending.shift(); item; item = slot.pending.shift()) {
-          if (item.lease !== slot.lease || !item.lease.active) continue;
-          slot.inFlight = true;
-          try {
-            await this.deliver(slot, item);
-          } finally {
-            slot.inFlight = false;
-          }
-          this.settle(slot);
-        }
-      } finally {
-        slot.draining = false;
-      }
-      this.settle(slot);
-    })();
-  }
-
-  private async deliver(slot: PartitionSlot, { lease, batch }: QueuedBatch): Promise<void> {
-    const handler = this.handler;
-    if (!handler) return;
-    const transactions = this.transactions;
-    const context: BatchContext = {
-      signal: lease.signal,
-      commit: (nextOffset) => this.commit(lease, nextOffset),
-      rewind: () => this.requestRewind(slot, lease),
-      readAheadOldestMs: () => slot.oldestPendingEventTimeMs(lease),
-      ...(transactions ? { beginTransaction: () => transactions.begin(lease) } : {}),
-    };
-    try {
-      await handler(batch, context);
-    } catch (error) {
-      const first = batch.records[0]?.offset;
-      const last = batch.records[batch.records.length - 1]?.offset;
-      this.onError(
-        new KafkaIoError(
-          "HANDLER_FAILED",
-          `the handler of group "${this.groupId}" threw on stream "${lease.stream}" partition ${lease.partition} ` +
-            `(offsets ${first}..${last}): ${describeError(error)}; the partition goes back to offset ${lease.committedOffset}`,
-          { groupId: this.groupId, stream: lease.stream, partition: lease.partition, firstOffset: first, lastOffset: last },
-          { cause: error },
-        ),
-      );
-      this.requestRewind(slot, lease);
-    }
-  }
-
-  /**
-   * delivery "exactly_once": takes the partition's transactional id over (the previous owner is
-   * fenced and its open transaction aborted), then reads from the offset of the last committed
-   * transaction. Until then the partition stays paused and nothing is accepted.
-   */
-  private async claim(slot: PartitionSlot, lease: PartitionLease): Promise<void> {
-    const transactions = this.transactions;
-    if (!transactions) return;
-    try {
-      const from = await transactions.claim(lease);
-      if (!lease.active || slot.lease !== lease) return;
-      lease.claiming = false;
-      slot.dropPending();
-      lease.nextOffset = from;
-      lease.committedOffset = from;
-      this.seek(slot, from);
-      this.settle(slot);
-    } catch (error) {
-      if (!lease.active) return;
-      // Not owned usefully without the id: stay paused; the next rebalance (or restart) claims again.
-      this.onError(isKafkaIoError(error) ? error : new KafkaIoError("TRANSACTION_FAILED", describeError(error), { groupId: this.groupId }, { cause: error }));
-    }
-  }
-
-  /** After a handler returned, or its loop ended: rewind, resume, or leave paused. */
-  private settle(slot: PartitionSlot): void {
-    const lease = slot.lease;
-    if (!lease || !lease.active || slot.inFlight || lease.claiming) return;
-    if (lease.rewindRequested) {
-      lease.rewindRequested = false;
-      slot.dropPending();
-      lease.nextOffset = lease.committedOffset;
-      if (lease.committedOffset !== undefined) this.seek(slot, lease.committedOffset);
-      this.resume(slot);
-      return;
-    }
-    if (slot.buffered <= this.settings.prefetchBatchesPerPartition) this.resume(slot);
-  }
-
-  private requestRewind(slot: PartitionSlot, lease: PartitionLease): void {
-    if (!lease.active || slot.lease !== lease) return;
-    lease.rewindRequested = true;
-    slot.dropPending();
-    this.pause(slot);
-  }
-
-  /** Validates and records the offset; the coalescer sends it (merged with others) and settles the promise. */
-  private commit(lease: PartitionLease, nextOffset: string): Promise<void> {
-    if (typeof nextOffset !== "string" || !isValidOffset(nextOffset)) {
-      const where = `stream "${lease.stream}" (topic "${lease.topic}") partition ${lease.partition} in group "${this.groupId}"`;
-      return Promise.reject(
-        new KafkaIoError("COMMIT_FAILED", `commit of ${JSON.stringify(nextOffset)} for ${where}: an offset is a decimal integer string ≥ 0`, {
-          groupId: this.groupId,
-          offset: nextOffset,
-        }),
-      );
-    }
-    if (!lease.active) return Promise.reject(revokedCommitError(this.groupId, lease, nextOffset));
-    if (lease.committedOffset === undefined || offsetLessThan(lease.committedOffset, nextOffset)) lease.committedOffset = nextOffset;
-    return this.commits.request(lease, nextOffset);
   }
 
   // ---- bookkeeping ----------------------------------------------------------------------------

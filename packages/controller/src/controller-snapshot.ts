@@ -1,0 +1,38 @@
+// The shapes a Controller reports: what DescribeThrottlers returns as JSON and the bucket balances
+// failover persists. Kept apart from the Controller so that readers of snapshots (metrics, status
+// pages, failover) depend on the data, not on the service that produces it.
+import type { QuotaBucketSnapshot, QuotaClassSnapshot } from "@sluice/core";
+import type { AdaptiveSnapshot } from "./adaptive/adaptive-loop.ts";
+import type { ConcurrencySnapshot } from "./concurrency/concurrency-leases.ts";
+import type { FailoverStatus } from "./failover/failover-status.ts";
+
+/** A bucket's balance and the controller-clock time it was read at (what failover persists). */
+export interface BucketBalance {
+  readonly balance: number;
+  readonly atMs: number;
+}
+
+export interface ControllerClassSnapshot extends QuotaClassSnapshot {
+  /** Granted units per second over the last 5 s. */
+  readonly grantedRate: number;
+}
+
+export interface ControllerThrottlerSnapshot extends Omit<QuotaBucketSnapshot, "classes"> {
+  /** Granted units per second over the last 5 s. */
+  readonly grantedRate: number;
+  readonly classes: readonly ControllerClassSnapshot[];
+  /** Present when the throttler's limit is set by its adaptive loop (DESIGN §7.3). */
+  readonly adaptive?: AdaptiveSnapshot;
+  /** Present for a concurrency throttler (DESIGN §7.2): its holders and ended leases. */
+  readonly concurrency?: ConcurrencySnapshot;
+}
+
+/** What DescribeThrottlers returns as JSON. */
+export interface ControllerSnapshot {
+  readonly version: number;
+  /** ISO time of the controller's clock. */
+  readonly generatedAt: string;
+  readonly throttlers: readonly ControllerThrottlerSnapshot[];
+  /** With failover (DESIGN §7.4): the leadership as this controller sees it. */
+  readonly failover?: FailoverStatus;
+}
