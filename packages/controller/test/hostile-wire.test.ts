@@ -48,8 +48,24 @@ interface QuotaMessage {
   requestId: string;
 }
 
-/** What the controller must answer: one Sluice code, or one of a few when timing decides (a full queue). */
-type Expected = { granted: number } | { codes: readonly SluiceErrorCode[] };
+/**
+ * What the controller must answer: one Sluice code, or one of a few when timing decides (a full
+ * queue); or, for a message past gRPC's 4 MiB receive limit, the transport's RESOURCE_EXHAUSTED
+ * before any handler sees it.
+ */
+type Expected = { granted: number } | { codes: readonly SluiceErrorCode[] } | { transportStatus: number };
+
+/** grpc-js's default largest received message, bytes. */
+const GRPC_MAX_RECEIVE_BYTES = 4 * 1024 * 1024;
+const GRPC_RESOURCE_EXHAUSTED = 8;
+
+/**
+ * Past the receive limit: the strings' UTF-8 bytes plus at least a tag byte and a 3-byte length for
+ * each (the ids that get near the limit are 1 MiB long); the numbers only add to that.
+ */
+function pastReceiveLimit(strings: readonly string[]): boolean {
+  return strings.reduce((sum, s) => sum + Buffer.byteLength(s) + 4, 0) > GRPC_MAX_RECEIVE_BYTES;
+}
 
 function amountProblem(amount: number): boolean {
   return !Number.isFinite(amount) || amount < 0 || amount > MAX_REQUEST_AMOUNT;
@@ -57,6 +73,7 @@ function amountProblem(amount: number): boolean {
 
 function expectedForRequest(message: QuotaMessage): Expected {
   const ids = [message.throttlerId, message.clientId, message.requestId, message.quotaClassId];
+  if (pastReceiveLimit(ids)) return { transportStatus: GRPC_RESOURCE_EXHAUSTED };
   if (ids.some((id) => id.length > MAX_ID_LENGTH)) return { codes: ["INVALID_REQUEST"] };
   if (!DECLARED.has(message.throttlerId)) return { codes: ["UNKNOWN_THROTTLER"] };
   if (amountProblem(message.amount)) return { codes: ["INVALID_AMOUNT"] };
@@ -67,6 +84,7 @@ function expectedForRequest(message: QuotaMessage): Expected {
 
 function expectedForRelease(message: QuotaMessage): Expected {
   const ids = [message.throttlerId, message.clientId, message.quotaClassId];
+  if (pastReceiveLimit(ids)) return { transportStatus: GRPC_RESOURCE_EXHAUSTED };
   if (ids.some((id) => id.length > MAX_ID_LENGTH)) return { codes: ["INVALID_REQUEST"] };
   if (!DECLARED.has(message.throttlerId)) return { codes: ["UNKNOWN_THROTTLER"] };
   if (amountProblem(message.amount)) return { codes: ["INVALID_AMOUNT"] };
@@ -80,6 +98,11 @@ function assertAnswered(outcome: RawOutcome, expected: Expected, what: string, d
     assert.equal(outcome.status, OK, seen);
     // −0 asked is 0 granted: compared with ===, not Object.is.
     if (decode) assert.ok(decode(outcome.body) === expected.granted, `granted ${decode(outcome.body)}: ${seen}`);
+    return;
+  }
+  if ("transportStatus" in expected) {
+    assert.equal(outcome.status, expected.transportStatus, seen);
+    assert.match(outcome.message, /larger than max/, seen);
     return;
   }
   assert.ok(outcome.code !== undefined && (expected.codes as readonly string[]).includes(outcome.code), `expected ${expected.codes.join(" or ")}: ${seen}`);
