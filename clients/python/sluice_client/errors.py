@@ -11,6 +11,7 @@ ERROR_CODES: dict[str, tuple[bool, grpc.StatusCode | None]] = {
     "SPEC_INVALID": (False, grpc.StatusCode.INVALID_ARGUMENT),
     "THROTTLER_NOT_DECLARED": (False, None),
     "UNKNOWN_THROTTLER": (True, grpc.StatusCode.NOT_FOUND),
+    "THROTTLER_REMOVED": (False, grpc.StatusCode.NOT_FOUND),
     "INVALID_AMOUNT": (False, grpc.StatusCode.INVALID_ARGUMENT),
     "INVALID_REQUEST": (False, grpc.StatusCode.INVALID_ARGUMENT),
     "QUEUE_FULL": (True, grpc.StatusCode.RESOURCE_EXHAUSTED),

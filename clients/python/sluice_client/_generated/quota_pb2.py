@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fsluice/throttler/v1/quota.proto\x12\x13sluice.throttler.v1\"\x90\x01\n\x13RequestQuotaRequest\x12\x14\n\x0cthrottler_id\x18\x01 \x01(\t\x12\x11\n\tclient_id\x18\x02 \x01(\t\x12\x0e\n\x06\x61mount\x18\x03 \x01(\x01\x12\x14\n\x0ctimestamp_ms\x18\x04 \x01(\x04\x12\x16\n\x0equota_class_id\x18\x05 \x01(\t\x12\x12\n\nrequest_id\x18\x06 \x01(\t\":\n\x14RequestQuotaResponse\x12\x0f\n\x07granted\x18\x01 \x01(\x01\x12\x11\n\twaited_ms\x18\x02 \x01(\x04\"f\n\x13ReleaseQuotaRequest\x12\x14\n\x0cthrottler_id\x18\x01 \x01(\t\x12\x11\n\tclient_id\x18\x02 \x01(\t\x12\x0e\n\x06\x61mount\x18\x03 \x01(\x01\x12\x16\n\x0equota_class_id\x18\x04 \x01(\t\"\x16\n\x14ReleaseQuotaResponse\",\n\x17WatchDynamicSpecRequest\x12\x11\n\tclient_id\x18\x01 \x01(\t\"?\n\x11\x44ynamicSpecUpdate\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12\x19\n\x11\x64ynamic_spec_json\x18\x02 \x01(\t\"5\n\x18UpdateDynamicSpecRequest\x12\x19\n\x11\x64ynamic_spec_json\x18\x01 \x01(\t\",\n\x19UpdateDynamicSpecResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\"\x1b\n\x19\x44\x65scribeThrottlersRequest\"3\n\x1a\x44\x65scribeThrottlersResponse\x12\x15\n\rsnapshot_json\x18\x01 \x01(\t2\xaf\x04\n\x0cQuotaService\x12\x63\n\x0cRequestQuota\x12(.sluice.throttler.v1.RequestQuotaRequest\x1a).sluice.throttler.v1.RequestQuotaResponse\x12\x63\n\x0cReleaseQuota\x12(.sluice.throttler.v1.ReleaseQuotaRequest\x1a).sluice.throttler.v1.ReleaseQuotaResponse\x12j\n\x10WatchDynamicSpec\x12,.sluice.throttler.v1.WatchDynamicSpecRequest\x1a&.sluice.throttler.v1.DynamicSpecUpdate0\x01\x12r\n\x11UpdateDynamicSpec\x12-.sluice.throttler.v1.UpdateDynamicSpecRequest\x1a..sluice.throttler.v1.UpdateDynamicSpecResponse\x12u\n\x12\x44\x65scribeThrottlers\x12..sluice.throttler.v1.DescribeThrottlersRequest\x1a/.sluice.throttler.v1.DescribeThrottlersResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fsluice/throttler/v1/quota.proto\x12\x13sluice.throttler.v1\"\x90\x01\n\x13RequestQuotaRequest\x12\x14\n\x0cthrottler_id\x18\x01 \x01(\t\x12\x11\n\tclient_id\x18\x02 \x01(\t\x12\x0e\n\x06\x61mount\x18\x03 \x01(\x01\x12\x14\n\x0ctimestamp_ms\x18\x04 \x01(\x04\x12\x16\n\x0equota_class_id\x18\x05 \x01(\t\x12\x12\n\nrequest_id\x18\x06 \x01(\t\"q\n\x14RequestQuotaResponse\x12\x0f\n\x07granted\x18\x01 \x01(\x01\x12\x11\n\twaited_ms\x18\x02 \x01(\x04\x12\x1b\n\x13pace_start_delay_ms\x18\x03 \x01(\x01\x12\x18\n\x10pace_interval_ms\x18\x04 \x01(\x01\"f\n\x13ReleaseQuotaRequest\x12\x14\n\x0cthrottler_id\x18\x01 \x01(\t\x12\x11\n\tclient_id\x18\x02 \x01(\t\x12\x0e\n\x06\x61mount\x18\x03 \x01(\x01\x12\x16\n\x0equota_class_id\x18\x04 \x01(\t\"\x16\n\x14ReleaseQuotaResponse\",\n\x17WatchDynamicSpecRequest\x12\x11\n\tclient_id\x18\x01 \x01(\t\"?\n\x11\x44ynamicSpecUpdate\x12\x0f\n\x07version\x18\x01 \x01(\x04\x12\x19\n\x11\x64ynamic_spec_json\x18\x02 \x01(\t\"5\n\x18UpdateDynamicSpecRequest\x12\x19\n\x11\x64ynamic_spec_json\x18\x01 \x01(\t\",\n\x19UpdateDynamicSpecResponse\x12\x0f\n\x07version\x18\x01 \x01(\x04\"\x1b\n\x19\x44\x65scribeThrottlersRequest\"3\n\x1a\x44\x65scribeThrottlersResponse\x12\x15\n\rsnapshot_json\x18\x01 \x01(\t\">\n\x12RenewLeasesRequest\x12\x11\n\tclient_id\x18\x01 \x01(\t\x12\x15\n\rthrottler_ids\x18\x02 \x03(\t\"#\n\x13RenewLeasesResponse\x12\x0c\n\x04held\x18\x01 \x01(\x01\x32\x91\x05\n\x0cQuotaService\x12\x63\n\x0cRequestQuota\x12(.sluice.throttler.v1.RequestQuotaRequest\x1a).sluice.throttler.v1.RequestQuotaResponse\x12\x63\n\x0cReleaseQuota\x12(.sluice.throttler.v1.ReleaseQuotaRequest\x1a).sluice.throttler.v1.ReleaseQuotaResponse\x12j\n\x10WatchDynamicSpec\x12,.sluice.throttler.v1.WatchDynamicSpecRequest\x1a&.sluice.throttler.v1.DynamicSpecUpdate0\x01\x12r\n\x11UpdateDynamicSpec\x12-.sluice.throttler.v1.UpdateDynamicSpecRequest\x1a..sluice.throttler.v1.UpdateDynamicSpecResponse\x12u\n\x12\x44\x65scribeThrottlers\x12..sluice.throttler.v1.DescribeThrottlersRequest\x1a/.sluice.throttler.v1.DescribeThrottlersResponse\x12`\n\x0bRenewLeases\x12\'.sluice.throttler.v1.RenewLeasesRequest\x1a(.sluice.throttler.v1.RenewLeasesResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,23 +34,27 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_REQUESTQUOTAREQUEST']._serialized_start=57
   _globals['_REQUESTQUOTAREQUEST']._serialized_end=201
   _globals['_REQUESTQUOTARESPONSE']._serialized_start=203
-  _globals['_REQUESTQUOTARESPONSE']._serialized_end=261
-  _globals['_RELEASEQUOTAREQUEST']._serialized_start=263
-  _globals['_RELEASEQUOTAREQUEST']._serialized_end=365
-  _globals['_RELEASEQUOTARESPONSE']._serialized_start=367
-  _globals['_RELEASEQUOTARESPONSE']._serialized_end=389
-  _globals['_WATCHDYNAMICSPECREQUEST']._serialized_start=391
-  _globals['_WATCHDYNAMICSPECREQUEST']._serialized_end=435
-  _globals['_DYNAMICSPECUPDATE']._serialized_start=437
-  _globals['_DYNAMICSPECUPDATE']._serialized_end=500
-  _globals['_UPDATEDYNAMICSPECREQUEST']._serialized_start=502
-  _globals['_UPDATEDYNAMICSPECREQUEST']._serialized_end=555
-  _globals['_UPDATEDYNAMICSPECRESPONSE']._serialized_start=557
-  _globals['_UPDATEDYNAMICSPECRESPONSE']._serialized_end=601
-  _globals['_DESCRIBETHROTTLERSREQUEST']._serialized_start=603
-  _globals['_DESCRIBETHROTTLERSREQUEST']._serialized_end=630
-  _globals['_DESCRIBETHROTTLERSRESPONSE']._serialized_start=632
-  _globals['_DESCRIBETHROTTLERSRESPONSE']._serialized_end=683
-  _globals['_QUOTASERVICE']._serialized_start=686
-  _globals['_QUOTASERVICE']._serialized_end=1245
+  _globals['_REQUESTQUOTARESPONSE']._serialized_end=316
+  _globals['_RELEASEQUOTAREQUEST']._serialized_start=318
+  _globals['_RELEASEQUOTAREQUEST']._serialized_end=420
+  _globals['_RELEASEQUOTARESPONSE']._serialized_start=422
+  _globals['_RELEASEQUOTARESPONSE']._serialized_end=444
+  _globals['_WATCHDYNAMICSPECREQUEST']._serialized_start=446
+  _globals['_WATCHDYNAMICSPECREQUEST']._serialized_end=490
+  _globals['_DYNAMICSPECUPDATE']._serialized_start=492
+  _globals['_DYNAMICSPECUPDATE']._serialized_end=555
+  _globals['_UPDATEDYNAMICSPECREQUEST']._serialized_start=557
+  _globals['_UPDATEDYNAMICSPECREQUEST']._serialized_end=610
+  _globals['_UPDATEDYNAMICSPECRESPONSE']._serialized_start=612
+  _globals['_UPDATEDYNAMICSPECRESPONSE']._serialized_end=656
+  _globals['_DESCRIBETHROTTLERSREQUEST']._serialized_start=658
+  _globals['_DESCRIBETHROTTLERSREQUEST']._serialized_end=685
+  _globals['_DESCRIBETHROTTLERSRESPONSE']._serialized_start=687
+  _globals['_DESCRIBETHROTTLERSRESPONSE']._serialized_end=738
+  _globals['_RENEWLEASESREQUEST']._serialized_start=740
+  _globals['_RENEWLEASESREQUEST']._serialized_end=802
+  _globals['_RENEWLEASESRESPONSE']._serialized_start=804
+  _globals['_RENEWLEASESRESPONSE']._serialized_end=839
+  _globals['_QUOTASERVICE']._serialized_start=842
+  _globals['_QUOTASERVICE']._serialized_end=1499
 # @@protoc_insertion_point(module_scope)

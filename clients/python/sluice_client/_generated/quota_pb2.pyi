@@ -1,5 +1,7 @@
+from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable
 from typing import ClassVar as _ClassVar, Optional as _Optional
 
 DESCRIPTOR: _descriptor.FileDescriptor
@@ -21,12 +23,16 @@ class RequestQuotaRequest(_message.Message):
     def __init__(self, throttler_id: _Optional[str] = ..., client_id: _Optional[str] = ..., amount: _Optional[float] = ..., timestamp_ms: _Optional[int] = ..., quota_class_id: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class RequestQuotaResponse(_message.Message):
-    __slots__ = ("granted", "waited_ms")
+    __slots__ = ("granted", "waited_ms", "pace_start_delay_ms", "pace_interval_ms")
     GRANTED_FIELD_NUMBER: _ClassVar[int]
     WAITED_MS_FIELD_NUMBER: _ClassVar[int]
+    PACE_START_DELAY_MS_FIELD_NUMBER: _ClassVar[int]
+    PACE_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
     granted: float
     waited_ms: int
-    def __init__(self, granted: _Optional[float] = ..., waited_ms: _Optional[int] = ...) -> None: ...
+    pace_start_delay_ms: float
+    pace_interval_ms: float
+    def __init__(self, granted: _Optional[float] = ..., waited_ms: _Optional[int] = ..., pace_start_delay_ms: _Optional[float] = ..., pace_interval_ms: _Optional[float] = ...) -> None: ...
 
 class ReleaseQuotaRequest(_message.Message):
     __slots__ = ("throttler_id", "client_id", "amount", "quota_class_id")
@@ -79,3 +85,17 @@ class DescribeThrottlersResponse(_message.Message):
     SNAPSHOT_JSON_FIELD_NUMBER: _ClassVar[int]
     snapshot_json: str
     def __init__(self, snapshot_json: _Optional[str] = ...) -> None: ...
+
+class RenewLeasesRequest(_message.Message):
+    __slots__ = ("client_id", "throttler_ids")
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    THROTTLER_IDS_FIELD_NUMBER: _ClassVar[int]
+    client_id: str
+    throttler_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, client_id: _Optional[str] = ..., throttler_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class RenewLeasesResponse(_message.Message):
+    __slots__ = ("held",)
+    HELD_FIELD_NUMBER: _ClassVar[int]
+    held: float
+    def __init__(self, held: _Optional[float] = ...) -> None: ...

@@ -59,6 +59,11 @@ class QuotaServiceStub:
                 request_serializer=sluice_dot_throttler_dot_v1_dot_quota__pb2.DescribeThrottlersRequest.SerializeToString,
                 response_deserializer=sluice_dot_throttler_dot_v1_dot_quota__pb2.DescribeThrottlersResponse.FromString,
                 _registered_method=True)
+        self.RenewLeases = channel.unary_unary(
+                '/sluice.throttler.v1.QuotaService/RenewLeases',
+                request_serializer=sluice_dot_throttler_dot_v1_dot_quota__pb2.RenewLeasesRequest.SerializeToString,
+                response_deserializer=sluice_dot_throttler_dot_v1_dot_quota__pb2.RenewLeasesResponse.FromString,
+                _registered_method=True)
 
 
 class QuotaServiceServicer:
@@ -100,6 +105,14 @@ class QuotaServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RenewLeases(self, request, context):
+        """Concurrency throttlers (DESIGN §7.2): the units this client holds stay in use for another
+        lease_timeout. A client that stops renewing (it crashed) has its units given back.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_QuotaServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -127,6 +140,11 @@ def add_QuotaServiceServicer_to_server(servicer, server):
                     servicer.DescribeThrottlers,
                     request_deserializer=sluice_dot_throttler_dot_v1_dot_quota__pb2.DescribeThrottlersRequest.FromString,
                     response_serializer=sluice_dot_throttler_dot_v1_dot_quota__pb2.DescribeThrottlersResponse.SerializeToString,
+            ),
+            'RenewLeases': grpc.unary_unary_rpc_method_handler(
+                    servicer.RenewLeases,
+                    request_deserializer=sluice_dot_throttler_dot_v1_dot_quota__pb2.RenewLeasesRequest.FromString,
+                    response_serializer=sluice_dot_throttler_dot_v1_dot_quota__pb2.RenewLeasesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -264,6 +282,33 @@ class QuotaService:
             '/sluice.throttler.v1.QuotaService/DescribeThrottlers',
             sluice_dot_throttler_dot_v1_dot_quota__pb2.DescribeThrottlersRequest.SerializeToString,
             sluice_dot_throttler_dot_v1_dot_quota__pb2.DescribeThrottlersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RenewLeases(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sluice.throttler.v1.QuotaService/RenewLeases',
+            sluice_dot_throttler_dot_v1_dot_quota__pb2.RenewLeasesRequest.SerializeToString,
+            sluice_dot_throttler_dot_v1_dot_quota__pb2.RenewLeasesResponse.FromString,
             options,
             channel_credentials,
             insecure,
