@@ -36,7 +36,7 @@ import { request } from "node:http";
 import { connect } from "node:net";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { indent, isAlive, stopPid as stopOwnPid, tieToThisProcess, withDirLock } from "./local-process.mjs";
+import { indent, isAlive, stopPid as stopOwnPid, tieToThisProcess, withDirLock, positiveIntEnv } from "./local-process.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const toolDir = join(root, "tools", "jaeger");
@@ -81,11 +81,9 @@ class JaegerError extends Error {
 }
 
 function intEnv(name, fallback) {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n <= 0) throw new JaegerError(`${name}=${raw} is not a positive integer`);
-  return n;
+  return positiveIntEnv(name, fallback, (message) => {
+    throw new JaegerError(message);
+  });
 }
 
 /** The Jaeger version that tools/jaeger/go.mod requires, e.g. "v1.76.0". */

@@ -31,7 +31,7 @@ import {
 import { connect } from "node:net";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { indent, isAlive, stopPid as stopOwnPid, tieToThisProcess, withDirLock } from "./local-process.mjs";
+import { indent, isAlive, stopPid as stopOwnPid, tieToThisProcess, withDirLock, positiveIntEnv } from "./local-process.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const toolDir = join(root, "tools", "kafka");
@@ -72,11 +72,9 @@ class KafkaError extends Error {
 }
 
 function intEnv(name, fallback) {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n <= 0) throw new KafkaError(`${name}=${raw} is not a positive integer`);
-  return n;
+  return positiveIntEnv(name, fallback, (message) => {
+    throw new KafkaError(message);
+  });
 }
 
 function kafkaVersion() {

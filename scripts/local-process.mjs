@@ -1,9 +1,18 @@
-// What scripts/kafka.mjs and scripts/jaeger.mjs share: handling a service process that this
-// repository started, by its own pid only. Plain Node ESM, no dependencies.
+// What scripts/kafka.mjs, scripts/jaeger.mjs and scripts/prometheus.mjs share: reading their
+// environment knobs, and handling a service process that this repository started, by its own pid only. Plain Node ESM, no dependencies.
 import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 
 const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
+
+/** A positive integer from the environment, or `fallback` when unset; anything else goes to `fail(message)`, which throws. */
+export function positiveIntEnv(name, fallback, fail) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n <= 0) fail(`${name}=${raw} is not a positive integer`);
+  return n;
+}
 
 /** Whether the pid runs (a zombie that only waits to be reaped counts as gone). */
 export function isAlive(pid) {

@@ -28,7 +28,7 @@ import { randomBytes } from "node:crypto";
 import { closeSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { indent, isAlive, stopPid as stopOwnPid, tieToThisProcess, withDirLock } from "./local-process.mjs";
+import { indent, isAlive, stopPid as stopOwnPid, tieToThisProcess, withDirLock, positiveIntEnv } from "./local-process.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const defaultHome = () => resolve(process.env.PROMETHEUS_HOME || join(root, ".tools", "prometheus"));
@@ -65,11 +65,9 @@ class PrometheusError extends Error {
 }
 
 function intEnv(name, fallback) {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n <= 0) throw new PrometheusError(`${name}=${raw} is not a positive integer`);
-  return n;
+  return positiveIntEnv(name, fallback, (message) => {
+    throw new PrometheusError(message);
+  });
 }
 
 const defaultPort = () => intEnv("PROMETHEUS_PORT", 19090);
