@@ -62,17 +62,25 @@ async function quotaClient(config: Record<string, unknown>): Promise<{ child: Ch
   return { child, result };
 }
 
+/**
+ * Starts clients spawned without a `startAt` together, once all are ready: resolves with the start
+ * time sent to them (500 ms ahead, so every one of them has it before then).
+ */
+function startTogether(runs: readonly { child: Child }[]): number {
+  const startAt = Date.now() + 500;
+  for (const run of runs) run.child.send(String(startAt));
+  return startAt;
+}
+
 const sleepUntil = (at: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, at - Date.now())));
 
 describe("distributed throttler across processes", () => {
   it("three client processes share 200/s: the steady rate within ±2 % of the limit, nobody starved", async () => {
     const c = await controller(spec({ shared: { limit: 200, period: "1s", request_period: "200ms" } }));
-    const startAt = Date.now() + 2500;
     const runs = await Promise.all(
-      [0, 1, 2].map((i) =>
-        quotaClient({ controller: c.address, computation: "Reader", throttler: "shared", clientId: `p${i}`, startAt, durationMs: 10_500, amount: 1 }),
-      ),
+      [0, 1, 2].map((i) => quotaClient({ controller: c.address, computation: "Reader", throttler: "shared", clientId: `p${i}`, durationMs: 10_500, amount: 1 })),
     );
+    const startAt = startTogether(runs);
     // Judged between two samples once the initial bucket is spent and every client has ramped up
     // (its first RequestQuota, slow on a loaded machine, is behind it), each taken with the time it
     // was really read: this process may wake late on a loaded machine.
@@ -108,13 +116,12 @@ describe("distributed throttler across processes", () => {
         },
       ),
     );
-    const startAt = Date.now() + 3000;
     const runs = await Promise.all(
-      ["A", "B", "C"].map((computation) =>
-        quotaClient({ controller: c.address, computation, throttler: "weighted", clientId: computation, startAt, durationMs: 9000, amount: 5 }),
-      ),
+      ["A", "B", "C"].map((computation) => quotaClient({ controller: c.address, computation, throttler: "weighted", clientId: computation, durationMs: 9000, amount: 5 })),
     );
-    const late = await quotaClient({ controller: c.address, computation: "Late", throttler: "weighted", clientId: "late", startAt: startAt + 6000, durationMs: 0, amount: 1, calls: 1 });
+    const late = await quotaClient({ controller: c.address, computation: "Late", throttler: "weighted", clientId: "late", durationMs: 0, amount: 1, calls: 1 });
+    const startAt = startTogether(runs);
+    late.child.send(String(startAt + 6000));
     await sleepUntil(startAt + 2000);
     const before = (await c.describe()).get("weighted");
     await sleepUntil(startAt + 6000);
@@ -135,11 +142,11 @@ describe("distributed throttler across processes", () => {
 
   it("serves the client with the older lag timestamp first when quota is scarce", async (t) => {
     const c = await controller(spec({ scarce: { limit: 20, period: "1s", request_period: "500ms" } }));
-    const startAt = Date.now() + 2500;
     const [old, fresh] = await Promise.all([
-      quotaClient({ controller: c.address, computation: "Reader", throttler: "scarce", clientId: "old", startAt, durationMs: 5000, amount: 1, timestampMs: 1_000 }),
-      quotaClient({ controller: c.address, computation: "Reader", throttler: "scarce", clientId: "fresh", startAt, durationMs: 5000, amount: 1, timestampMs: 2_000 }),
+      quotaClient({ controller: c.address, computation: "Reader", throttler: "scarce", clientId: "old", durationMs: 5000, amount: 1, timestampMs: 1_000 }),
+      quotaClient({ controller: c.address, computation: "Reader", throttler: "scarce", clientId: "fresh", durationMs: 5000, amount: 1, timestampMs: 2_000 }),
     ]);
+    startTogether([old, fresh]);
     const [o, f] = await Promise.all([old.result, fresh.result]);
     // Both share the initial bucket (20 units, granted to whoever asks first while the balance is
     // positive); after that, at 20/s, the older one's request is always ahead in the queue.

@@ -45,6 +45,11 @@ export class Child {
     }
   }
 
+  /** Writes one line to the child's stdin (a child started with a stdin pipe: tsNode). */
+  send(line: string): void {
+    this.process.stdin?.write(`${line}\n`);
+  }
+
   /** Sends a signal to this child only (by its own pid). */
   kill(signal: NodeJS.Signals = "SIGTERM"): void {
     if (this.process.exitCode === null && this.process.signalCode === null) this.process.kill(signal);
@@ -56,7 +61,7 @@ export function sluice(args: readonly string[], env: NodeJS.ProcessEnv = {}): Ch
 }
 
 export function tsNode(script: string, args: readonly string[]): Child {
-  return new Child(spawn(process.execPath, ["--import", "tsx", join(ROOT, script), ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] }));
+  return new Child(spawn(process.execPath, ["--import", "tsx", join(ROOT, script), ...args], { cwd: ROOT, stdio: ["pipe", "pipe", "pipe"] }));
 }
 
 /** Starts `sluice controller` on the spec (port 0 = any) and resolves with its port. */

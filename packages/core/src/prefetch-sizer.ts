@@ -21,6 +21,18 @@ export interface PrefetchSizing {
 export const UNBOUNDED_MIN_SPAN_MS = 20;
 
 /**
+ * While callers wait for quota, a refill asks for this fraction of `maxPrefetchAmount` more than the
+ * rate it was granted at. Rate matching alone scales every backlogged client's refill by the same
+ * factor each round, so clients of one class at one lag timestamp (served in arrival order, one refill
+ * each per round) kept whatever ratio the start left: a client that joined 1.5 s after two others got
+ * 5 % of the rate for good (virtual time, limit 200/s, request_period 200 ms). An additive step on top
+ * of a multiplicative match shrinks the differences every round (additive increase: Chiu and Jain),
+ * so shares converge to equal. The cost: refills about 1/8 of the bound larger than the matched size.
+ * With 1/16 a client 1.5 s late still had 16 % less than the others 14 s later; with 1/8, 3 %.
+ */
+export const CONTENDED_STEP_FRACTION = 1 / 4;
+
+/**
  * Sizes a prefetching client's next refill from the refills in a sliding window: the average amount
  * scaled by how far the observed refill rate is from the target, clamped to [min, max] (the
  * reference's UpdatePrefetch).
@@ -29,6 +41,8 @@ export class PrefetchSizer {
   private readonly window: { at: number; amount: number }[] = [];
   private windowAmount = 0;
   private amount: number;
+  /** What rounding the last bounded refill sizes to whole units left over, in units (|carry| < 1). */
+  private roundingCarry = 0;
 
   constructor(private readonly sizing: PrefetchSizing) {
     this.amount = sizing.minPrefetchAmount;
@@ -44,7 +58,8 @@ export class PrefetchSizer {
     this.windowAmount += amount;
   }
 
-  update(now: number): void {
+  /** `callersWait`: the refill about to be sent is for callers already waiting (see CONTENDED_STEP_FRACTION). */
+  update(now: number, callersWait = false): void {
     const { windowMs, targetRps, minPrefetchAmount, maxPrefetchAmount } = this.sizing;
     while (this.window.length > 0 && (this.window[0]?.at ?? now) <= now - windowMs) {
       this.windowAmount -= this.window.shift()?.amount ?? 0;
@@ -62,8 +77,24 @@ export class PrefetchSizer {
     const floorMs = this.sizing.unbounded === true ? Math.min(UNBOUNDED_MIN_SPAN_MS, 1000 / targetRps) : 1000 / targetRps;
     const spanMs = Math.min(windowMs, Math.max(now - oldest.at, floorMs));
     const observedRps = count / (spanMs / 1000);
-    // Whole units, like the reference's integer amounts: fractional refills only add float residue.
-    const next = Math.ceil(((this.windowAmount / count) * observedRps) / targetRps - TOLERANCE);
-    this.amount = Math.min(maxPrefetchAmount, Math.max(minPrefetchAmount, next));
+    const matched = ((this.windowAmount / count) * observedRps) / targetRps;
+    if (!callersWait || this.sizing.unbounded === true) {
+      // Whole units, like the reference's integer amounts: fractional refills only add float residue.
+      // No step when nobody waits (nothing says demand outruns supply), nor when the throttler is
+      // unlimited (no one else is short of quota, so there is no share to even out).
+      this.amount = clamp(Math.ceil(matched - TOLERANCE), minPrefetchAmount, maxPrefetchAmount);
+      return;
+    }
+    // Whole units too, but rounded with the remainder carried to the next refill: a plain ceil makes
+    // every size in a band about 1/step wide a fixed point of this rule (sizes 15 and 17 both stood
+    // still side by side, a 12 % difference in share for good), while a carried remainder makes the
+    // refills average the exact size, so the shares keep converging.
+    const step = maxPrefetchAmount * CONTENDED_STEP_FRACTION;
+    const exact = clamp(matched + step, minPrefetchAmount, maxPrefetchAmount);
+    const rounded = clamp(Math.round(exact + this.roundingCarry), minPrefetchAmount, maxPrefetchAmount);
+    this.roundingCarry = Math.abs(exact + this.roundingCarry - rounded) < 1 ? exact + this.roundingCarry - rounded : 0;
+    this.amount = rounded;
   }
 }
+
+const clamp = (value: number, min: number, max: number): number => Math.min(max, Math.max(min, value));

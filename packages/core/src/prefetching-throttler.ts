@@ -256,7 +256,7 @@ export class PrefetchingThrottler implements Throttler {
     if (this.closedWith) return;
     const forecast = this.available + this.inFlight - this.queuedAmount;
     if (fits(this.queuedAmount, this.available + this.inFlight)) return;
-    this.sizer.update(this.clock.now());
+    this.sizer.update(this.clock.now(), true);
     this.refill(Math.max(this.sizer.prefetchAmount, -forecast));
   }
 
@@ -303,7 +303,7 @@ export class PrefetchingThrottler implements Throttler {
       // Keep one refill queued while callers outrun the pool. Otherwise the controller sees this
       // client's class go idle between refills (for the time it takes to use up the pool) and, since
       // an idle class banks no credit, a busy class would get less than its weight.
-      this.sizer.update(this.clock.now());
+      this.sizer.update(this.clock.now(), true);
       this.refill(this.sizer.prefetchAmount);
       return;
     }

@@ -48,22 +48,17 @@ async function steadyDemand(clock: ManualClock, throttler: PrefetchingThrottler,
 }
 
 describe("PrefetchingThrottler for an unlimited throttler", () => {
-  it("waits for a few round trips at the start, then never again, where a bounded client waits at every doubling", async () => {
-    const waits: Record<string, number> = {};
-    const refills: Record<string, number> = {};
-    for (const unbounded of [true, false]) {
-      const clock = new ManualClock();
-      const { remote, calls } = unlimitedRemote(clock);
-      const throttler = new PrefetchingThrottler(config(unbounded), remote, clock, "rows");
-      // 100 rows per millisecond (100,000 rows/s) for 3 s of virtual time
-      waits[String(unbounded)] = await steadyDemand(clock, throttler, 100, 3000);
-      refills[String(unbounded)] = calls.length;
-      throttler.close();
-    }
-    const summary = `waits ${JSON.stringify(waits)}, refills ${JSON.stringify(refills)}`;
-    assert.ok((waits["true"] ?? Infinity) <= 4, `unbounded: ${summary}`);
-    assert.ok((waits["false"] ?? 0) >= 10, `bounded (doubling, one wait per refill): ${summary}`);
-    assert.ok((refills["true"] ?? Infinity) <= 12, `unbounded refills stay few: ${summary}`);
+  it("waits for a few round trips at the start, then never again", async () => {
+    // (This once compared with a bounded client, which waited at every doubling; a bounded client now
+    // grows by a step while its callers wait — CONTENDED_STEP_FRACTION — so it waits little too.)
+    const clock = new ManualClock();
+    const { remote, calls } = unlimitedRemote(clock);
+    const throttler = new PrefetchingThrottler(config(true), remote, clock, "rows");
+    // 100 rows per millisecond (100,000 rows/s) for 3 s of virtual time
+    const waits = await steadyDemand(clock, throttler, 100, 3000);
+    throttler.close();
+    assert.ok(waits <= 4, `${waits} waits, ${calls.length} refills`);
+    assert.ok(calls.length <= 12, `refills stay few: ${calls.length}`);
   });
 
   it("sends the next refill while half the pool is left, sized within maxPrefetchAmount", async () => {
