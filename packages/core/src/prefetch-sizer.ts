@@ -29,7 +29,7 @@ export const UNBOUNDED_MIN_SPAN_MS = 20;
  * of a multiplicative match shrinks the differences every round (additive increase: Chiu and Jain),
  * so shares converge to equal. The cost: refills up to a quarter of the bound larger than the matched
  * size. Measured in virtual time (two clients joining one that had the bucket to itself for 2.2 s),
- * their share of the next 4.3 s: 3 % with no step, 60 % of an equal share with 1/8, 68 % with 1/4;
+ * their share of the next 4.3 s: 7 % of an equal share with no step, 60 % of an equal share with 1/8, 68 % with 1/4;
  * 14 s after a 1.5 s late start, within 4 % of equal with 1/4.
  */
 export const CONTENDED_STEP_FRACTION = 1 / 4;
