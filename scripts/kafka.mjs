@@ -7,12 +7,16 @@
 //   const kafka = await ensureKafka();   // { brokers: "127.0.0.1:19092", stop() }
 //
 //   node scripts/kafka.mjs start     start (or reuse) a broker, leave it running, print the brokers string
-//   node scripts/kafka.mjs stop      stop the broker recorded in .tools/kafka/kafka.pid (that pid only)
+//   node scripts/kafka.mjs stop      stop the broker recorded in $KAFKA_HOME/kafka.pid (that pid only)
 //   node scripts/kafka.mjs status    say whether it is running; exit 0 when the port answers
 //
 // Environment: KAFKA_BROKERS (use that cluster, start nothing), KAFKA_PORT (19092),
 // KAFKA_CONTROLLER_PORT (KAFKA_PORT + 1), KAFKA_JAVA_OPTS (JVM options for the broker),
-// KAFKA_START_TIMEOUT_MS (120000), JAVA_HOME (java to use), MVN (maven command, default `mvn`).
+// KAFKA_START_TIMEOUT_MS (120000), JAVA_HOME (java to use), MVN (maven command, default `mvn`),
+// KAFKA_HOME (where the broker's data, server.properties, log and pid file go: .tools/kafka; the
+// jars stay in .tools/kafka/lib), KAFKA_KEEP_DATA (1: a data dir formatted before is kept, so a
+// broker started again on it has its topics, offsets and transactions; default: formatted afresh).
+// A test that restarts a broker starts a private one with these (test/helpers/private-kafka.ts).
 //
 // Only node built-ins; plain ESM so that it runs before anything is compiled.
 import { spawn, spawnSync } from "node:child_process";
@@ -37,8 +41,9 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const toolDir = join(root, "tools", "kafka");
 const pomFile = join(toolDir, "pom.xml");
 const log4jFile = join(toolDir, "log4j2.properties");
-const home = join(root, ".tools", "kafka");
-const libDir = join(home, "lib");
+const jarHome = join(root, ".tools", "kafka");
+const home = process.env.KAFKA_HOME ? resolve(process.env.KAFKA_HOME) : jarHome;
+const libDir = join(jarHome, "lib");
 const stampFile = join(libDir, ".pom.sha256");
 const dataDir = join(home, "data");
 const propsFile = join(home, "server.properties");
@@ -115,7 +120,7 @@ function canConnect(p, timeoutMs = 1000) {
 }
 
 
-/** The pid in .tools/kafka/kafka.pid if that process is alive and is a Kafka broker, else undefined. */
+/** The pid in $KAFKA_HOME/kafka.pid if that process is alive and is a Kafka broker, else undefined. */
 function recordedBrokerPid() {
   let pid;
   try {
@@ -250,6 +255,11 @@ function writeServerProperties() {
   writeFileSync(propsFile, text);
 }
 
+/** KAFKA_KEEP_DATA=1 and a data dir that StorageTool formatted before (it writes meta.properties). */
+function keepsFormattedData() {
+  return process.env.KAFKA_KEEP_DATA === "1" && existsSync(join(dataDir, "meta.properties"));
+}
+
 function formatStorage() {
   rmSync(dataDir, { recursive: true, force: true });
   mkdirSync(dataDir, { recursive: true });
@@ -351,7 +361,8 @@ async function startBroker() {
   const tFetched = Date.now();
   mkdirSync(home, { recursive: true });
   writeServerProperties();
-  formatStorage();
+  const kept = keepsFormattedData();
+  if (!kept) formatStorage();
   const tFormatted = Date.now();
   const { child, state } = launchBroker();
   const pid = child.pid;
@@ -370,7 +381,7 @@ async function startBroker() {
   const secs = (ms) => (ms / 1000).toFixed(1);
   say(
     `Kafka ${kafkaVersion()} broker pid ${pid} ready on ${brokersString()} in ${secs(Date.now() - t0)} s ` +
-      `(fetch ${secs(tFetched - t0)} s, format ${secs(tFormatted - tFetched)} s, start ${secs(Date.now() - tFormatted)} s); log ${rel(logFile)}`,
+      `(fetch ${secs(tFetched - t0)} s, ${kept ? "kept data" : "format"} ${secs(tFormatted - tFetched)} s, start ${secs(Date.now() - tFormatted)} s); log ${rel(logFile)}`,
   );
   return pid;
 }
@@ -442,7 +453,7 @@ async function cli(command) {
     case "status": {
       const pid = recordedBrokerPid();
       const open = await canConnect(port());
-      const who = pid === undefined ? "no broker recorded in .tools/kafka/kafka.pid" : `broker pid ${pid}`;
+      const who = pid === undefined ? `no broker recorded in ${rel(pidFile)}` : `broker pid ${pid}`;
       say(`${who}; ${brokersString()} ${open ? "answers" : "does not answer"}`);
       return open ? 0 : 1;
     }
