@@ -94,6 +94,7 @@ export class KafkaSource implements Source {
       groupId: this.groupId,
       prefetchBatchesPerPartition: this.settings.prefetchBatchesPerPartition,
       transactions: this.transactions,
+      fencedReclaimDelayMs: this.settings.sessionTimeoutMs,
       commits: this.commits,
       handler: () => this.handler,
       onError: this.onError,

@@ -13,6 +13,22 @@ import type { PartitionTransactions } from "./partition-transactions.ts";
 import type { PartitionLease, PartitionSlot, QueuedBatch } from "./partition-lease.ts";
 
 /** How the loop moves a partition's consumer position; KafkaSource's consumer does it. */
+/** A failed claim is tried again after this long, doubling up to the maximum. */
+const CLAIM_RETRY_MIN_MS = 500;
+const CLAIM_RETRY_MAX_MS = 10_000;
+
+function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
 export interface PartitionMoves {
   pause(slot: PartitionSlot): void;
   resume(slot: PartitionSlot): void;
@@ -25,6 +41,14 @@ export interface PartitionDeliveryOptions {
   readonly prefetchBatchesPerPartition: number;
   /** delivery "exactly_once" only: one transactional producer per owned partition. */
   readonly transactions: PartitionTransactions | null;
+  /**
+   * delivery "exactly_once": how long a lease whose producer was fenced waits before it claims the
+   * partition back. A rebalance that gave the partition to another member reaches this one within
+   * about a session timeout and ends the lease; a lease still here after that missed no rebalance
+   * that matters (it may have missed a whole generation during a broker outage, kafkajs has no
+   * KIP-447 generation fencing), and only a new claim lets it go on.
+   */
+  readonly fencedReclaimDelayMs: number;
   readonly commits: CommitCoalescer;
   /** The handler given to KafkaSource.start (null before it). */
   readonly handler: () => BatchHandler | null;
@@ -65,25 +89,55 @@ export class PartitionDelivery {
   /**
    * delivery "exactly_once": takes the partition's transactional id over (the previous owner is
    * fenced and its open transaction aborted), then reads from the offset of the last committed
-   * transaction. Until then the partition stays paused and nothing is accepted.
+   * transaction. Until then the partition stays paused and nothing is accepted. A claim that fails
+   * (the broker is down longer than the claim's own retries) is tried again while the lease lasts,
+   * so a broker outage never leaves a partition paused for good.
    */
   async claim(slot: PartitionSlot, lease: PartitionLease): Promise<void> {
     const transactions = this.options.transactions;
     if (!transactions) return;
-    try {
-      const from = await transactions.claim(lease);
-      if (!lease.active || slot.lease !== lease) return;
-      lease.claiming = false;
-      slot.dropPending();
-      lease.nextOffset = from;
-      lease.committedOffset = from;
-      this.options.moves.seek(slot, from);
-      this.settle(slot);
-    } catch (error) {
-      if (!lease.active) return;
-      // Not owned usefully without the id: stay paused; the next rebalance (or restart) claims again.
-      this.options.onError(isKafkaIoError(error) ? error : new KafkaIoError("TRANSACTION_FAILED", describeError(error), { groupId: this.options.groupId }, { cause: error }));
+    for (let attempt = 1; lease.active && slot.lease === lease; attempt++) {
+      try {
+        const from = await transactions.claim(lease);
+        if (!lease.active || slot.lease !== lease) return;
+        lease.claiming = false;
+        slot.dropPending();
+        lease.nextOffset = from;
+        lease.committedOffset = from;
+        this.options.moves.seek(slot, from);
+        this.settle(slot);
+        return;
+      } catch (error) {
+        if (!lease.active) return;
+        const retryMs = Math.min(CLAIM_RETRY_MAX_MS, CLAIM_RETRY_MIN_MS * 2 ** (attempt - 1));
+        const reason = isKafkaIoError(error) ? error.message : describeError(error);
+        this.options.onError(
+          new KafkaIoError("TRANSACTION_FAILED", `${reason}; partition ${lease.partition} of topic "${lease.topic}" stays paused and is claimed again in ${retryMs} ms`, {
+            groupId: this.options.groupId,
+            topic: lease.topic,
+            partition: lease.partition,
+            attempt,
+          }, { cause: error }),
+        );
+        await abortableSleep(retryMs, lease.signal);
+      }
     }
+  }
+
+  /**
+   * A transaction failed with its outcome unknown (PartitionTransactions.needsReclaim): what the
+   * job would rewind to may be behind a commit that still completes, so the partition is claimed
+   * again and read from the offset the broker reports once the claim settled that transaction.
+   */
+  private reclaim(slot: PartitionSlot, lease: PartitionLease, delayMs: number): void {
+    lease.claiming = true;
+    lease.rewindRequested = false;
+    slot.dropPending();
+    this.options.moves.pause(slot);
+    void (async () => {
+      if (delayMs > 0) await abortableSleep(delayMs, lease.signal);
+      await this.claim(slot, lease);
+    })();
   }
 
   private drain(slot: PartitionSlot): void {
@@ -141,6 +195,15 @@ export class PartitionDelivery {
   private settle(slot: PartitionSlot): void {
     const lease = slot.lease;
     if (!lease || !lease.active || slot.inFlight || lease.claiming) return;
+    const transactions = this.options.transactions;
+    if (transactions?.needsReclaim(lease)) {
+      this.reclaim(slot, lease, 0);
+      return;
+    }
+    if (transactions?.isFenced(lease)) {
+      this.reclaim(slot, lease, this.options.fencedReclaimDelayMs);
+      return;
+    }
     const { moves } = this.options;
     if (lease.rewindRequested) {
       lease.rewindRequested = false;

@@ -31,6 +31,13 @@ interface Claim {
   readonly ready: Promise<void>;
   /** Set when a broker said another producer took the id over: this lease may not commit any more. */
   fenced: KafkaIoError | null;
+  /**
+   * Set when a transaction failed otherwise (a broker restart, a lost connection): a commit whose
+   * answer was lost may still complete, so the committed offset is unknown, and kafkajs leaves the
+   * producer in state COMMITTING or ABORTING, refusing every later transaction (kafkajs #1416).
+   * The partition is claimed again, with a new producer, before it goes on (needsReclaim).
+   */
+  broken: boolean;
 }
 
 /**
@@ -65,6 +72,20 @@ export class PartitionTransactions {
    * when none was committed yet.
    */
   async claim(lease: PartitionLease): Promise<string> {
+    const previous = this.claims.get(lease);
+    if (previous) {
+      // Claimed again after a failed transaction: the old producer goes first, so that only one holds the id.
+      this.claims.delete(lease);
+      await previous.ready.catch(() => undefined);
+      await previous.producer.disconnect().catch(() => undefined);
+    }
+    if (!lease.active) {
+      throw new KafkaIoError("PARTITION_REVOKED", `partition ${lease.partition} of topic "${lease.topic}" was taken away before it was claimed`, {
+        groupId: this.options.groupId,
+        topic: lease.topic,
+        partition: lease.partition,
+      });
+    }
     const producer = this.options.kafka.producer({
       transactionalId: `${this.options.groupId}-${lease.topic}-${lease.partition}`,
       idempotent: true,
@@ -74,7 +95,7 @@ export class PartitionTransactions {
       allowAutoTopicCreation: false,
     });
     const ready = this.initialize(lease, producer);
-    const claim: Claim = { lease, producer, ready, fenced: null };
+    const claim: Claim = { lease, producer, ready, fenced: null, broken: false };
     this.claims.set(lease, claim);
     ready.catch(() => undefined); // observed by begin() and by the caller below
     await ready;
@@ -94,6 +115,13 @@ export class PartitionTransactions {
     }
     await claim.ready;
     if (claim.fenced) throw claim.fenced;
+    if (claim.broken) {
+      throw new KafkaIoError("TRANSACTION_FAILED", `no transaction for ${where} yet: an earlier one failed with its outcome unknown, so the partition is being claimed again`, {
+        groupId: this.options.groupId,
+        topic: lease.topic,
+        partition: lease.partition,
+      });
+    }
     let transaction: Transaction;
     try {
       transaction = await claim.producer.transaction();
@@ -128,9 +156,24 @@ export class PartitionTransactions {
         if (ended) return;
         ended = true;
         await chain.catch(() => undefined);
-        await transaction.abort().catch(() => undefined); // the broker aborts it after transactionTimeoutMs anyway
+        try {
+          await transaction.abort();
+        } catch {
+          // Not aborted for sure (the broker aborts it after transactionTimeoutMs, or the next claim
+          // does), and the producer may be stuck in ABORTING: claim the partition again.
+          claim.broken = true;
+        }
       },
     };
+  }
+
+  /**
+   * A transaction of this lease failed with its outcome unknown: the partition must be claimed
+   * again (claim()) and read from the committed offset the broker then reports.
+   */
+  needsReclaim(lease: PartitionLease): boolean {
+    const claim = this.claims.get(lease);
+    return claim !== undefined && claim.broken && claim.fenced === null;
   }
 
   /** A broker said another producer holds this lease's transactional id now. */
@@ -212,12 +255,14 @@ export class PartitionTransactions {
       fenced ? "PARTITION_REVOKED" : "TRANSACTION_FAILED",
       `${what}: ${describeError(error)}` +
         (fenced
-          ? `; another member claimed partition ${claim.lease.partition} of topic "${claim.lease.topic}", so this one stops committing it until a rebalance gives it back`
-          : "; the transaction is aborted and the batch is redone from the last committed offset"),
+          ? `; another member claimed partition ${claim.lease.partition} of topic "${claim.lease.topic}" (or the broker expired the transaction), so this producer commits nothing more: ` +
+            "a rebalance that moved the partition ends this lease, and a lease still assigned here after a session timeout claims the partition back"
+          : "; the partition is claimed again with a new producer and read from the offset its last committed transaction left"),
       { groupId: this.options.groupId, topic: claim.lease.topic, partition: claim.lease.partition },
       { cause: error },
     );
     if (fenced) claim.fenced = failure;
+    else claim.broken = true;
     return failure;
   }
 }
