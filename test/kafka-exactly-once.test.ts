@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { Child, ROOT, sluice, startController, writeSpec } from "./helpers/processes.ts";
 import { brokers, committedTotal, createTopic, kafka, produce, uniqueName } from "./helpers/kafka.ts";
+import { exactlyOnceReport, readCommitted, type Relayed } from "./helpers/read-committed.ts";
 
 const RELAY = `${ROOT}/test/fixtures/relay-computation.ts`;
 
@@ -16,41 +17,6 @@ after(() => {
 function track(child: Child): Child {
   children.push(child);
   return child;
-}
-
-interface Relayed {
-  id: number;
-  job: string;
-}
-
-/**
- * Reads `topic` as a read_committed consumer until `count` distinct ids arrived, then `settleMs`
- * longer, so that a duplicate committed after the last new id is still seen. `out` fills as it reads.
- */
-async function readCommitted(topic: string, count: number, timeoutMs: number, settleMs: number, out: Relayed[]): Promise<Relayed[]> {
-  const consumer = (await kafka()).consumer({ groupId: uniqueName("reader"), readUncommitted: false });
-  const ids = new Set<number>();
-  await consumer.connect();
-  try {
-    await consumer.subscribe({ topic, fromBeginning: true });
-    let allSeen: () => void = () => {};
-    const seen = new Promise<void>((resolve) => (allSeen = resolve));
-    await consumer.run({
-      eachMessage: async ({ message }) => {
-        const value = JSON.parse(message.value?.toString() ?? "null") as Relayed;
-        out.push(value);
-        ids.add(value.id);
-        if (ids.size >= count) allSeen();
-      },
-    });
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([seen, new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
-    clearTimeout(timer);
-    await new Promise((resolve) => setTimeout(resolve, settleMs));
-    return out;
-  } finally {
-    await consumer.disconnect();
-  }
 }
 
 describe("delivery exactly_once on Kafka", () => {
@@ -78,7 +44,7 @@ describe("delivery exactly_once on Kafka", () => {
     const w1 = worker("w1");
     const w2 = worker("w2");
     const live: Relayed[] = [];
-    const reading = readCommitted(output, count, 180_000, 3000, live);
+    const reading = readCommitted(await kafka(), output, count, 180_000, 3000, live);
     // Mid-run: once w1 has committed some outputs. Iterations follow each other without pause at
     // 3,000 rows/s, so w1 always has outputs sent and not yet committed (with at_least_once, the
     // same kill leaves duplicates).
@@ -90,10 +56,7 @@ describe("delivery exactly_once on Kafka", () => {
     const w1Outputs = out.filter((m) => m.job.startsWith("w1/")).length;
     t.diagnostic(`w1 committed ${w1Outputs} outputs before the kill`);
     const context = `\nw1 stderr:\n${w1.stderr.slice(-2000)}\nw2 stderr:\n${w2.stderr.slice(-3000)}`;
-    const perId = new Map<number, number>();
-    for (const m of out) perId.set(m.id, (perId.get(m.id) ?? 0) + 1);
-    const missing = Array.from({ length: count }, (_, i) => i).filter((i) => !perId.has(i));
-    const repeated = [...perId].filter(([, n]) => n > 1);
+    const { missing, repeated } = exactlyOnceReport(out, count);
     t.diagnostic(`${out.length} outputs read; ${missing.length} missing, ${repeated.length} ids more than once`);
     assert.equal(missing.length, 0, `missing ids (first ${missing.slice(0, 5).join(", ")})${context}`);
     assert.equal(repeated.length, 0, `ids seen more than once (first ${JSON.stringify(repeated.slice(0, 5))})${context}`);

@@ -1,0 +1,55 @@
+import type { Kafka } from "kafkajs";
+import { uniqueName } from "./kafka.ts";
+
+/** What test/fixtures/relay-computation.ts writes for each input `{ id }`. */
+export interface Relayed {
+  id: number;
+  job: string;
+  partition?: number;
+  at?: number;
+}
+
+/**
+ * Reads `topic` as a read_committed consumer until `count` distinct ids arrived, then `settleMs`
+ * longer, so that a duplicate committed after the last new id is still seen. `out` fills as it reads.
+ * A message read again at the same partition and offset (the reader itself rejoining after a broker
+ * restart, from its own last auto-commit) is the same output, not a duplicate: it is kept once.
+ */
+export async function readCommitted(kafka: Kafka, topic: string, count: number, timeoutMs: number, settleMs: number, out: Relayed[]): Promise<Relayed[]> {
+  const consumer = kafka.consumer({ groupId: uniqueName("reader"), readUncommitted: false });
+  const ids = new Set<number>();
+  const positions = new Set<string>();
+  await consumer.connect();
+  try {
+    await consumer.subscribe({ topic, fromBeginning: true });
+    let allSeen: () => void = () => {};
+    const seen = new Promise<void>((resolve) => (allSeen = resolve));
+    await consumer.run({
+      eachMessage: async ({ partition, message }) => {
+        const position = `${partition}/${message.offset}`;
+        if (positions.has(position)) return;
+        positions.add(position);
+        const value = JSON.parse(message.value?.toString() ?? "null") as Relayed;
+        out.push(value);
+        ids.add(value.id);
+        if (ids.size >= count) allSeen();
+      },
+    });
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([seen, new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    clearTimeout(timer);
+    await new Promise((resolve) => setTimeout(resolve, settleMs));
+    return out;
+  } finally {
+    await consumer.disconnect();
+  }
+}
+
+/** Ids 0..count-1 that `out` lacks, and those it has more than once (with how often). */
+export function exactlyOnceReport(out: readonly Relayed[], count: number): { missing: number[]; repeated: [number, number][] } {
+  const perId = new Map<number, number>();
+  for (const m of out) perId.set(m.id, (perId.get(m.id) ?? 0) + 1);
+  const missing = Array.from({ length: count }, (_, i) => i).filter((i) => !perId.has(i));
+  const repeated = [...perId].filter(([, n]) => n > 1);
+  return { missing, repeated };
+}
