@@ -12,11 +12,12 @@ import { renderGoals, renderGroup } from "./lib/table.ts";
 import { peerVersions } from "./lib/versions.ts";
 import { accuracy } from "./groups/accuracy.ts";
 import { controller } from "./groups/controller.ts";
+import { deliveryCost } from "./groups/delivery-cost.ts";
 import { localHotPath } from "./groups/local-hot-path.ts";
 import { runtimeOverhead } from "./groups/runtime-overhead.ts";
 import { scale } from "./groups/scale.ts";
 
-const GROUPS: readonly BenchGroup[] = [localHotPath, controller, runtimeOverhead, accuracy, scale];
+const GROUPS: readonly BenchGroup[] = [localHotPath, controller, runtimeOverhead, accuracy, scale, deliveryCost];
 
 async function main(): Promise<number> {
   let options: BenchOptions;

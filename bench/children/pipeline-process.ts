@@ -27,6 +27,8 @@ export interface PipelineProcessConfig {
   readonly sampleEveryMs?: number;
   /** Keep a log of every iteration (partition, time, last event timestamp) for `iterations`. */
   readonly logIterations?: boolean;
+  /** Also emit every message, unchanged, to each output stream the spec gives the computation (what `delivery` applies to). */
+  readonly relayToOutputs?: boolean;
 }
 
 export interface Prefill {
@@ -62,8 +64,10 @@ let finished = false;
 function counting(name: string): Computation {
   const byPartition = new Map<number, PartitionStats>();
   stats.set(name, byPartition);
+  const relayTo = config.relayToOutputs ? (spec.computations[name]?.outputs ?? []) : [];
   return defineComputation<unknown>({
-    process(batch) {
+    process(batch, ctx) {
+      for (const stream of relayTo) for (const message of batch.messages) ctx.emit(stream, { key: message.key, value: message.value });
       const now = systemClock.now();
       let partition = byPartition.get(batch.partition);
       if (!partition) {
