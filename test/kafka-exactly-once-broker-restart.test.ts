@@ -4,7 +4,7 @@
 // ports and data. A read_committed consumer of the output must see every input exactly once, and
 // both workers must still be running (they may retry, they may not give up). Every process is
 // started here and ended by its own pid, the broker in the after hook also when the test fails.
-// About 60 s: two broker starts (~8 and ~12 s on 2 cores), the relay, the workers' recovery.
+// 60–75 s: two broker starts (6–15 s and 12–18 s on 2 cores), the relay, the workers' recovery.
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { Kafka, logLevel, type Admin } from "kafkajs";
