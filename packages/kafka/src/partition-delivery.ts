@@ -12,7 +12,6 @@ import { isValidOffset, offsetAfter, offsetLessThan } from "./offset.ts";
 import type { PartitionTransactions } from "./partition-transactions.ts";
 import type { PartitionLease, PartitionSlot, QueuedBatch } from "./partition-lease.ts";
 
-/** How the loop moves a partition's consumer position; KafkaSource's consumer does it. */
 /** A failed claim is tried again after this long, doubling up to the maximum. */
 const CLAIM_RETRY_MIN_MS = 500;
 const CLAIM_RETRY_MAX_MS = 10_000;
@@ -29,6 +28,7 @@ function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+/** How the loop moves a partition's consumer position; KafkaSource's consumer does it. */
 export interface PartitionMoves {
   pause(slot: PartitionSlot): void;
   resume(slot: PartitionSlot): void;
