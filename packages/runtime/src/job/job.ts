@@ -12,6 +12,7 @@ import type { RetiredThrottlerTotals } from "./retired-throttler-totals.ts";
 import { throttlerMetricsView, type ThrottlerMetricsView } from "./throttler-metrics-view.ts";
 import { LinkedAbort } from "./linked-abort.ts";
 import { UnprocessedEventTimes, type UnprocessedSpan } from "./unprocessed-event-times.ts";
+import type { AlignedPartition } from "../alignment/aligned-partition.ts";
 
 const NOTHING_HELD = (): void => {};
 
@@ -36,6 +37,11 @@ export interface JobOptions {
    * different input streams, so their lag timestamp is one (DESIGN §7.5). Default: the job's own.
    */
   readonly eventTimes?: UnprocessedEventTimes;
+  /**
+   * `watermark_alignment` (DESIGN §7.5): the gate every iteration passes before it asks for quota.
+   * Absent = the computation is not aligned.
+   */
+  readonly alignment?: AlignedPartition;
   /** Restart backoff after a failed iteration: doubles from min to max. */
   readonly restartBackoffMs?: { readonly min: number; readonly max: number };
 }
@@ -104,10 +110,18 @@ export class Job {
       const records = batch.records.slice(start, start + maxRows);
       iterations.push({ records, unprocessed: this.eventTimes.read(stream, streamDelayMs, records.map((r) => r.timestampMs)) });
     }
+    const alignment = this.options.alignment;
+    alignment?.begin();
     try {
       await this.ensureInitialized();
       for (const { records, unprocessed } of iterations) {
         if (signal.aborted) return;
+        if (alignment) {
+          // Before quota: a held partition asks for none, whatever its class (DESIGN §7.5).
+          await alignment.whenReadable(signal, (held) => context.hold?.(held));
+          if (signal.aborted) return;
+          alignment.noteRead(records.map((r) => r.timestampMs));
+        }
         await this.iterate(records, context, signal);
         unprocessed.done();
         this.consecutiveFailures = 0;
@@ -119,6 +133,7 @@ export class Job {
     } finally {
       // Revoked, stopped or rewound: these records are read again later (or elsewhere), not held here.
       for (const { unprocessed } of iterations) unprocessed.done();
+      alignment?.end();
       linked.dispose();
     }
   }
