@@ -4,8 +4,13 @@ import type { Logger } from "../computation.ts";
 import { AlignedPartition, type AlignmentSettings } from "./aligned-partition.ts";
 
 export const WATERMARK_ALIGNMENT_DEFAULTS = Object.freeze({
-  /** How often a worker reports its aligned partitions; held partitions learn of progress this often. */
+  /** How often a worker reports its aligned partitions while none of their groups has a held member. */
   reportIntervalMs: 1_000,
+  /**
+   * How often while a group of its partitions has a held member (the controller's answer says so):
+   * a held partition then learns of the others' progress within this, on any worker.
+   */
+  heldReportIntervalMs: 200,
   /** Deadline of one ReportWatermarks call. */
   rpcTimeoutMs: 5_000,
 });
@@ -16,6 +21,7 @@ export interface WatermarkAlignmentOptions {
   readonly clock: Clock;
   readonly log: Logger;
   readonly reportIntervalMs?: number;
+  readonly heldReportIntervalMs?: number;
 }
 
 /** Per computation and group: what the worker's /metrics shows. */
@@ -24,13 +30,16 @@ export interface AlignmentMetricsView {
   readonly group: string;
   readonly partitions: number;
   readonly held: number;
+  /** The group's watermark as the controller last answered (epoch ms); null = unknown. */
+  readonly groupWatermarkMs: number | null;
 }
 
 /**
  * A worker's side of watermark alignment (DESIGN §7.5): the aligned partitions it owns, reported to
  * the controller every interval — all of them each time, so a revoked partition (no longer listed)
  * stops counting at once, and a restarted controller knows the groups again after one interval —
- * and soon after a partition reads for the first time or becomes held. Each answer is handed to
+ * and soon after a partition reads for the first time or becomes held; five times as often while
+ * one of their groups has a held member, so that the held one resumes soon after it may. Each answer is handed to
  * the partitions, which wake their held jobs when they may read.
  *
  * A controller that cannot be reached changes nothing: held partitions stay held (as quota waits
@@ -41,6 +50,7 @@ export class WatermarkAlignment {
   private readonly partitions = new Map<string, AlignedPartition>();
   private readonly stop = new AbortController();
   private readonly intervalMs: number;
+  private readonly heldIntervalMs: number;
   private wakeLoop: AbortController | null = null;
   private soon = false;
   private groups = new Map<string, GroupWatermarkView>();
@@ -50,6 +60,7 @@ export class WatermarkAlignment {
 
   constructor(private readonly options: WatermarkAlignmentOptions) {
     this.intervalMs = options.reportIntervalMs ?? WATERMARK_ALIGNMENT_DEFAULTS.reportIntervalMs;
+    this.heldIntervalMs = Math.min(this.intervalMs, options.heldReportIntervalMs ?? WATERMARK_ALIGNMENT_DEFAULTS.heldReportIntervalMs);
   }
 
   /** The partition's alignment state, created on first use (assignment or first batch). */
@@ -82,10 +93,11 @@ export class WatermarkAlignment {
   }
 
   metrics(): AlignmentMetricsView[] {
-    const views = new Map<string, { computation: string; group: string; partitions: number; held: number }>();
+    const views = new Map<string, { computation: string; group: string; partitions: number; held: number; groupWatermarkMs: number | null }>();
     for (const p of this.partitions.values()) {
       const key = `${p.computation}\u0000${p.settings.groupName}`;
-      const view = views.get(key) ?? { computation: p.computation, group: p.settings.groupName, partitions: 0, held: 0 };
+      const known = this.groupWatermarkMs(p.settings.groupName);
+      const view = views.get(key) ?? { computation: p.computation, group: p.settings.groupName, partitions: 0, held: 0, groupWatermarkMs: known > 0 ? known : null };
       view.partitions += 1;
       if (p.held) view.held += 1;
       views.set(key, view);
@@ -143,7 +155,8 @@ export class WatermarkAlignment {
     while (!this.stop.signal.aborted) {
       if (!this.soon) {
         this.wakeLoop = new AbortController();
-        await clock.sleep(this.intervalMs, this.wakeLoop.signal).catch(() => undefined);
+        const someoneHeld = [...this.groups.values()].some((g) => g.held > 0);
+        await clock.sleep(someoneHeld ? this.heldIntervalMs : this.intervalMs, this.wakeLoop.signal).catch(() => undefined);
         this.wakeLoop = null;
         if (this.stop.signal.aborted) return;
       }
