@@ -4,7 +4,7 @@
 // both read; without it both read at once. About 25 s for both runs on a quiet machine.
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
-import { scrape } from "./helpers/prometheus.ts";
+import { get, scrape } from "./helpers/prometheus.ts";
 import { ROOT, sluice, writeSpec, type Child } from "./helpers/processes.ts";
 import { brokers, consumeAll, createTopic, produce, uniqueName } from "./helpers/kafka.ts";
 
@@ -31,7 +31,7 @@ interface Out {
   at: number;
 }
 
-async function runPipeline(aligned: boolean): Promise<{ outputs: Out[]; heldSeen: { worker: number; controller: number; groupWatermark: number } }> {
+async function runPipeline(aligned: boolean): Promise<{ outputs: Out[]; heldSeen: { worker: number; controller: number; groupWatermark: number; dashboard: number } }> {
   const name = uniqueName(aligned ? "align" : "noalign");
   const input = `${name}-in`;
   const output = `${name}-out`;
@@ -59,7 +59,7 @@ async function runPipeline(aligned: boolean): Promise<{ outputs: Out[]; heldSeen
   const run = sluice(["run", spec, "--http-port", "0", "--quiet"]);
   children.push(run);
   const base = `http://127.0.0.1:${(await run.waitFor(/sluice run: dashboard on http:\/\/127\.0\.0\.1:(\d+)\//, 30_000))[1]}`;
-  const heldSeen = { worker: 0, controller: 0, groupWatermark: 0 };
+  const heldSeen = { worker: 0, controller: 0, groupWatermark: 0, dashboard: 0 };
   let reading = true;
   const watching = (async () => {
     while (reading) {
@@ -69,9 +69,14 @@ async function runPipeline(aligned: boolean): Promise<{ outputs: Out[]; heldSeen
         heldSeen.controller = Math.max(heldSeen.controller, metrics.find("sluice_controller_alignment_held_partitions", { alignment_group: "clicks" }) ?? 0);
         heldSeen.groupWatermark = Math.max(heldSeen.groupWatermark, metrics.find("sluice_controller_alignment_group_watermark_ms", { alignment_group: "clicks" }) ?? 0);
       }
+      // What the dashboard's alignment table draws from.
+      const snapshot = await get(`${base}/api/snapshot`).catch(() => null);
+      const groups = snapshot ? ((JSON.parse(snapshot.body) as { alignment?: { group: string; held: number }[] }).alignment ?? []) : [];
+      heldSeen.dashboard = Math.max(heldSeen.dashboard, groups.find((g) => g.group === "clicks")?.held ?? 0);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   })();
+  if (aligned) assert.match((await get(`${base}/`)).body, /<h2>Watermark alignment<\/h2>/);
   const consumed = await consumeAll(output, 2 * PER_PARTITION, 45_000);
   reading = false;
   await watching;
@@ -109,9 +114,10 @@ describe("watermark alignment on a real Kafka broker", { timeout: 120_000 }, () 
     assert.ok(overlap > ROWS_PER_BATCH, `${overlap} rows ahead read before the partition behind finished`);
     const afterIdle = ahead.filter((o) => o.at > lastBehindAt).length;
     assert.ok(afterIdle > 0 && ahead.at(-1)?.eventMs !== undefined, "the partition ahead finished once the other was idle");
-    t.diagnostic(`early ${early} rows, furthest ahead ${(worst / MIN).toFixed(1)} min, overlap ${overlap} rows, ${afterIdle} rows after the other finished; held seen worker ${heldSeen.worker} controller ${heldSeen.controller}`);
+    t.diagnostic(`early ${early} rows, furthest ahead ${(worst / MIN).toFixed(1)} min, overlap ${overlap} rows, ${afterIdle} rows after the other finished; held seen worker ${heldSeen.worker} controller ${heldSeen.controller} dashboard ${heldSeen.dashboard}`);
     assert.ok(heldSeen.worker >= 1 && heldSeen.controller >= 1, `held partitions seen in /metrics: worker ${heldSeen.worker}, controller ${heldSeen.controller}`);
     assert.ok(heldSeen.groupWatermark > 0, "the group watermark was exported");
+    assert.ok(heldSeen.dashboard >= 1, "the dashboard's snapshot showed the held partition");
   });
 
   it("without watermark_alignment both partitions read at once", async (t) => {
