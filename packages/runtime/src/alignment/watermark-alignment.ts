@@ -128,7 +128,8 @@ export class WatermarkAlignment {
     } catch (error) {
       if (this.stop.signal.aborted) return;
       const failure = asSluiceError(error, (message) => new SluiceError("CONTROLLER_UNAVAILABLE", message));
-      if (failure.message.includes(REPORT_WATERMARKS_UNIMPLEMENTED)) return this.disable(failure.message);
+      // Refusals that no retry can cure would hold partitions forever: alignment goes off, loudly.
+      if (failure.message.includes(REPORT_WATERMARKS_UNIMPLEMENTED) || failure.code === "INVALID_REQUEST") return this.disable(`${failure.code}: ${failure.message}`);
       // Once per distinct problem: a controller down for a minute is one line, not sixty.
       if (failure.message !== this.lastProblem) {
         this.lastProblem = failure.message;
