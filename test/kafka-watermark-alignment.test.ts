@@ -1,7 +1,7 @@
 // Watermark alignment (DESIGN §7.5) end to end on the real broker: `sluice run` (embedded
 // controller + worker, one process) reads two partitions whose event times are an hour apart. With
 // alignment the partition ahead is held (paused, no quota asked) while the other catches up, then
-// both read; without it both read at once. About 25 s for both runs on a quiet machine.
+// both read; without it both read at once. About 10–15 s for both runs (6.4 s + 3.7 s measured).
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { get, scrape } from "./helpers/prometheus.ts";
