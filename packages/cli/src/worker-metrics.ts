@@ -1,5 +1,5 @@
 import { histogramWithMax, type PrometheusText, type Sample } from "@sluice/controller";
-import type { ComputationStatsView, ThrottlerMetricsView } from "@sluice/runtime";
+import type { AlignmentMetricsView, ComputationStatsView, ThrottlerMetricsView } from "@sluice/runtime";
 
 // The worker's sensors in Prometheus style. The reference's worker sensors
 // (yt.flow.worker.computation.throttlers.{consumed,released,wait_time}, tagged computation_id and
@@ -16,6 +16,8 @@ export interface WorkerMetricsSource {
   readonly workerId: string;
   stats(): readonly ComputationStatsView[];
   throttlerMetrics(): readonly ThrottlerMetricsView[];
+  /** Watermark alignment (DESIGN §7.5); absent = nothing aligned. */
+  alignmentMetrics?(): readonly AlignmentMetricsView[];
 }
 
 export function writeWorkerMetrics(out: PrometheusText, pipeline: string, worker: WorkerMetricsSource): void {
@@ -59,4 +61,19 @@ export function writeWorkerMetrics(out: PrometheusText, pipeline: string, worker
   out
     .counter("sluice_worker_quota_rpc_total", "RequestQuota calls sent to the controller, each retry counted.", perThrottler((m) => m.rpcCount))
     .counter("sluice_worker_quota_rpc_failures_total", "RequestQuota calls that failed (controller unreachable, deadline, refusal); most are retried.", perThrottler((m) => m.rpcFailures));
+
+  const aligned = worker.alignmentMetrics?.() ?? [];
+  const perAligned = (value: (a: AlignmentMetricsView) => number | null): Sample[] =>
+    aligned.flatMap((a) => {
+      const v = value(a);
+      return v === null ? [] : [{ labels: { computation_id: a.computation, alignment_group: a.group }, value: v }];
+    });
+  out
+    .gauge("sluice_worker_alignment_partitions", "Input partitions of the computation on this worker under watermark_alignment.", perAligned((a) => a.partitions))
+    .gauge("sluice_worker_alignment_held_partitions", "Of those, partitions paused now because they are more than drift_bound ahead of their group.", perAligned((a) => a.held))
+    .gauge(
+      "sluice_worker_alignment_group_watermark_ms",
+      "Watermark of the partitions' alignment group (event time, epoch ms) as the controller last answered; absent while unknown.",
+      perAligned((a) => a.groupWatermarkMs),
+    );
 }

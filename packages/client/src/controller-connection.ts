@@ -87,6 +87,7 @@ export class ControllerConnection {
       },
       updateDynamicSpec: (json, options) => client.updateDynamicSpec(json, options).catch(watch),
       describeThrottlers: (options) => client.describeThrottlers(options).catch(watch),
+      ...(client.reportWatermarks ? { reportWatermarks: (call, options) => client.reportWatermarks!(call, options).catch(watch) } : {}),
       watchDynamicSpec: (clientId, onUpdate, signal) =>
         client.watchDynamicSpec(clientId, onUpdate, signal).then(
           () => undefined,

@@ -2,6 +2,7 @@
 // failover persists. Kept apart from the Controller so that readers of snapshots (metrics, status
 // pages, failover) depend on the data, not on the service that produces it.
 import type { QuotaBucketSnapshot, QuotaClassSnapshot } from "@sluice/core";
+import type { AlignmentGroupSnapshot } from "./alignment/alignment-groups.ts";
 import type { AdaptiveSnapshot } from "./adaptive/adaptive-loop.ts";
 import type { ConcurrencySnapshot } from "./concurrency/concurrency-leases.ts";
 import type { FailoverStatus } from "./failover/failover-status.ts";
@@ -35,4 +36,6 @@ export interface ControllerSnapshot {
   readonly throttlers: readonly ControllerThrottlerSnapshot[];
   /** With failover (DESIGN §7.4): the leadership as this controller sees it. */
   readonly failover?: FailoverStatus;
+  /** Watermark alignment groups (DESIGN §7.5) that have reported partitions; absent on a follower. */
+  readonly alignment?: readonly AlignmentGroupSnapshot[];
 }

@@ -8,9 +8,12 @@ import type {
   RequestQuotaCall,
   RequestQuotaResult,
   RenewLeasesCall,
+  ReportWatermarksCall,
+  ReportWatermarksResult,
 } from "@sluice/protocol";
 import { DEFAULT_CLASS_ID, type DynamicSpec, type ThrottlerSpec } from "@sluice/spec";
 import { AdaptiveLimits, type BucketUsageSample } from "./adaptive/adaptive-limits.ts";
+import { AlignmentGroups } from "./alignment/alignment-groups.ts";
 import type { LoadSource, LoadSpec } from "./adaptive/load-source.ts";
 import { bucketRequestOf } from "./bucket-request.ts";
 import { checkReleaseAmount, refuseNeverFitting } from "./concurrency/concurrency-admission.ts";
@@ -55,6 +58,8 @@ export interface ControllerOptions {
   readonly baseDir?: string;
   /** Builds an adaptive throttler's load source (tests); default: Prometheus over HTTP or the module. */
   readonly loadSourceOf?: (throttlerId: string, load: LoadSpec) => LoadSource;
+  /** Watermark alignment: how long a partition no worker reports any more keeps holding its group (default 10 s). */
+  readonly alignmentEntryTtlMs?: number;
 }
 
 /**
@@ -76,6 +81,7 @@ export class Controller implements QuotaServiceHandler {
   private readonly adaptive: AdaptiveLimits;
   private readonly leases: ConcurrencyLeases;
   private readonly watchers: DynamicSpecWatchers;
+  private readonly alignment: AlignmentGroups;
   private spec: DynamicSpec;
   private currentVersion = 1;
   private closedWith: SluiceError | null = null;
@@ -89,6 +95,7 @@ export class Controller implements QuotaServiceHandler {
     this.tracer = options.tracer ?? trace.getTracer("@sluice/controller");
     this.spec = options.dynamicSpec;
     this.currentVersion = options.initialVersion ?? 1;
+    this.alignment = new AlignmentGroups({ clock: this.clock, ...(options.alignmentEntryTtlMs !== undefined ? { entryTtlMs: options.alignmentEntryTtlMs } : {}) });
     this.adaptive = new AdaptiveLimits({
       clock: this.clock,
       log: this.log,
@@ -163,6 +170,12 @@ export class Controller implements QuotaServiceHandler {
     return { held: this.leases.renew(call.clientId, call.throttlerIds) };
   }
 
+  /** Watermark alignment (DESIGN §7.5): the worker's aligned partitions in, each one's bound out. */
+  async reportWatermarks(call: ReportWatermarksCall, _context: CallContext): Promise<ReportWatermarksResult> {
+    this.throwIfClosed();
+    return this.alignment.report(call);
+  }
+
   /** A concurrency throttler's grant is leased to its client until released or not renewed (DESIGN §7.2). */
   private async acquireUnits(driver: QuotaBucketDriver, throttler: ThrottlerSpec, call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult> {
     refuseNeverFitting(call, throttler);
@@ -230,7 +243,7 @@ export class Controller implements QuotaServiceHandler {
         ...(concurrency ? { concurrency } : {}),
       };
     });
-    return { version: this.currentVersion, generatedAt: new Date(now).toISOString(), throttlers };
+    return { version: this.currentVersion, generatedAt: new Date(now).toISOString(), throttlers, alignment: this.alignment.snapshot() };
   }
 
   /**

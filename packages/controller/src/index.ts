@@ -5,6 +5,8 @@ export {
   type ControllerThrottlerSnapshot,
   type ControllerClassSnapshot,
 } from "./controller.ts";
+export { AlignmentGroups, ALIGNMENT_DEFAULTS, type AlignmentGroupSnapshot, type AlignmentGroupsOptions } from "./alignment/alignment-groups.ts";
+export { MAX_PARTITIONS_PER_REPORT } from "./alignment/report-limits.ts";
 export { startController, type StartControllerOptions, type RunningController } from "./controller-server.ts";
 export { bucketConfigOf, describeLimit } from "./bucket-config.ts";
 export { GRANTED_RATE_SAMPLE_MS, GRANTED_RATE_WINDOW_MS } from "./granted-rates.ts";

@@ -316,5 +316,35 @@ export function quotaServiceContract(name: string, makeClient: MakeClient): void
       await assert.rejects(waiting, (error: unknown) => isSluiceError(error, "CONTROLLER_UNAVAILABLE") && error.message === expected);
       await assert.rejects(s.ask({ amount: 1 }), { message: expected });
     });
+
+    it("carries ReportWatermarks: each partition's bound, the group's figures, the instance and settling (DESIGN §7.5)", async (t) => {
+      const s = await setup(t, {});
+      const t0 = 1_700_000_000_000;
+      const report = s.client.reportWatermarks;
+      assert.ok(report, "the transport implements ReportWatermarks");
+      const answer = await report.call(s.client, {
+        clientId: "worker-1",
+        partitions: [
+          { groupName: "g", partitionId: "Enricher/in/0", watermarkMs: t0, idle: false, held: false },
+          { groupName: "g", partitionId: "Enricher/in/1", watermarkMs: t0 + 3_600_000, idle: false, held: true },
+          { groupName: "g", partitionId: "Enricher/in/2", watermarkMs: 0, idle: true, held: false },
+        ],
+      });
+      assert.deepEqual(answer.bounds, [
+        { partitionId: "Enricher/in/0", othersWatermarkMs: t0 + 3_600_000, unbounded: false },
+        { partitionId: "Enricher/in/1", othersWatermarkMs: t0, unbounded: false },
+        { partitionId: "Enricher/in/2", othersWatermarkMs: t0, unbounded: false },
+      ]);
+      assert.deepEqual(answer.groups, [{ groupName: "g", watermarkMs: t0, partitions: 3, held: 1, idle: 1 }]);
+      assert.match(answer.controllerInstance, /^[0-9a-f-]{36}$/);
+      assert.equal(answer.settling, true);
+      const alone = await report.call(s.client, { clientId: "worker-2", partitions: [{ groupName: "h", partitionId: "Enricher/in/9", watermarkMs: t0, idle: false, held: false }] });
+      assert.deepEqual(alone.bounds, [{ partitionId: "Enricher/in/9", othersWatermarkMs: 0, unbounded: true }]);
+      assert.deepEqual((await s.describe()).alignment?.map((g) => g.group), ["g", "h"]);
+      await assert.rejects(
+        report.call(s.client, { clientId: "", partitions: [] }),
+        (error: unknown) => isSluiceError(error, "INVALID_REQUEST") && /ReportWatermarks: client_id is empty/.test(error.message),
+      );
+    });
   });
 }

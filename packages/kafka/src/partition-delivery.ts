@@ -172,6 +172,7 @@ export class PartitionDelivery {
       commit: (nextOffset) => this.commit(lease, nextOffset),
       rewind: () => this.requestRewind(slot, lease),
       readAheadOldestMs: () => slot.oldestPendingEventTimeMs(lease),
+      hold: (held) => this.hold(slot, lease, held),
       ...(transactions ? { beginTransaction: () => transactions.begin(lease) } : {}),
     };
     try {
@@ -214,7 +215,19 @@ export class PartitionDelivery {
       moves.resume(slot);
       return;
     }
-    if (slot.buffered <= this.options.prefetchBatchesPerPartition) moves.resume(slot);
+    if (slot.buffered <= this.options.prefetchBatchesPerPartition && !lease.heldByAlignment) moves.resume(slot);
+  }
+
+  /**
+   * Watermark alignment paused the partition (kafkajs fetches nothing more for it), or let it read
+   * again: it resumes only if the read window and the lease allow it too.
+   */
+  private hold(slot: PartitionSlot, lease: PartitionLease, held: boolean): void {
+    if (!lease.active || slot.lease !== lease || lease.heldByAlignment === held) return;
+    lease.heldByAlignment = held;
+    const { moves, prefetchBatchesPerPartition } = this.options;
+    if (held) moves.pause(slot);
+    else if (!lease.claiming && !lease.rewindRequested && slot.buffered <= prefetchBatchesPerPartition) moves.resume(slot);
   }
 
   private requestRewind(slot: PartitionSlot, lease: PartitionLease): void {

@@ -27,6 +27,11 @@ export class PartitionLease {
    * accepted until then, because only afterwards is the group's committed offset final.
    */
   claiming = false;
+  /**
+   * Watermark alignment holds the partition (DESIGN §7.5): it is paused and stays paused, whatever
+   * the read window says, until the job's gate lets it read again.
+   */
+  heldByAlignment = false;
   private stillMember = false;
 
   constructor(

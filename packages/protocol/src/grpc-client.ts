@@ -5,7 +5,7 @@ import { toGrpcMetadata } from "./call-metadata.ts";
 import { toGrpcDeadline } from "./grpc-deadline.ts";
 import { fromGrpcError, streamEndedStatus, type CallSite } from "./error-mapping.ts";
 import { quotaServiceDefinition, type QuotaServiceDefinition, type WireDynamicSpecUpdate } from "./proto-definition.ts";
-import { paceFieldsOf, type CallOptions, type DynamicSpecUpdate, type QuotaServiceClient } from "./quota-service.ts";
+import { paceFieldsOf, reportWatermarksResultOf, type CallOptions, type DynamicSpecUpdate, type QuotaServiceClient } from "./quota-service.ts";
 import { clientChannelCredentials, diagnoseConnection, type ClientTlsOptions } from "./tls-credentials.ts";
 import { toUint64 } from "./uint64.ts";
 
@@ -123,6 +123,11 @@ export function createGrpcQuotaClient(address: string, options: GrpcQuotaClientO
     async renewLeases(call, callOptions) {
       const response = await unary("RenewLeases", { clientId: call.clientId, throttlerIds: [...call.throttlerIds] }, callOptions);
       return { held: response.held };
+    },
+
+    async reportWatermarks(call, callOptions) {
+      const partitions = call.partitions.map((p) => ({ ...p, watermarkMs: toUint64(p.watermarkMs) }));
+      return reportWatermarksResultOf(await unary("ReportWatermarks", { clientId: call.clientId, partitions }, callOptions));
     },
 
     async updateDynamicSpec(dynamicSpecJson, callOptions) {

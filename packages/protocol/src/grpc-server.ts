@@ -21,12 +21,14 @@ import {
   type WireReleaseQuotaResponse,
   type WireRenewLeasesRequest,
   type WireRenewLeasesResponse,
+  type WireReportWatermarksRequest,
+  type WireReportWatermarksResponse,
   type WireRequestQuotaRequest,
   type WireRequestQuotaResponse,
   type WireUpdateDynamicSpecResponse,
   type WireWatchDynamicSpecRequest,
 } from "./proto-definition.ts";
-import type { CallContext, DynamicSpecUpdate, QuotaServiceHandler } from "./quota-service.ts";
+import { REPORT_WATERMARKS_UNIMPLEMENTED, reportWatermarksCallOf, reportWatermarksResultOf, type CallContext, type DynamicSpecUpdate, type QuotaServiceHandler } from "./quota-service.ts";
 import { serverCredentials, type ServerTlsOptions } from "./tls-credentials.ts";
 import { toUint64 } from "./uint64.ts";
 
@@ -104,6 +106,16 @@ export async function serveQuotaService(handler: QuotaServiceHandler, options: S
       }
       const result = await handler.renewLeases({ clientId: request.clientId, throttlerIds: [...request.throttlerIds] }, context);
       return { held: result.held };
+    }),
+    ReportWatermarks: unary(authorize, async (request: WireReportWatermarksRequest, context): Promise<WireReportWatermarksResponse> => {
+      if (!handler.reportWatermarks) throw new SluiceError("CONTROLLER_UNAVAILABLE", REPORT_WATERMARKS_UNIMPLEMENTED);
+      const result = reportWatermarksResultOf(await handler.reportWatermarks(reportWatermarksCallOf(request), context));
+      return {
+        bounds: result.bounds.map((b) => ({ ...b, othersWatermarkMs: toUint64(b.othersWatermarkMs) })),
+        groups: result.groups.map((g) => ({ ...g, watermarkMs: toUint64(g.watermarkMs) })),
+        controllerInstance: result.controllerInstance,
+        settling: result.settling,
+      };
     }),
     UpdateDynamicSpec: unary(
       authorize,

@@ -8,7 +8,7 @@ import type {
   QuotaServiceClient,
   QuotaServiceHandler,
 } from "./quota-service.ts";
-import { paceFieldsOf } from "./quota-service.ts";
+import { paceFieldsOf, REPORT_WATERMARKS_UNIMPLEMENTED, reportWatermarksCallOf, reportWatermarksResultOf } from "./quota-service.ts";
 import { toUint64 } from "./uint64.ts";
 
 export interface InMemoryQuotaClientOptions {
@@ -131,6 +131,14 @@ export function createInMemoryQuotaClient(handler: QuotaServiceHandler, options:
           throw new SluiceError("CONTROLLER_UNAVAILABLE", "this controller does not implement RenewLeases (concurrency throttlers)");
         }
         return await handler.renewLeases(request, context);
+      });
+    },
+
+    reportWatermarks(call, callOptions) {
+      const request = wireCopy(reportWatermarksCallOf({ clientId: call.clientId, partitions: call.partitions.map((p) => ({ ...p, watermarkMs: toUint64(p.watermarkMs) })) }));
+      return unary("ReportWatermarks", callOptions, async (context) => {
+        if (!handler.reportWatermarks) throw new SluiceError("CONTROLLER_UNAVAILABLE", REPORT_WATERMARKS_UNIMPLEMENTED);
+        return reportWatermarksResultOf(await handler.reportWatermarks(request, context));
       });
     },
 

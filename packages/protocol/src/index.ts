@@ -7,10 +7,15 @@ export type {
   QuotaServiceHandler,
   ReleaseQuotaCall,
   RenewLeasesCall,
+  PartitionBound,
+  PartitionWatermarkReport,
+  GroupWatermarkView,
+  ReportWatermarksCall,
+  ReportWatermarksResult,
   RequestQuotaCall,
   RequestQuotaResult,
 } from "./quota-service.ts";
-export { paceFieldsOf } from "./quota-service.ts";
+export { paceFieldsOf, REPORT_WATERMARKS_UNIMPLEMENTED, reportWatermarksCallOf, reportWatermarksResultOf } from "./quota-service.ts";
 export {
   ERROR_CODE_METADATA_KEY,
   ERROR_DETAILS_METADATA_KEY,

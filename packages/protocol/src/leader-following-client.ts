@@ -1,7 +1,7 @@
 import type { ChannelOptions } from "@grpc/grpc-js";
 import { asSluiceError, SluiceError } from "@sluice/core";
 import { leaderOf } from "./error-mapping.ts";
-import type { CallOptions, QuotaServiceClient } from "./quota-service.ts";
+import { REPORT_WATERMARKS_UNIMPLEMENTED, type CallOptions, type QuotaServiceClient } from "./quota-service.ts";
 
 /**
  * Channel options for the connections of a failover group's client: a leader that is paused
@@ -100,6 +100,8 @@ export function createLeaderFollowingClient(addresses: readonly string[], option
     releaseQuota: (request, callOptions?: CallOptions) => call("ReleaseQuota", (c) => c.releaseQuota(request, callOptions), callOptions?.signal),
     updateDynamicSpec: (json, callOptions?: CallOptions) => call("UpdateDynamicSpec", (c) => c.updateDynamicSpec(json, callOptions), callOptions?.signal),
     describeThrottlers: (callOptions?: CallOptions) => call("DescribeThrottlers", (c) => c.describeThrottlers(callOptions), callOptions?.signal),
+    reportWatermarks: (request, callOptions?: CallOptions) =>
+      call("ReportWatermarks", (c) => (c.reportWatermarks ? c.reportWatermarks(request, callOptions) : Promise.reject(new SluiceError("CONTROLLER_UNAVAILABLE", REPORT_WATERMARKS_UNIMPLEMENTED))), callOptions?.signal),
     watchDynamicSpec: (clientId, onUpdate, signal) => call("WatchDynamicSpec", (c) => c.watchDynamicSpec(clientId, onUpdate, signal), signal),
     close() {
       closed = true;

@@ -58,6 +58,36 @@ export interface WireRenewLeasesResponse {
   held: number;
 }
 
+export interface WirePartitionWatermark {
+  groupName: string;
+  partitionId: string;
+  watermarkMs: number;
+  idle: boolean;
+  held: boolean;
+}
+export interface WireReportWatermarksRequest {
+  clientId: string;
+  partitions: WirePartitionWatermark[];
+}
+export interface WirePartitionBound {
+  partitionId: string;
+  othersWatermarkMs: number;
+  unbounded: boolean;
+}
+export interface WireGroupWatermark {
+  groupName: string;
+  watermarkMs: number;
+  partitions: number;
+  held: number;
+  idle: number;
+}
+export interface WireReportWatermarksResponse {
+  bounds: WirePartitionBound[];
+  groups: WireGroupWatermark[];
+  controllerInstance: string;
+  settling: boolean;
+}
+
 /** A type alias, not an interface, so it is assignable to grpc-js's index-signature ServiceDefinition. */
 export type QuotaServiceDefinition = {
   readonly RequestQuota: MethodDefinition<WireRequestQuotaRequest, WireRequestQuotaResponse>;
@@ -66,6 +96,7 @@ export type QuotaServiceDefinition = {
   readonly UpdateDynamicSpec: MethodDefinition<WireUpdateDynamicSpecRequest, WireUpdateDynamicSpecResponse>;
   readonly DescribeThrottlers: MethodDefinition<WireDescribeThrottlersRequest, WireDescribeThrottlersResponse>;
   readonly RenewLeases: MethodDefinition<WireRenewLeasesRequest, WireRenewLeasesResponse>;
+  readonly ReportWatermarks: MethodDefinition<WireReportWatermarksRequest, WireReportWatermarksResponse>;
 };
 
 let loaded: QuotaServiceDefinition | undefined;

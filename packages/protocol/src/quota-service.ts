@@ -52,6 +52,52 @@ export interface RenewLeasesCall {
   readonly throttlerIds: readonly string[];
 }
 
+/** One aligned input partition as its worker reports it (DESIGN §7.5, ReportWatermarks). */
+export interface PartitionWatermarkReport {
+  readonly groupName: string;
+  /** `<computation>/<stream>/<partition>`. */
+  readonly partitionId: string;
+  /** Largest event time read, epoch ms; 0 = nothing read yet. */
+  readonly watermarkMs: number;
+  /** Nothing to read for idle_timeout: does not hold the group back. */
+  readonly idle: boolean;
+  /** Paused by alignment now. */
+  readonly held: boolean;
+}
+
+export interface ReportWatermarksCall {
+  readonly clientId: string;
+  /** Every aligned partition the client owns now; one it leaves out is no longer its. */
+  readonly partitions: readonly PartitionWatermarkReport[];
+}
+
+/** How far the rest of a partition's group has read. */
+export interface PartitionBound {
+  readonly partitionId: string;
+  /** Minimum watermark of the other live partitions of the group; 0 = one of them has read nothing yet. */
+  readonly othersWatermarkMs: number;
+  /** No other live partition: nothing holds this one back (othersWatermarkMs is then 0). */
+  readonly unbounded: boolean;
+}
+
+export interface GroupWatermarkView {
+  readonly groupName: string;
+  /** Minimum over the live partitions; 0 = none, or one has read nothing yet. */
+  readonly watermarkMs: number;
+  readonly partitions: number;
+  readonly held: number;
+  readonly idle: number;
+}
+
+export interface ReportWatermarksResult {
+  readonly bounds: readonly PartitionBound[];
+  readonly groups: readonly GroupWatermarkView[];
+  /** Changes when the controller restarts or fails over. */
+  readonly controllerInstance: string;
+  /** The controller (re)started recently and may not have heard from every worker yet. */
+  readonly settling: boolean;
+}
+
 export interface DynamicSpecUpdate {
   readonly version: number;
   readonly dynamicSpecJson: string;
@@ -87,6 +133,8 @@ export interface QuotaServiceClient {
    * transports implement it.
    */
   renewLeases?(call: RenewLeasesCall, options?: CallOptions): Promise<{ held: number }>;
+  /** Watermark alignment (DESIGN §7.5). Optional for the same reason as renewLeases. */
+  reportWatermarks?(call: ReportWatermarksCall, options?: CallOptions): Promise<ReportWatermarksResult>;
   close(): void;
 }
 
@@ -121,4 +169,30 @@ export interface QuotaServiceHandler {
    * handler lacks it answers UNIMPLEMENTED.
    */
   renewLeases?(call: RenewLeasesCall, context: CallContext): Promise<{ held: number }>;
+  /** Watermark alignment (DESIGN §7.5); a server whose handler lacks it answers CONTROLLER_UNAVAILABLE naming it. */
+  reportWatermarks?(call: ReportWatermarksCall, context: CallContext): Promise<ReportWatermarksResult>;
 }
+
+/** Field by field, so that nothing else a transport carries leaks across (both transports use it). */
+export function reportWatermarksCallOf(wire: { clientId: string; partitions: readonly PartitionWatermarkReport[] }): ReportWatermarksCall {
+  return {
+    clientId: wire.clientId,
+    partitions: wire.partitions.map((p) => ({ groupName: p.groupName, partitionId: p.partitionId, watermarkMs: p.watermarkMs, idle: p.idle, held: p.held })),
+  };
+}
+
+export function reportWatermarksResultOf(wire: {
+  bounds: readonly PartitionBound[];
+  groups: readonly GroupWatermarkView[];
+  controllerInstance: string;
+  settling: boolean;
+}): ReportWatermarksResult {
+  return {
+    bounds: wire.bounds.map((b) => ({ partitionId: b.partitionId, othersWatermarkMs: b.othersWatermarkMs, unbounded: b.unbounded })),
+    groups: wire.groups.map((g) => ({ groupName: g.groupName, watermarkMs: g.watermarkMs, partitions: g.partitions, held: g.held, idle: g.idle })),
+    controllerInstance: wire.controllerInstance,
+    settling: wire.settling,
+  };
+}
+
+export const REPORT_WATERMARKS_UNIMPLEMENTED = "this controller does not implement ReportWatermarks (watermark alignment); upgrade the controller or remove watermark_alignment from the spec";

@@ -49,6 +49,10 @@ export function checkedServiceDefinition(definition: QuotaServiceDefinition) {
       ...definition.WatchDynamicSpec,
       requestDeserialize: tolerant("WatchDynamicSpec", definition.WatchDynamicSpec.requestDeserialize),
     },
+    ReportWatermarks: {
+      ...definition.ReportWatermarks,
+      requestDeserialize: tolerant("ReportWatermarks", definition.ReportWatermarks.requestDeserialize),
+    },
     DescribeThrottlers: {
       ...definition.DescribeThrottlers,
       requestDeserialize: tolerant("DescribeThrottlers", definition.DescribeThrottlers.requestDeserialize),

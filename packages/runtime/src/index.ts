@@ -43,4 +43,6 @@ export {
   type ThrottledOptions,
 } from "@sluice/client";
 export { Worker, type WorkerOptions } from "./worker.ts";
+export { AlignedPartition, type AlignmentAnswer, type AlignmentSettings } from "./alignment/aligned-partition.ts";
+export { WatermarkAlignment, WATERMARK_ALIGNMENT_DEFAULTS, type AlignmentMetricsView, type WatermarkAlignmentOptions } from "./alignment/watermark-alignment.ts";
 export { defaultWorkerId } from "./worker-id.ts";

@@ -15,6 +15,8 @@ import type { IoFactory } from "./ports/io-factory.ts";
 import type { Sink } from "./ports/sink.ts";
 import type { BatchContext, PartitionRef, Source, SourceBatch } from "./ports/source.ts";
 import { defaultWorkerId } from "./worker-id.ts";
+import type { AlignedPartition } from "./alignment/aligned-partition.ts";
+import { WatermarkAlignment, type AlignmentMetricsView } from "./alignment/watermark-alignment.ts";
 
 export interface WorkerOptions {
   readonly pipeline: PipelineSpec;
@@ -34,6 +36,8 @@ export interface WorkerOptions {
   readonly restartBackoffMs?: { readonly min: number; readonly max: number };
   /** How long start() waits for the controller's dynamic_spec before using the spec file's. */
   readonly dynamicSpecWaitMs?: number;
+  /** How often aligned partitions are reported to the controller (DESIGN §7.5). Default 1 s. */
+  readonly alignmentReportIntervalMs?: number;
 }
 
 interface RunningComputation {
@@ -63,6 +67,8 @@ export class Worker {
   /** Jobs being stopped: still counted one by one until their close() is done and they are folded in. */
   private readonly stoppingJobs = new Set<Job>();
   private readonly watcher: DynamicSpecWatcher;
+  /** Watermark alignment of this worker's aligned partitions (DESIGN §7.5). */
+  private readonly alignment: WatermarkAlignment;
   private dynamicSpec: DynamicSpec;
   private sink: Sink | null = null;
   private started: Promise<void> | null = null;
@@ -80,6 +86,13 @@ export class Worker {
       clock: this.clock,
       log: (line) => this.log.warn(line),
       onSpec: (spec, version) => this.applyDynamicSpec(spec, version),
+    });
+    this.alignment = new WatermarkAlignment({
+      workerId: this.workerId,
+      client: options.quotaClient,
+      clock: this.clock,
+      log: this.log,
+      ...(options.alignmentReportIntervalMs !== undefined ? { reportIntervalMs: options.alignmentReportIntervalMs } : {}),
     });
   }
 
@@ -110,6 +123,16 @@ export class Worker {
     for (const job of this.jobs.values()) job.throttlerMetrics().forEach(add);
     for (const job of this.stoppingJobs) job.throttlerMetrics().forEach(add);
     return [...sums.values()];
+  }
+
+  /** Aligned partitions on this worker, and how many are held, per computation and group. */
+  alignmentMetrics(): AlignmentMetricsView[] {
+    return this.alignment.metrics();
+  }
+
+  /** The watermark of an alignment group as the controller last told this worker (epoch ms; 0 = unknown). */
+  alignmentGroupWatermarkMs(group: string): number {
+    return this.alignment.groupWatermarkMs(group);
   }
 
   /** Stops sources (handlers in flight finish or abort), closes jobs, returns quota. Idempotent. */
@@ -147,6 +170,11 @@ export class Worker {
       const running: RunningComputation = { name, computation, source, stats: new ComputationStats(name) };
       this.running.push(running);
       await source.start((batch, context) => this.deliver(running, batch, context), {
+        // Assigned partitions join their alignment group at once: one that has not read yet holds
+        // the others back until it reads or is idle (DESIGN §7.5).
+        onAssigned: (partitions) => {
+          for (const { stream, partition } of partitions) this.alignedPartition(name, stream, partition);
+        },
         onRevoked: (partitions) => void this.stopJobs(name, partitions),
       });
     }
@@ -188,11 +216,27 @@ export class Worker {
       dynamicSpec: () => this.dynamicSpec,
       stats: running.stats,
       eventTimes: this.eventTimesOf(running, partition),
+      ...this.alignmentOf(running.name, stream, partition),
       clock: this.clock,
       log: this.log,
       tracer: this.tracer,
       ...(this.options.restartBackoffMs ? { restartBackoffMs: this.options.restartBackoffMs } : {}),
     });
+  }
+
+  private alignedPartition(computation: string, stream: string, partition: number): AlignedPartition | undefined {
+    const alignment = this.options.pipeline.computations[computation]?.watermark_alignment;
+    if (!alignment || this.closing) return undefined;
+    return this.alignment.partition(computation, stream, partition, {
+      groupName: alignment.group_name,
+      driftBoundMs: alignment.drift_bound,
+      idleTimeoutMs: alignment.idle_timeout,
+    });
+  }
+
+  private alignmentOf(computation: string, stream: string, partition: number): { alignment?: AlignedPartition } {
+    const aligned = this.alignedPartition(computation, stream, partition);
+    return aligned ? { alignment: aligned } : {};
   }
 
   private eventTimesOf(running: RunningComputation, partition: number): UnprocessedEventTimes {
@@ -212,6 +256,7 @@ export class Worker {
     await Promise.all(
       partitions.map(async ({ stream, partition }) => {
         const key = jobKey(computation, stream, partition);
+        this.alignment.forget(computation, stream, partition);
         const job = this.jobs.get(key);
         if (!job) return;
         this.jobs.delete(key);
@@ -238,6 +283,7 @@ export class Worker {
   private async doClose(): Promise<void> {
     await this.started?.catch(() => undefined);
     await Promise.all(this.running.map((r) => r.source.close()));
+    await this.alignment.close();
     await Promise.all([...this.jobs.values()].map((job) => job.close()));
     await this.watcher.close();
     await this.sink?.close();

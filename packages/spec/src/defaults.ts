@@ -58,6 +58,13 @@ export const COMPUTATION_DEFAULTS = Object.freeze({
   delivery: "at_least_once" as const,
 });
 
+/** `computations.<name>.watermark_alignment` (DESIGN §7.5); group name and drift bound as in YT Flow. */
+export const WATERMARK_ALIGNMENT_DEFAULTS = Object.freeze({
+  group_name: "default-alignment-group",
+  drift_bound: "20m",
+  idle_timeout: "30s",
+});
+
 /**
  * Constants of the prefetching client derived from a throttler spec (ytflow.md §2.1,
  * `BuildPrefetchingConfig`): the window spans 10 request periods but never less than 1 s, and an

@@ -8,7 +8,13 @@ export {
   KAFKA_DEFAULTS,
   PREFETCH_DEFAULTS,
   ADAPTIVE_DEFAULTS,
+  WATERMARK_ALIGNMENT_DEFAULTS,
 } from "./defaults.ts";
+export {
+  watermarkAlignmentSpecSchema,
+  type WatermarkAlignmentSpec,
+  type WatermarkAlignmentSpecInput,
+} from "./watermark-alignment-spec.ts";
 export { adaptiveSpecSchema, initialLimitOf, type AdaptiveSpec, type AdaptiveSpecInput } from "./adaptive-spec.ts";
 export {
   throttlerSpecSchema,

@@ -8,6 +8,7 @@ import { hostPortSchema } from "./host-port.ts";
 import { integer } from "./integer.ts";
 import { notDeclaredMessage } from "./not-declared.ts";
 import { mustBe } from "./rule-error.ts";
+import { watermarkAlignmentSpecSchema } from "./watermark-alignment-spec.ts";
 
 // The pipeline spec file (DESIGN §3). Everything but `dynamic_spec` needs a restart to change.
 
@@ -204,6 +205,7 @@ export const computationSpecSchema = z
             '"exactly_once": with Kafka, a batch\'s outputs and its input offsets commit in one transaction, so a read_committed ' +
             `consumer sees each input's outputs once. Default "${COMPUTATION_DEFAULTS.delivery}".`,
         ),
+      watermark_alignment: watermarkAlignmentSpecSchema.optional(),
     },
     { error: mustBe("an object") },
   )

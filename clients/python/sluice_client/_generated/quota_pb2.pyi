@@ -1,8 +1,8 @@
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Iterable as _Iterable
-from typing import ClassVar as _ClassVar, Optional as _Optional
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -99,3 +99,61 @@ class RenewLeasesResponse(_message.Message):
     HELD_FIELD_NUMBER: _ClassVar[int]
     held: float
     def __init__(self, held: _Optional[float] = ...) -> None: ...
+
+class PartitionWatermark(_message.Message):
+    __slots__ = ("group_name", "partition_id", "watermark_ms", "idle", "held")
+    GROUP_NAME_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_ID_FIELD_NUMBER: _ClassVar[int]
+    WATERMARK_MS_FIELD_NUMBER: _ClassVar[int]
+    IDLE_FIELD_NUMBER: _ClassVar[int]
+    HELD_FIELD_NUMBER: _ClassVar[int]
+    group_name: str
+    partition_id: str
+    watermark_ms: int
+    idle: bool
+    held: bool
+    def __init__(self, group_name: _Optional[str] = ..., partition_id: _Optional[str] = ..., watermark_ms: _Optional[int] = ..., idle: _Optional[bool] = ..., held: _Optional[bool] = ...) -> None: ...
+
+class ReportWatermarksRequest(_message.Message):
+    __slots__ = ("client_id", "partitions")
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    client_id: str
+    partitions: _containers.RepeatedCompositeFieldContainer[PartitionWatermark]
+    def __init__(self, client_id: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[PartitionWatermark, _Mapping]]] = ...) -> None: ...
+
+class PartitionBound(_message.Message):
+    __slots__ = ("partition_id", "others_watermark_ms", "unbounded")
+    PARTITION_ID_FIELD_NUMBER: _ClassVar[int]
+    OTHERS_WATERMARK_MS_FIELD_NUMBER: _ClassVar[int]
+    UNBOUNDED_FIELD_NUMBER: _ClassVar[int]
+    partition_id: str
+    others_watermark_ms: int
+    unbounded: bool
+    def __init__(self, partition_id: _Optional[str] = ..., others_watermark_ms: _Optional[int] = ..., unbounded: _Optional[bool] = ...) -> None: ...
+
+class GroupWatermark(_message.Message):
+    __slots__ = ("group_name", "watermark_ms", "partitions", "held", "idle")
+    GROUP_NAME_FIELD_NUMBER: _ClassVar[int]
+    WATERMARK_MS_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    HELD_FIELD_NUMBER: _ClassVar[int]
+    IDLE_FIELD_NUMBER: _ClassVar[int]
+    group_name: str
+    watermark_ms: int
+    partitions: int
+    held: int
+    idle: int
+    def __init__(self, group_name: _Optional[str] = ..., watermark_ms: _Optional[int] = ..., partitions: _Optional[int] = ..., held: _Optional[int] = ..., idle: _Optional[int] = ...) -> None: ...
+
+class ReportWatermarksResponse(_message.Message):
+    __slots__ = ("bounds", "groups", "controller_instance", "settling")
+    BOUNDS_FIELD_NUMBER: _ClassVar[int]
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    CONTROLLER_INSTANCE_FIELD_NUMBER: _ClassVar[int]
+    SETTLING_FIELD_NUMBER: _ClassVar[int]
+    bounds: _containers.RepeatedCompositeFieldContainer[PartitionBound]
+    groups: _containers.RepeatedCompositeFieldContainer[GroupWatermark]
+    controller_instance: str
+    settling: bool
+    def __init__(self, bounds: _Optional[_Iterable[_Union[PartitionBound, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[GroupWatermark, _Mapping]]] = ..., controller_instance: _Optional[str] = ..., settling: _Optional[bool] = ...) -> None: ...

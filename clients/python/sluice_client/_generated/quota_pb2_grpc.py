@@ -64,6 +64,11 @@ class QuotaServiceStub:
                 request_serializer=sluice_dot_throttler_dot_v1_dot_quota__pb2.RenewLeasesRequest.SerializeToString,
                 response_deserializer=sluice_dot_throttler_dot_v1_dot_quota__pb2.RenewLeasesResponse.FromString,
                 _registered_method=True)
+        self.ReportWatermarks = channel.unary_unary(
+                '/sluice.throttler.v1.QuotaService/ReportWatermarks',
+                request_serializer=sluice_dot_throttler_dot_v1_dot_quota__pb2.ReportWatermarksRequest.SerializeToString,
+                response_deserializer=sluice_dot_throttler_dot_v1_dot_quota__pb2.ReportWatermarksResponse.FromString,
+                _registered_method=True)
 
 
 class QuotaServiceServicer:
@@ -113,6 +118,15 @@ class QuotaServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReportWatermarks(self, request, context):
+        """Watermark alignment (DESIGN §7.5): a worker reports the read watermark of every aligned
+        partition it owns (all of them, each time: a partition it no longer reports is no longer its),
+        and learns for each how far the rest of its group has read.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_QuotaServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -145,6 +159,11 @@ def add_QuotaServiceServicer_to_server(servicer, server):
                     servicer.RenewLeases,
                     request_deserializer=sluice_dot_throttler_dot_v1_dot_quota__pb2.RenewLeasesRequest.FromString,
                     response_serializer=sluice_dot_throttler_dot_v1_dot_quota__pb2.RenewLeasesResponse.SerializeToString,
+            ),
+            'ReportWatermarks': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReportWatermarks,
+                    request_deserializer=sluice_dot_throttler_dot_v1_dot_quota__pb2.ReportWatermarksRequest.FromString,
+                    response_serializer=sluice_dot_throttler_dot_v1_dot_quota__pb2.ReportWatermarksResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -309,6 +328,33 @@ class QuotaService:
             '/sluice.throttler.v1.QuotaService/RenewLeases',
             sluice_dot_throttler_dot_v1_dot_quota__pb2.RenewLeasesRequest.SerializeToString,
             sluice_dot_throttler_dot_v1_dot_quota__pb2.RenewLeasesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReportWatermarks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/sluice.throttler.v1.QuotaService/ReportWatermarks',
+            sluice_dot_throttler_dot_v1_dot_quota__pb2.ReportWatermarksRequest.SerializeToString,
+            sluice_dot_throttler_dot_v1_dot_quota__pb2.ReportWatermarksResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -5,6 +5,8 @@ import type {
   DynamicSpecUpdate,
   QuotaServiceHandler,
   ReleaseQuotaCall,
+  ReportWatermarksCall,
+  ReportWatermarksResult,
   RequestQuotaCall,
   RequestQuotaResult,
 } from "@sluice/protocol";
@@ -165,6 +167,11 @@ export class FailoverController implements QuotaServiceHandler {
       );
     }
     return answer;
+  }
+
+  /** Not persisted: after a failover every worker reports its partitions again (DESIGN §7.5). */
+  async reportWatermarks(call: ReportWatermarksCall, context: CallContext): Promise<ReportWatermarksResult> {
+    return this.serving().reportWatermarks(call, context);
   }
 
   async describeThrottlers(_context?: CallContext): Promise<{ snapshotJson: string }> {

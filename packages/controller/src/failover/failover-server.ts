@@ -51,6 +51,7 @@ export async function startFailoverController(options: StartFailoverControllerOp
     watchDynamicSpec: (clientId, emit, context) => (target ? target.watchDynamicSpec(clientId, emit, context) : Promise.reject(starting())),
     updateDynamicSpec: (json, context) => (target ? target.updateDynamicSpec(json, context) : Promise.reject(starting())),
     describeThrottlers: (context) => (target ? target.describeThrottlers(context) : Promise.reject(starting())),
+    reportWatermarks: (call, context) => (target ? target.reportWatermarks(call, context) : Promise.reject(starting())),
   };
   const server = await serveQuotaService(handler, {
     port: options.port,

@@ -1,5 +1,6 @@
 import { WAIT_BUCKETS_MS, type WaitHistogramView } from "@sluice/core";
 import type { ControllerSnapshot, ControllerThrottlerSnapshot } from "../controller.ts";
+import { writeAlignmentMetrics } from "./alignment-metrics.ts";
 import { writeFailoverMetrics } from "./failover-metrics.ts";
 import type { Labels, PrometheusText, Sample } from "./prometheus-text.ts";
 
@@ -90,6 +91,7 @@ export function writeControllerMetrics(out: PrometheusText, snapshot: Controller
     "Time from a request's arrival to its first granted chunk, milliseconds.",
     classes.map(({ labels, c }) => ({ labels, view: c.waitTime })),
   );
+  writeAlignmentMetrics(out, snapshot.alignment ?? []);
   if (snapshot.failover) writeFailoverMetrics(out, snapshot.failover);
 }
 

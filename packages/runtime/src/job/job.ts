@@ -10,8 +10,10 @@ import type { BatchContext, SourceBatch, SourceRecord } from "../ports/source.ts
 import type { ComputationStats } from "./computation-stats.ts";
 import type { RetiredThrottlerTotals } from "./retired-throttler-totals.ts";
 import { throttlerMetricsView, type ThrottlerMetricsView } from "./throttler-metrics-view.ts";
+import { acquireTogether } from "./acquire-together.ts";
 import { LinkedAbort } from "./linked-abort.ts";
 import { UnprocessedEventTimes, type UnprocessedSpan } from "./unprocessed-event-times.ts";
+import type { AlignedPartition } from "../alignment/aligned-partition.ts";
 
 const NOTHING_HELD = (): void => {};
 
@@ -36,6 +38,11 @@ export interface JobOptions {
    * different input streams, so their lag timestamp is one (DESIGN §7.5). Default: the job's own.
    */
   readonly eventTimes?: UnprocessedEventTimes;
+  /**
+   * `watermark_alignment` (DESIGN §7.5): the gate every iteration passes before it asks for quota.
+   * Absent = the computation is not aligned.
+   */
+  readonly alignment?: AlignedPartition;
   /** Restart backoff after a failed iteration: doubles from min to max. */
   readonly restartBackoffMs?: { readonly min: number; readonly max: number };
 }
@@ -104,10 +111,18 @@ export class Job {
       const records = batch.records.slice(start, start + maxRows);
       iterations.push({ records, unprocessed: this.eventTimes.read(stream, streamDelayMs, records.map((r) => r.timestampMs)) });
     }
+    const alignment = this.options.alignment;
+    alignment?.begin();
     try {
       await this.ensureInitialized();
       for (const { records, unprocessed } of iterations) {
         if (signal.aborted) return;
+        if (alignment) {
+          // Before quota: a held partition asks for none, whatever its class (DESIGN §7.5).
+          await alignment.whenReadable(signal, (held) => context.hold?.(held));
+          if (signal.aborted) return;
+          alignment.noteRead(records.map((r) => r.timestampMs));
+        }
         await this.iterate(records, context, signal);
         unprocessed.done();
         this.consecutiveFailures = 0;
@@ -119,6 +134,7 @@ export class Job {
     } finally {
       // Revoked, stopped or rewound: these records are read again later (or elsewhere), not held here.
       for (const { unprocessed } of iterations) unprocessed.done();
+      alignment?.end();
       linked.dispose();
     }
   }
@@ -238,7 +254,7 @@ export class Job {
       try {
         // Asked inside the span: a throttle() that misses the pool sends its refill RPC right here,
         // and the RPC carries the active context, so the controller's span becomes this one's child.
-        await this.acquireTogether(
+        await acquireTogether(
           [
             ...(rowsId ? [[throttlers.getThrottlerOrThrow(rowsId), rows] as const] : []),
             ...(bytesId ? [[throttlers.getThrottlerOrThrow(bytesId), bytes] as const] : []),
@@ -265,35 +281,6 @@ export class Job {
         }
       }
     };
-  }
-
-  /**
-   * Waits for every throttler at once. If one fails, the others stop waiting (their local requests
-   * leave the queue) and what they were already granted goes back, so no quota is held by an
-   * iteration that will not run, and the retried iteration does not queue behind its own orphans.
-   */
-  private async acquireTogether(asks: readonly (readonly [Throttler, number])[], signal: AbortSignal): Promise<void> {
-    if (asks.length === 1) {
-      const [only] = asks;
-      if (only) await only[0].throttle(only[1], { signal });
-      return;
-    }
-    const giveUp = new LinkedAbort([signal]);
-    const granted: (readonly [Throttler, number])[] = [];
-    const waits = asks.map(async (ask) => {
-      await ask[0].throttle(ask[1], { signal: giveUp.signal });
-      granted.push(ask);
-    });
-    try {
-      await Promise.all(waits);
-    } catch (error) {
-      giveUp.abort(error);
-      await Promise.allSettled(waits);
-      for (const [throttler, amount] of granted) throttler.release(amount);
-      throw error;
-    } finally {
-      giveUp.dispose();
-    }
   }
 
   private get exactlyOnce(): boolean {

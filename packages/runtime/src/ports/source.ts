@@ -47,6 +47,12 @@ export interface BatchContext {
    */
   readAheadOldestMs?(): number | undefined;
   /**
+   * Watermark alignment (DESIGN §7.5) holds this partition (true) or lets it read again (false): a
+   * source that fetches ahead stops fetching it while held. Optional: a source that does not fetch
+   * ahead is held by the job's wait alone.
+   */
+  hold?(held: boolean): void;
+  /**
    * Opens a transaction for this partition's next iteration; only sources that can commit outputs
    * and offsets atomically have it (Kafka, the memory log).
    */
