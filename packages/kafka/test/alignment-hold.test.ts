@@ -24,6 +24,7 @@ test("a held partition is paused and stays paused until the job lets go", async 
     groupId: "g",
     prefetchBatchesPerPartition: 1,
     transactions: null,
+    fencedReclaimDelayMs: 6000,
     commits: new CommitCoalescer({ groupId: "g", send: async () => {}, isGroupChange: () => false, waitForJoin: async () => {}, joins: () => 1, intervalMs: 10, maxAttempts: 1 }),
     handler: () => async (_batch, ctx) => {
       context = ctx;
@@ -60,6 +61,7 @@ test("a hold from a revoked lease does nothing to the partition or its next owne
     groupId: "g",
     prefetchBatchesPerPartition: 1,
     transactions: null,
+    fencedReclaimDelayMs: 6000,
     commits: new CommitCoalescer({ groupId: "g", send: async () => {}, isGroupChange: () => false, waitForJoin: async () => {}, joins: () => 1, intervalMs: 10, maxAttempts: 1 }),
     handler: () => async (_batch, ctx) => {
       context = ctx;
