@@ -1,5 +1,5 @@
-import { SpanStatusCode, type Attributes, type Span, type Tracer } from "@opentelemetry/api";
-import { SluiceError, type Clock, type Throttler } from "@sluice/core";
+import type { Attributes, Span, Tracer } from "@opentelemetry/api";
+import { SluiceError, type Clock } from "@sluice/core";
 import type { DynamicSpec, PipelineSpec } from "@sluice/spec";
 import type { DistributedThrottlerFactory } from "@sluice/client";
 import type { Batch, Computation, Logger, Message, OutputMessage, RuntimeContext } from "../computation.ts";
@@ -10,12 +10,11 @@ import type { BatchContext, SourceBatch, SourceRecord } from "../ports/source.ts
 import type { ComputationStats } from "./computation-stats.ts";
 import type { RetiredThrottlerTotals } from "./retired-throttler-totals.ts";
 import { throttlerMetricsView, type ThrottlerMetricsView } from "./throttler-metrics-view.ts";
-import { acquireTogether } from "./acquire-together.ts";
-import { LinkedAbort } from "./linked-abort.ts";
+import { failSpan } from "./fail-span.ts";
+import { BatchWaits, InputThrottle } from "./input-throttle.ts";
+import { SharedLinks } from "./shared-links.ts";
 import { UnprocessedEventTimes, type UnprocessedSpan } from "./unprocessed-event-times.ts";
 import type { AlignedPartition } from "../alignment/aligned-partition.ts";
-
-const NOTHING_HELD = (): void => {};
 
 export interface JobOptions {
   readonly pipeline: PipelineSpec;
@@ -59,6 +58,10 @@ export class Job {
   private readonly context: RuntimeContext;
   private readonly outputs = new Map<string, OutputMessage[]>();
   private readonly eventTimes: UnprocessedEventTimes;
+  private readonly inputThrottle: InputThrottle;
+  /** The batches' signals (source's and job's), and the give-up signals of Input.Throttle: see SharedLinks. */
+  private readonly batchLinks = new SharedLinks(this.stop.signal);
+  private readonly giveUpLinks = new SharedLinks(this.stop.signal);
   private initialized: Promise<void> | null = null;
   private consecutiveFailures = 0;
   private closed = false;
@@ -66,6 +69,7 @@ export class Job {
   constructor(private readonly options: JobOptions) {
     this.id = `${options.workerId}/${options.computationName}/${options.partition}`;
     this.eventTimes = options.eventTimes ?? new UnprocessedEventTimes();
+    this.inputThrottle = new InputThrottle(options);
     const declaredOutputs = options.pipeline.computations[options.computationName]?.outputs ?? [];
     this.context = {
       pipeline: options.pipeline.pipeline,
@@ -97,8 +101,9 @@ export class Job {
 
   /** The source's handler for this job's partition. Never throws: failures rewind and back off. */
   async handle(batch: SourceBatch, context: BatchContext): Promise<void> {
-    const linked = new LinkedAbort([context.signal, this.stop.signal]);
+    const linked = this.batchLinks.enter(context.signal);
     const signal = linked.signal;
+    const waits = new BatchWaits(signal, context.signal, this.giveUpLinks);
     const maxRows = this.options.pipeline.computations[this.options.computationName]?.max_rows_per_batch ?? 100;
     const { stream } = this.options;
     const streamDelayMs = this.options.pipeline.streams[stream]?.stream_delay ?? 0;
@@ -123,7 +128,7 @@ export class Job {
           if (signal.aborted) return;
           alignment.noteRead(records.map((r) => r.timestampMs));
         }
-        await this.iterate(records, context, signal);
+        await this.iterate(records, context, waits);
         unprocessed.done();
         this.consecutiveFailures = 0;
       }
@@ -135,7 +140,8 @@ export class Job {
       // Revoked, stopped or rewound: these records are read again later (or elsewhere), not held here.
       for (const { unprocessed } of iterations) unprocessed.done();
       alignment?.end();
-      linked.dispose();
+      waits.dispose();
+      this.batchLinks.leave(linked);
     }
   }
 
@@ -158,6 +164,8 @@ export class Job {
     if (this.closed) return;
     this.closed = true;
     this.stop.abort(new Error(`job ${this.id} stopped`));
+    this.batchLinks.close();
+    this.giveUpLinks.close();
     this.eventTimes.forget(this.options.stream);
     try {
       if (this.initialized) await this.options.computation.close?.(this.context);
@@ -176,7 +184,8 @@ export class Job {
     });
   }
 
-  private async iterate(records: readonly SourceRecord[], context: BatchContext, signal: AbortSignal): Promise<void> {
+  private async iterate(records: readonly SourceRecord[], context: BatchContext, waits: BatchWaits): Promise<void> {
+    const { signal } = waits;
     const { tracer, clock, stats, computationName, stream, partition } = this.options;
     const messages = records.map((record) => this.decode(record));
     const bytes = messages.reduce((sum, m) => sum + m.byteSize, 0);
@@ -197,7 +206,9 @@ export class Job {
     await tracer.startActiveSpan(`${computationName} iteration`, { attributes }, async (span) => {
       try {
         this.options.throttlers.setPriority(this.eventTimes.lagTimestamp());
-        const giveBackUnits = await this.throttleInput(messages.length, bytes, signal);
+        const throttled = this.inputThrottle.acquire(messages.length, bytes, waits);
+        // Not awaited when both pools answered at once: the quota did not bind.
+        const giveBackUnits = typeof throttled === "function" ? throttled : await throttled;
         const nextOffset = (BigInt(last.offset) + 1n).toString();
         try {
           const batch: Batch = { stream, partition, messages };
@@ -222,65 +233,6 @@ export class Job {
         span.end();
       }
     });
-  }
-
-  /**
-   * Waits for rows and bytes quota together (DESIGN §6); traced as Input.Throttle. Returns what gives
-   * back the units taken from concurrency throttlers (a no-op when there are none).
-   */
-  private async throttleInput(rows: number, bytes: number, signal: AbortSignal): Promise<() => void> {
-    const entry = this.options.dynamicSpec().computations[this.options.computationName];
-    const rowsId = entry?.input_rows_throttler_id;
-    const bytesId = entry?.input_bytes_throttler_id;
-    if ((!rowsId && !bytesId) || rows === 0) return NOTHING_HELD;
-    const { throttlers, clock, stats } = this.options;
-    const attributes: Attributes = {};
-    if (rowsId) {
-      attributes["sluice.throttle.rows.throttler_id"] = rowsId;
-      attributes["sluice.throttle.rows.class_id"] = throttlers.classIdFor(rowsId) || "default";
-      attributes["sluice.throttle.rows.amount"] = rows;
-    }
-    if (bytesId) {
-      attributes["sluice.throttle.bytes.throttler_id"] = bytesId;
-      attributes["sluice.throttle.bytes.class_id"] = throttlers.classIdFor(bytesId) || "default";
-      attributes["sluice.throttle.bytes.amount"] = bytes;
-    }
-    attributes["sluice.throttle.priority_ms"] = throttlers.priority;
-    const held: (readonly [Throttler, number])[] = [];
-    if (rowsId && throttlers.isConcurrency(rowsId)) held.push([throttlers.getThrottlerOrThrow(rowsId), rows]);
-    if (bytesId && throttlers.isConcurrency(bytesId)) held.push([throttlers.getThrottlerOrThrow(bytesId), bytes]);
-    await this.options.tracer.startActiveSpan("Input.Throttle", { attributes }, async (span) => {
-      const startedAt = clock.now();
-      try {
-        // Asked inside the span: a throttle() that misses the pool sends its refill RPC right here,
-        // and the RPC carries the active context, so the controller's span becomes this one's child.
-        await acquireTogether(
-          [
-            ...(rowsId ? [[throttlers.getThrottlerOrThrow(rowsId), rows] as const] : []),
-            ...(bytesId ? [[throttlers.getThrottlerOrThrow(bytesId), bytes] as const] : []),
-          ],
-          signal,
-        );
-      } catch (error) {
-        failSpan(span, error);
-        throw error;
-      } finally {
-        const waitedMs = clock.now() - startedAt;
-        span.setAttribute("sluice.throttle.wait_ms", waitedMs);
-        stats.recordThrottleWait(waitedMs, clock.now());
-        span.end();
-      }
-    });
-    if (held.length === 0) return NOTHING_HELD;
-    return () => {
-      for (const [throttler, amount] of held) {
-        try {
-          throttler.release(amount);
-        } catch {
-          // The throttler was removed meanwhile: its client gave its units back when it was detached.
-        }
-      }
-    };
   }
 
   private get exactlyOnce(): boolean {
@@ -407,9 +359,4 @@ export class Job {
     context.rewind();
     await this.options.clock.sleep(backoffMs, signal).catch(() => undefined);
   }
-}
-
-function failSpan(span: Span, error: unknown): void {
-  span.recordException(error instanceof Error ? error : new Error(String(error)));
-  span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
 }
