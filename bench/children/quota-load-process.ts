@@ -1,0 +1,128 @@
+// A RequestQuota load generator in its own process, so that the load never shares an event loop
+// (or a process's CPU accounting) with the server it measures. One process serves many runs: each
+// `run` command says how (closed loop: N callers, each sending its next request when the last was
+// answered; open loop: a fixed arrival rate, whatever the answers do) and when (epoch ms, so that
+// several generator processes start, measure and stop together).
+// Events: ready {pid}; result {calls, latenciesMs, lagsMs, errors, firstError} per run.
+import { createGrpcQuotaClient, type QuotaServiceClient } from "@sluice/protocol";
+import { configArgument, emit, onCommands } from "../lib/child-io.ts";
+import { CALLERS_PER_CHANNEL } from "../lib/grpc-load.ts";
+
+export interface LoadRun {
+  readonly address: string;
+  readonly throttlerId: string;
+  readonly mode: "closed" | "open";
+  /** Closed loop: callers. Open loop: client ids the requests rotate over (one channel per 16). */
+  readonly clients: number;
+  /** Open loop: requests per second sent by this process. */
+  readonly ratePerS?: number;
+  /** Epoch ms: load starts, the measured window opens and closes, load stops. */
+  readonly startAt: number;
+  readonly windowFrom: number;
+  readonly windowTo: number;
+  readonly stopAt: number;
+}
+
+const config = configArgument<{ readonly name: string }>();
+const epochNow = (): number => performance.timeOrigin + performance.now();
+
+onCommands(async (command) => {
+  if (command.type !== "run") return;
+  const run = command["run"] as LoadRun;
+  const channels: QuotaServiceClient[] = Array.from({ length: Math.max(1, Math.ceil(run.clients / CALLERS_PER_CHANNEL)) }, () => createGrpcQuotaClient(run.address));
+  // Connect every channel before the start (a first call each): connection setup is not load.
+  await Promise.all(channels.map((channel, i) => call(channel, run, `warm/${process.pid}/${i}`, `${config.name}-warm-${Date.now()}-${i}`).catch(() => undefined)));
+  const result = run.mode === "closed" ? await closedLoop(run, channels) : await openLoop(run, channels);
+  for (const channel of channels) channel.close();
+  emit({ type: "result", ...result });
+});
+emit({ type: "ready", pid: process.pid });
+
+interface Outcome {
+  calls: number;
+  latenciesMs: number[];
+  /** Open loop: how late each send left after its planned time (the generator's own delay). */
+  lagsMs: number[];
+  errors: number;
+  firstError: string | null;
+}
+
+function call(channel: QuotaServiceClient, run: LoadRun, clientId: string, requestId: string): Promise<unknown> {
+  return channel.requestQuota({ throttlerId: run.throttlerId, clientId, amount: 1, timestampMs: 0, quotaClassId: "", requestId });
+}
+
+async function closedLoop(run: LoadRun, channels: readonly QuotaServiceClient[]): Promise<Outcome> {
+  const outcome: Outcome = { calls: 0, latenciesMs: [], lagsMs: [], errors: 0, firstError: null };
+  await sleepUntil(run.startAt);
+  await Promise.all(
+    Array.from({ length: run.clients }, async (_, caller) => {
+      const channel = channels[Math.floor(caller / CALLERS_PER_CHANNEL)] ?? channels[0];
+      if (!channel) return;
+      for (let i = 0; epochNow() < run.stopAt; i++) {
+        const sentAt = epochNow();
+        try {
+          await call(channel, run, `load/${config.name}/${caller}`, `${config.name}-${run.startAt}-${caller}-${i}`);
+          const answeredAt = epochNow();
+          if (answeredAt >= run.windowFrom && answeredAt < run.windowTo) {
+            outcome.calls += 1;
+            outcome.latenciesMs.push(answeredAt - sentAt);
+          }
+        } catch (error) {
+          noteError(outcome, error);
+          if (outcome.errors > 1000) return;
+        }
+      }
+    }),
+  );
+  return outcome;
+}
+
+/**
+ * Sends request k at startAt + k / rate, whatever the answers do, and times each from its planned
+ * send time (so a late send counts against the latency instead of hiding it). A 1 ms tick sends
+ * every request that has come due; the figures count requests planned inside the window.
+ */
+async function openLoop(run: LoadRun, channels: readonly QuotaServiceClient[]): Promise<Outcome> {
+  const outcome: Outcome = { calls: 0, latenciesMs: [], lagsMs: [], errors: 0, firstError: null };
+  const rate = run.ratePerS ?? 0;
+  if (!(rate > 0)) throw new Error(`open loop needs ratePerS > 0, got ${String(run.ratePerS)}`);
+  const intervalMs = 1000 / rate;
+  const inFlight = new Set<Promise<void>>();
+  await sleepUntil(run.startAt);
+  let k = 0;
+  while (true) {
+    const now = epochNow();
+    if (now >= run.stopAt) break;
+    for (let plannedAt = run.startAt + k * intervalMs; plannedAt <= now && plannedAt < run.stopAt; plannedAt = run.startAt + k * intervalMs) {
+      const index = k++;
+      const channel = channels[index % channels.length];
+      if (!channel) break;
+      const inWindow = plannedAt >= run.windowFrom && plannedAt < run.windowTo;
+      if (inWindow) outcome.lagsMs.push(epochNow() - plannedAt);
+      const sent: Promise<void> = call(channel, run, `load/${config.name}/${index % run.clients}`, `${config.name}-${run.startAt}-${index}`).then(
+        () => {
+          if (inWindow) {
+            outcome.calls += 1;
+            outcome.latenciesMs.push(epochNow() - plannedAt);
+          }
+        },
+        (error: unknown) => noteError(outcome, error),
+      );
+      inFlight.add(sent);
+      void sent.finally(() => inFlight.delete(sent));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+  await Promise.all(inFlight);
+  return outcome;
+}
+
+function noteError(outcome: Outcome, error: unknown): void {
+  outcome.errors += 1;
+  outcome.firstError ??= error instanceof Error ? error.message : String(error);
+}
+
+async function sleepUntil(epochMs: number): Promise<void> {
+  const ms = epochMs - epochNow();
+  if (ms > 0) await new Promise((resolve) => setTimeout(resolve, ms));
+}
