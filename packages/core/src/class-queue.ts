@@ -2,16 +2,16 @@ import { DEFAULT_CLASS, type ClassScheduler } from "./class-scheduler.ts";
 import type { QuotaBucketConfig } from "./quota-bucket-config.ts";
 import type { QuotaBucketCounters, QuotaClassSnapshot } from "./quota-bucket-snapshot.ts";
 import type { Entry } from "./quota-entry.ts";
-import { MinHeap } from "./min-heap.ts";
+import { LagOrderHeap } from "./lag-order-heap.ts";
 import { WaitHistogram } from "./wait-histogram.ts";
 
 /** The waiting requests of one class inside a QuotaBucket, with the class's own figures. */
 export interface ClassQueue {
   /**
-   * Entries by (lag timestamp, arrival). Entries that stopped waiting (granted, cancelled, detached)
+   * Entries by (lag timestamp, arrival), keys held inline (see LagOrderHeap). Entries that stopped waiting (granted, cancelled, detached)
    * are dropped lazily at the head, and by a rebuild once they outnumber the waiting ones.
    */
-  readonly heap: MinHeap<Entry>;
+  readonly heap: LagOrderHeap<Entry>;
   pendingRequests: number;
   pendingAmount: number;
   granted: number;
@@ -30,7 +30,7 @@ const DEAD_ENTRY_SLACK = 64;
 
 function newClassQueue(): ClassQueue {
   return {
-    heap: new MinHeap<Entry>((a, b) => a.timestampMs < b.timestampMs || (a.timestampMs === b.timestampMs && a.seq < b.seq)),
+    heap: new LagOrderHeap<Entry>(),
     pendingRequests: 0,
     pendingAmount: 0,
     granted: 0,
