@@ -144,8 +144,14 @@ export class Controller implements QuotaServiceHandler {
     return traceRequestQuota(this.tracer, this.clock, call, context, this.classIdOf(call), () => this.acquire(call, context));
   }
 
-  private async acquire(call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult> {
-    const driver = this.driverFor(call.throttlerId);
+  /** Not async: a grant the bucket makes at once is answered with the driver's promise, no wrapper. */
+  private acquire(call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult> {
+    let driver: QuotaBucketDriver;
+    try {
+      driver = this.driverFor(call.throttlerId);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const throttler = this.spec.throttlers[call.throttlerId];
     if (throttler?.kind === "concurrency") return this.acquireUnits(driver, throttler, call, context);
     return driver.acquire(bucketRequestOf(call, context));

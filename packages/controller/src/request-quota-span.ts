@@ -1,4 +1,4 @@
-import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, type TextMapGetter, type Tracer } from "@opentelemetry/api";
+import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, type Attributes, type TextMapGetter, type Tracer } from "@opentelemetry/api";
 import { SluiceError, type Clock } from "@sluice/core";
 import type { CallContext, RequestQuotaCall, RequestQuotaResult } from "@sluice/protocol";
 
@@ -33,35 +33,32 @@ export async function traceRequestQuota(
   serve: () => Promise<RequestQuotaResult>,
 ): Promise<RequestQuotaResult> {
   const parent = propagation.extract(ROOT_CONTEXT, context, FROM_CALL_METADATA);
-  const span = tracer.startSpan(
-    REQUEST_QUOTA_SPAN,
-    {
-      kind: SpanKind.SERVER,
-      attributes: {
-        "rpc.service": "sluice.throttler.v1.QuotaService",
-        "rpc.method": "RequestQuota",
-        "sluice.throttler_id": call.throttlerId,
-        "sluice.quota.class_id": classId,
-        // An undeclared class is served as `default` (DESIGN §4.2): say what was asked for.
-        ...(call.quotaClassId !== "" && call.quotaClassId !== classId ? { "sluice.quota.requested_class_id": call.quotaClassId } : {}),
-        "sluice.quota.amount": call.amount,
-        "sluice.quota.request_id": call.requestId,
-        "sluice.quota.client_id": call.clientId,
-        "sluice.quota.priority_ms": call.timestampMs,
-        ...(context.deadlineAt !== null ? { "sluice.quota.deadline_ms": Math.max(0, context.deadlineAt - clock.now()) } : {}),
-      },
-    },
-    parent,
-  );
+  // Built by assignment, not with conditional spreads: this runs once per grant.
+  const attributes: Attributes = {
+    "rpc.service": "sluice.throttler.v1.QuotaService",
+    "rpc.method": "RequestQuota",
+    "sluice.throttler_id": call.throttlerId,
+    "sluice.quota.class_id": classId,
+    "sluice.quota.amount": call.amount,
+    "sluice.quota.request_id": call.requestId,
+    "sluice.quota.client_id": call.clientId,
+    "sluice.quota.priority_ms": call.timestampMs,
+  };
+  // An undeclared class is served as `default` (DESIGN §4.2): say what was asked for.
+  if (call.quotaClassId !== "" && call.quotaClassId !== classId) attributes["sluice.quota.requested_class_id"] = call.quotaClassId;
   const startedAt = clock.now();
+  if (context.deadlineAt !== null) attributes["sluice.quota.deadline_ms"] = Math.max(0, context.deadlineAt - startedAt);
+  const span = tracer.startSpan(REQUEST_QUOTA_SPAN, { kind: SpanKind.SERVER, attributes }, parent);
   try {
     const result = await serve();
     // waitedMs is the bucket's own figure: from the request's first arrival, across retries.
-    span.setAttributes({
-      "sluice.quota.outcome": "granted",
-      "sluice.quota.granted": result.granted,
-      "sluice.quota.waited_ms": result.waitedMs,
-    });
+    if (span.isRecording()) {
+      span.setAttributes({
+        "sluice.quota.outcome": "granted",
+        "sluice.quota.granted": result.granted,
+        "sluice.quota.waited_ms": result.waitedMs,
+      });
+    }
     return result;
   } catch (error) {
     const code = error instanceof SluiceError ? error.code : "INTERNAL";

@@ -307,7 +307,7 @@ export class QuotaBucket {
         // A request without an id cannot be retried as the same request: nothing to remember.
         // Kept for the whole grace; memory is bounded by refusing new ids at the bound (see `submit`).
         if (entry.requestId !== "") this.completed.remember(entry.id, entry.amount, waitedMs, now + this.config.detachedGraceMs, pace);
-        settlements.push({ kind: "granted", requestId: entry.id, amount: entry.amount, waitedMs, ...(pace ? { pace } : {}) });
+        settlements.push(pace ? { kind: "granted", requestId: entry.id, amount: entry.amount, waitedMs, pace } : { kind: "granted", requestId: entry.id, amount: entry.amount, waitedMs });
       }
       this.classes.refresh(classId);
     }

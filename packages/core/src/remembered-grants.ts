@@ -17,10 +17,12 @@ export interface RememberedGrant {
 export class RememberedGrants {
   private readonly byId = new Map<string, RememberedGrant>();
   /**
-   * The same ids in grant order, so expiry looks only at the oldest — walking the Map from its
-   * start on every request cost time in proportion to the ids remembered (bench/README.md).
+   * The same ids in grant order (with their expiry), so expiry looks only at the oldest — walking
+   * the Map from its start on every request cost time in proportion to the ids remembered
+   * (bench/README.md). Two parallel arrays from `head` on, not an object per id.
    */
-  private readonly order: { readonly id: string; readonly expiresAt: number }[] = [];
+  private orderIds: string[] = [];
+  private orderExpiries: number[] = [];
   private head = 0;
 
   get size(): number {
@@ -32,25 +34,27 @@ export class RememberedGrants {
   }
 
   remember(id: string, amount: number, waitedMs: number, expiresAt: number, pace?: PaceSlots): void {
-    this.byId.set(id, { amount, waitedMs, expiresAt, ...(pace ? { pace } : {}) });
-    this.order.push({ id, expiresAt });
+    this.byId.set(id, pace ? { amount, waitedMs, expiresAt, pace } : { amount, waitedMs, expiresAt });
+    this.orderIds.push(id);
+    this.orderExpiries.push(expiresAt);
   }
 
   forgetExpired(now: number): void {
-    for (let oldest = this.order[this.head]; oldest && oldest.expiresAt <= now; oldest = this.order[this.head]) {
-      this.dropOldest();
+    const ids = this.orderIds;
+    const expiries = this.orderExpiries;
+    let head = this.head;
+    while (head < ids.length && (expiries[head] as number) <= now) {
+      const id = ids[head] as string;
+      // A retried id may have been granted again since: only its latest record counts.
+      if (this.byId.get(id)?.expiresAt === expiries[head]) this.byId.delete(id);
+      head += 1;
     }
-  }
-
-  private dropOldest(): void {
-    const oldest = this.order[this.head];
-    if (!oldest) return;
-    this.head += 1;
-    // A retried id may have been granted again since: only its latest record counts.
-    if (this.byId.get(oldest.id)?.expiresAt === oldest.expiresAt) this.byId.delete(oldest.id);
-    if (this.head > 1024 && this.head * 2 > this.order.length) {
-      this.order.splice(0, this.head);
-      this.head = 0;
+    if (head === this.head) return;
+    if (head > 1024 && head * 2 > ids.length) {
+      this.orderIds = ids.slice(head);
+      this.orderExpiries = expiries.slice(head);
+      head = 0;
     }
+    this.head = head;
   }
 }
