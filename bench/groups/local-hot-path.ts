@@ -12,6 +12,7 @@ import { formatNumber } from "../lib/format.ts";
 import type { BenchGroup } from "../lib/group.ts";
 import { countTimers } from "../lib/timer-count.ts";
 import { installedVersion } from "../lib/versions.ts";
+import { measureInputThrottle } from "./input-throttle-cost.ts";
 
 const BURST = 10_000;
 /** More quota than any run can use, so the pool never runs dry and no refill is ever asked for. */
@@ -153,6 +154,8 @@ export const localHotPath: BenchGroup = {
     g.goal({ id: "local.throttle.burst", text: "≤ 0.3 µs per awaited throttle(1) (bursts of 10,000)", figure: burstFigure, value: burstFigure.sluice?.median ?? null, target: 0.3, compare: "<=" });
     g.goal({ id: "local.tryAcquire", text: "≤ 0.05 µs per tryAcquire(1)", figure: tryFigure, value: tryFigure.sluice?.median ?? null, target: 0.05, compare: "<=" });
     const worstTimers = Math.max(timersSeq.get("Sluice")?.[0] ?? NaN, timersBurst.get("Sluice")?.[0] ?? NaN, timersSync);
+    await measureInputThrottle(g);
+
     g.goal({
       id: "local.timers",
       text: "no timer per call",

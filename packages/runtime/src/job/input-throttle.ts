@@ -16,7 +16,8 @@ export interface InputThrottleOptions {
   readonly throttlers: Pick<DistributedThrottlerFactory, "classIdFor" | "priority" | "getThrottlerOrThrow" | "isConcurrency">;
   /** The dynamic_spec in force now: it names the computation's rows and bytes throttlers. */
   readonly dynamicSpec: () => DynamicSpec;
-  readonly tracer: Tracer;
+  /** Default: the global tracer provider's "@sluice/runtime" tracer, as the Worker's. */
+  readonly tracer?: Tracer;
   readonly clock: Clock;
   readonly stats: ComputationStats;
 }
@@ -68,7 +69,11 @@ export class BatchWaits {
  * second clock read, no wait recorded.
  */
 export class InputThrottle {
-  constructor(private readonly options: InputThrottleOptions) {}
+  private readonly tracer: Tracer;
+
+  constructor(private readonly options: InputThrottleOptions) {
+    this.tracer = options.tracer ?? trace.getTracer("@sluice/runtime");
+  }
 
   /**
    * Returns what gives back the units taken from concurrency throttlers (NOTHING_HELD when there are
@@ -94,7 +99,7 @@ export class InputThrottle {
       attributes["sluice.throttle.bytes.amount"] = bytes;
     }
     attributes["sluice.throttle.priority_ms"] = throttlers.priority;
-    const span = this.options.tracer.startSpan("Input.Throttle", { attributes });
+    const span = this.tracer.startSpan("Input.Throttle", { attributes });
     const startedAt = this.options.clock.now();
     let rowsThrottler: Throttler | null;
     let bytesThrottler: Throttler | null;
