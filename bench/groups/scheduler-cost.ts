@@ -69,12 +69,15 @@ export async function measureSchedulerCost(g: GroupContext): Promise<void> {
       peers: { [NO_MEMORY]: noMemoryGrowth, [HEAP]: heapGrowth, "log₂ n (the bound)": growthRuns.map(() => logGrowth) },
       note: `log₂ 100,000 ÷ log₂ 1,000 = ${logGrowth.toFixed(3)}: a cost that grows like log n grows at most this much`,
     });
+    // Issue #14's goal: the growth no worse than a bare heap's in the same run (log n is beside it:
+    // on this hardware a bare heap itself grows faster than log n, from cache misses).
+    const heapGrowthMedian = growth.peers[HEAP]?.value.median ?? Number.NaN;
     g.goal({
       id: `controller.scheduler.growth.${classes}`,
-      text: `scheduler cost per grant grows no faster than log n (${classes} classes, 1,000 → 100,000 queued)`,
+      text: `scheduler cost growth 1,000 → 100,000 queued no worse than a bare heap's (${classes} classes)`,
       figure: growth,
       value: growth.sluice?.median ?? null,
-      target: logGrowth,
+      target: heapGrowthMedian,
       compare: "<=",
       describe: `×${formatNumber(growth.sluice?.median ?? NaN)} (bound ×${logGrowth.toFixed(2)}; with detachedGraceMs 0 ×${formatNumber(growth.peers[NO_MEMORY]?.value.median ?? NaN)}; a bare heap ×${formatNumber(growth.peers[HEAP]?.value.median ?? NaN)})`,
     });
