@@ -42,7 +42,7 @@ try {
           finishAtRows: rows,
           prefill: Array.from({ length: PARTITIONS }, (_, partition) => ({ stream: "input", partition, count: rows / PARTITIONS, firstTimestampMs: Date.now(), stepMs: 0 })),
         },
-        profDir ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${profDir}/${variant}-${round}`] } : {},
+        profDir ? { nodeArgs: ["--cpu-prof", "--cpu-prof-interval", "200", `--cpu-prof-dir=${profDir}/${variant}-${round}`] } : {},
       );
       try {
         const started = await child.waitForType("started", 60_000);
