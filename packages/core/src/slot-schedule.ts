@@ -121,5 +121,16 @@ function wholeSlotsBy(run: Run, at: number): number {
 function accrued(run: Run, at: number): number {
   if (at < run.startAt) return 0;
   if (run.intervalMs === 0) return run.amount;
-  return Math.min(run.amount, 1 + (at - run.startAt) / run.intervalMs);
+  return Math.min(run.amount, snapToWhole(1 + (at - run.startAt) / run.intervalMs));
+}
+
+/**
+ * `(startAt + k × interval − startAt) / interval` comes out as k − 1e-13 as often as k: unsnapped,
+ * a caller woken at its slot finds 0.9999999999 of a unit, takes it (within TOLERANCE), and leaves
+ * residues that make whole slots expire and refills ask for 1e-9 units. A count within a millionth of
+ * a slot of a whole number is that number (a nanosecond early at 1,000 units/s).
+ */
+function snapToWhole(slots: number): number {
+  const whole = Math.round(slots);
+  return Math.abs(slots - whole) < 1e-6 ? whole : slots;
 }

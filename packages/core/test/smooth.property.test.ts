@@ -24,11 +24,13 @@ import {
 
 const PERIOD_MS = 1_000;
 /**
- * A fixed seed, so CI runs the same 25 scenarios. Not every seed passes yet: long random runs
- * (SMOOTH_RUNS=300, any seed) find all-backlogged scenarios at low limits (e.g. limit 5, 4 clients)
- * that deliver only 90–93 % — a known gap, reported on issue 10. The window bound held in every run.
+ * Random seeds, as fast-check does by default: a failure prints its seed and path, which
+ * SMOOTH_SEED and SMOOTH_PATH replay (SMOOTH_RUNS=300 for a longer search). Every scenario here can
+ * meet 95 %: the period is 1 s and limits are ≥ 2, so limit × period ≥ 2 and the paced rate (96 %)
+ * leaves 41.7 ms of tolerance, far more than the skew drawn below. (Random seeds once found 90–93 %
+ * and hung runs: float residues of slot counting made whole slots expire and refills ask for 1e-9
+ * units — see SlotSchedule's snapToWhole and PacedThrottler.maybeRefill.)
  */
-const KNOWN_GOOD_SEED = 20261201;
 const REQUEST_PERIOD_MS = 500;
 
 interface Scenario {
@@ -220,7 +222,14 @@ describe("smooth throttler, in virtual time (DESIGN §7.1)", () => {
   it("no closed window of period holds more than limit × period units; a backlogged throttler delivers ≥ 95 % of limit", async () => {
     await fc.assert(
       fc.asyncProperty(scenario, async (s) => check(s)),
-      { verbose: 1, numRuns: Number(process.env["SMOOTH_RUNS"] ?? 25), seed: Number(process.env["SMOOTH_SEED"] ?? KNOWN_GOOD_SEED), ...(process.env["SMOOTH_PATH"] ? { path: process.env["SMOOTH_PATH"] } : {}) },
+      {
+        verbose: 1,
+        numRuns: Number(process.env["SMOOTH_RUNS"] ?? 25),
+        // A run takes well under a second of real time; one that does not is a livelock in virtual time.
+        timeout: 60_000,
+        ...(process.env["SMOOTH_SEED"] ? { seed: Number(process.env["SMOOTH_SEED"]) } : {}),
+        ...(process.env["SMOOTH_PATH"] ? { path: process.env["SMOOTH_PATH"] } : {}),
+      },
     );
   });
 });
