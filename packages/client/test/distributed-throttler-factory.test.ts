@@ -52,6 +52,16 @@ describe("DistributedThrottlerFactory", () => {
     );
   });
 
+  it("a smooth throttler's client asks for at most max_grant_amount per answer, so a large throttle(n) is split", async () => {
+    const { clock, client, factory } = setup({ throttlers: { pdf: { limit: 100, request_period: "1s", smooth: true, max_grant_amount: 4 } }, computations: {} });
+    let done = false;
+    void factory.getThrottlerOrThrow("pdf").throttle(10).then(() => (done = true));
+    await clock.advanceUntil(() => done, 10, 5_000);
+    assert.equal(done, true);
+    const amounts = client.calls.map((call) => call.amount);
+    assert.ok(amounts.length >= 3 && amounts.every((amount) => amount <= 4), `answers of at most 4 units: ${amounts.join(", ")}`);
+  });
+
   it("throws THROTTLER_NOT_DECLARED for an undeclared id, naming the declared ones", () => {
     const { factory } = setup();
     assert.equal(factory.tryGetThrottler("nope"), null);

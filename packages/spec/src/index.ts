@@ -81,6 +81,7 @@ export { pipelineJsonSchema, dynamicSpecJsonSchema } from "./json-schema.ts";
 export { effectiveLimit, type LimitFields } from "./effective-limit.ts";
 export {
   prefetchWindow,
+  smoothPrefetchWindow,
   clientConfigEquals,
   type PrefetchWindow,
   type PrefetchFields,
