@@ -66,12 +66,21 @@ export function paceLeadMs(config: PaceConfig): number {
 }
 
 /**
- * The largest answer a smooth client asks for: `ceil(limit × request_period)` (its prefetch cap;
- * a larger deficit is asked for in several requests).
+ * The longest stretch of time one smooth answer covers. A starting controller grants nothing for one
+ * reach (its predecessor's clients may hold slots that far ahead), and the reach is one answer long:
+ * with the default request_period of 5 s that was 5.5 s of nothing at every start. Capped at a
+ * second, a client whose share of the rate needs more asks more often than once per request_period
+ * (at most about once a second). Kept equal to SMOOTH_MAX_ANSWER_SPAN_MS in @sluice/spec (a test checks).
+ */
+export const SMOOTH_MAX_ANSWER_SPAN_MS = 1_000;
+
+/**
+ * The largest answer a smooth client asks for: `ceil(limit × min(request_period, 1 s))` (its
+ * prefetch cap; a larger deficit is asked for in several requests).
  */
 export function maxPacedAnswer(config: PaceConfig): number {
   if (config.limit === null) return Number.POSITIVE_INFINITY;
-  return Math.max(1, Math.ceil((config.limit * config.requestPeriodMs) / 1000));
+  return Math.max(1, Math.ceil((config.limit * Math.min(config.requestPeriodMs, SMOOTH_MAX_ANSWER_SPAN_MS)) / 1000));
 }
 
 /**

@@ -51,8 +51,8 @@ export function prefetchWindow(throttler: PrefetchFields): PrefetchWindow {
 export type SmoothWindowFields = PrefetchFields & Pick<ThrottlerSpec, "max_grant_amount">;
 
 /**
- * A smooth client's window (DESIGN §7.1): as `prefetchWindow`, and no answer larger than
- * `max_grant_amount`. The controller cannot chunk a smooth grant (one answer is one run of
+ * A smooth client's window (DESIGN §7.1): as `prefetchWindow`, with no answer longer than a second
+ * of slots (`ceil(limit × min(request_period, 1 s))`) nor larger than `max_grant_amount`. The controller cannot chunk a smooth grant (one answer is one run of
  * consecutive slots; chunks interleaved with other requests would scatter them), so the client
  * splits instead: it asks for at most `max_grant_amount` at a time — a larger `throttle(n)` takes
  * several answers — and the controller reconsiders classes between answers, as it does between
@@ -60,9 +60,15 @@ export type SmoothWindowFields = PrefetchFields & Pick<ThrottlerSpec, "max_grant
  */
 export function smoothPrefetchWindow(throttler: SmoothWindowFields): PrefetchWindow {
   const window = prefetchWindow(throttler);
-  if (throttler.max_grant_amount === null) return window;
-  return { ...window, maxPrefetchAmount: Math.min(window.maxPrefetchAmount, throttler.max_grant_amount) };
+  // One answer spans at most a second of slots: the controller's start gap is one answer long
+  // (see maxPacedAnswer in @sluice/core, which must agree).
+  const spanned = prefetchWindow({ ...throttler, request_period: Math.min(throttler.request_period, SMOOTH_MAX_ANSWER_SPAN_MS) });
+  const cap = Math.min(window.maxPrefetchAmount, spanned.maxPrefetchAmount, throttler.max_grant_amount ?? Number.POSITIVE_INFINITY);
+  return { ...window, maxPrefetchAmount: cap };
 }
+
+/** The longest stretch one smooth answer covers; equal to the constant of the same name in @sluice/core. */
+export const SMOOTH_MAX_ANSWER_SPAN_MS = 1_000;
 
 export type ClientConfigFields = SmoothWindowFields & Pick<ThrottlerSpec, "retrying_channel" | "rpc_timeout" | "smooth">;
 

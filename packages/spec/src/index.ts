@@ -82,6 +82,7 @@ export { effectiveLimit, type LimitFields } from "./effective-limit.ts";
 export {
   prefetchWindow,
   smoothPrefetchWindow,
+  SMOOTH_MAX_ANSWER_SPAN_MS,
   clientConfigEquals,
   type PrefetchWindow,
   type PrefetchFields,

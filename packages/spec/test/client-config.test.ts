@@ -54,6 +54,13 @@ describe("smoothPrefetchWindow (DESIGN §7.1)", () => {
     assert.equal(smoothPrefetchWindow(throttler({ limit: 2, request_period: "1s", smooth: true, max_grant_amount: 7 })).maxPrefetchAmount, 2);
   });
 
+  it("spans at most a second of slots per answer (the controller's start gap is one answer long)", () => {
+    const window = smoothPrefetchWindow(throttler({ limit: 10, smooth: true }));
+    assert.equal(window.maxPrefetchAmount, 10, "request_period 5 s (the default) at limit 10: 10 slots, not 50");
+    assert.equal(window.targetRps, 0.2, "the refill rate it aims at stays one per request_period");
+    assert.equal(smoothPrefetchWindow(throttler({ limit: 1000, request_period: "500ms", smooth: true })).maxPrefetchAmount, 500);
+  });
+
   it("rebuilds a smooth client when max_grant_amount changes its cap, not a plain one", () => {
     const smooth: ThrottlerSpecInput = { limit: 100, request_period: "1s", smooth: true };
     assert.equal(clientConfigEquals(throttler(smooth), throttler({ ...smooth, max_grant_amount: 10 })), false);
