@@ -30,12 +30,16 @@ export function smoothToleranceMs(periodMs: number): number {
 }
 
 /**
- * The half of the tolerance a client may use for itself: a unit nobody waits for stays usable this
- * long after its slot, then it expires (unused slots are never reissued, so they cannot burst later).
- * The other half is left for differences in response latency between clients.
+ * How late a unit may reach its caller against the slot the controller planned, all told: the
+ * answer's travel (which the client bounds from its round trip less the controller's wait, and
+ * subtracts: SlotSchedule.add) plus how long the unit then waited in the client. Past it the unit
+ * expires (unused slots are never reissued, so they cannot burst later). 90 % of the tolerance: the
+ * rest covers timer rounding and the bound's own error (the controller's wait travels in whole ms,
+ * rounded down). Counting travel per answer is what makes this safe under an answer that a busy
+ * process reads late; before, half the tolerance was set aside for such differences on trust.
  */
 export function slotExpiryMs(periodMs: number): number {
-  return smoothToleranceMs(periodMs) / 2;
+  return smoothToleranceMs(periodMs) * 0.9;
 }
 
 export interface PaceConfig {
