@@ -16,8 +16,9 @@ import { deliveryCost } from "./groups/delivery-cost.ts";
 import { localHotPath } from "./groups/local-hot-path.ts";
 import { runtimeOverhead } from "./groups/runtime-overhead.ts";
 import { scale } from "./groups/scale.ts";
+import { smooth } from "./groups/smooth.ts";
 
-const GROUPS: readonly BenchGroup[] = [localHotPath, controller, runtimeOverhead, accuracy, scale, deliveryCost];
+const GROUPS: readonly BenchGroup[] = [localHotPath, controller, runtimeOverhead, accuracy, scale, deliveryCost, smooth];
 
 async function main(): Promise<number> {
   let options: BenchOptions;

@@ -1,6 +1,6 @@
 import { PacedThrottler, PrefetchingThrottler, SluiceError, slotExpiryMs, type Clock } from "@sluice/core";
 import type { QuotaServiceClient } from "@sluice/protocol";
-import { clientConfigEquals, prefetchWindow, type DynamicSpec, type ThrottlerSpec } from "@sluice/spec";
+import { clientConfigEquals, prefetchWindow, smoothPrefetchWindow, type DynamicSpec, type ThrottlerSpec } from "@sluice/spec";
 import { ConcurrencyClient } from "./concurrency-client.ts";
 import { RetryingQuotaRemote, type QuotaRpcOutcome } from "./retrying-quota-remote.ts";
 import { ThrottlerHandle, type ThrottlerHandleMetrics } from "./throttler-handle.ts";
@@ -235,7 +235,7 @@ export class DistributedThrottlerFactory {
       });
     }
     if (spec.smooth) {
-      const config = { ...prefetchWindow(spec), slotExpiryMs: slotExpiryMs(spec.period) };
+      const config = { ...smoothPrefetchWindow(spec), slotExpiryMs: slotExpiryMs(spec.period) };
       return new PacedThrottler(config, remote, this.options.clock, throttlerId);
     }
     return new PrefetchingThrottler(prefetchWindow(spec), remote, this.options.clock, throttlerId);

@@ -57,7 +57,8 @@ export class RetryingQuotaRemote implements QuotaRemote, PacedQuotaRemote {
 
   /**
    * The same call, returning the slots of a smooth throttler's answer (DESIGN §7.1). The start delay
-   * is measured from when the answer arrived here, so a slow answer only shifts the slots later.
+   * is measured from when the answer arrived here, so a slow answer only shifts the slots later; how
+   * much later at most (`travelMs`) is bounded from this attempt's round trip and the controller's wait.
    */
   async acquirePaced(amount: number, signal: AbortSignal): Promise<PaceSchedule> {
     const { clock, spec, throttlerId } = this.options;
@@ -83,7 +84,10 @@ export class RetryingQuotaRemote implements QuotaRemote, PacedQuotaRemote {
         );
         this.chargedClassId = quotaClassId;
         this.options.onRpc?.({ throttlerId, ok: true, latencyMs: clock.now() - sentAt });
-        return { startDelayMs: result.paceStartDelayMs ?? 0, intervalMs: result.paceIntervalMs ?? 0 };
+        // The answer left the controller no earlier than `waitedMs` after this attempt was sent (a
+        // request re-attached after QUOTA_TIMEOUT reports its whole wait: then 0, the arrival is trusted).
+        const travelMs = Math.max(0, clock.now() - sentAt - result.waitedMs);
+        return { startDelayMs: result.paceStartDelayMs ?? 0, intervalMs: result.paceIntervalMs ?? 0, travelMs };
       } catch (thrown) {
         const error = asSluiceError(thrown, (message) => new SluiceError("CONTROLLER_UNAVAILABLE", message));
         this.options.onRpc?.({ throttlerId, ok: false, error, latencyMs: clock.now() - sentAt });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ManualClock, RESOLVED, SluiceError, isSluiceError } from "@sluice/core";
-import { validateDynamicSpec, type DynamicSpec } from "@sluice/spec";
+import { ManualClock, RESOLVED, SMOOTH_MAX_ANSWER_SPAN_MS, SluiceError, isSluiceError, maxPacedAnswer } from "@sluice/core";
+import { SMOOTH_MAX_ANSWER_SPAN_MS as SPEC_MAX_ANSWER_SPAN_MS, smoothPrefetchWindow, throttlerSpecSchema, validateDynamicSpec, type DynamicSpec } from "@sluice/spec";
 import { DistributedThrottlerFactory } from "../src/index.ts";
 import { FakeQuotaClient } from "./fake-quota-client.ts";
 
@@ -50,6 +50,25 @@ describe("DistributedThrottlerFactory", () => {
         ["api", "", 99, "w1/Enricher/0"],
       ],
     );
+  });
+
+  it("a smooth throttler's client asks for at most max_grant_amount per answer, so a large throttle(n) is split", async () => {
+    const { clock, client, factory } = setup({ throttlers: { pdf: { limit: 100, request_period: "1s", smooth: true, max_grant_amount: 4 } }, computations: {} });
+    let done = false;
+    void factory.getThrottlerOrThrow("pdf").throttle(10).then(() => (done = true));
+    await clock.advanceUntil(() => done, 10, 5_000);
+    assert.equal(done, true);
+    const amounts = client.calls.map((call) => call.amount);
+    assert.ok(amounts.length >= 3 && amounts.every((amount) => amount <= 4), `answers of at most 4 units: ${amounts.join(", ")}`);
+  });
+
+  it("a smooth client's largest answer is the one the controller's start gap counts on", () => {
+    assert.equal(SPEC_MAX_ANSWER_SPAN_MS, SMOOTH_MAX_ANSWER_SPAN_MS);
+    for (const [limit, requestPeriod] of [[10, "5s"], [10, "100ms"], [1000, "500ms"], [3.5, "2s"], [0.4, "1s"]] as const) {
+      const spec = throttlerSpecSchema.parse({ limit, request_period: requestPeriod, smooth: true });
+      const cap = smoothPrefetchWindow(spec).maxPrefetchAmount;
+      assert.equal(cap, maxPacedAnswer({ limit, requestPeriodMs: spec.request_period }), `limit ${limit}, request_period ${requestPeriod}`);
+    }
   });
 
   it("throws THROTTLER_NOT_DECLARED for an undeclared id, naming the declared ones", () => {

@@ -7,6 +7,7 @@ export { MinHeap } from "./min-heap.ts";
 export {
   PaceCursor,
   SMOOTH_RATE_FRACTION,
+  SMOOTH_MAX_ANSWER_SPAN_MS,
   maxPacedAnswer,
   paceLeadMs,
   paceReachMs,

@@ -30,12 +30,16 @@ export function smoothToleranceMs(periodMs: number): number {
 }
 
 /**
- * The half of the tolerance a client may use for itself: a unit nobody waits for stays usable this
- * long after its slot, then it expires (unused slots are never reissued, so they cannot burst later).
- * The other half is left for differences in response latency between clients.
+ * How late a unit may reach its caller against the slot the controller planned, all told: the
+ * answer's travel (which the client bounds from its round trip less the controller's wait, and
+ * subtracts: SlotSchedule.add) plus how long the unit then waited in the client. Past it the unit
+ * expires (unused slots are never reissued, so they cannot burst later). 90 % of the tolerance: the
+ * rest covers timer rounding and the bound's own error (the controller's wait travels in whole ms,
+ * rounded down). Counting travel per answer is what makes this safe under an answer that a busy
+ * process reads late; before, half the tolerance was set aside for such differences on trust.
  */
 export function slotExpiryMs(periodMs: number): number {
-  return smoothToleranceMs(periodMs) / 2;
+  return smoothToleranceMs(periodMs) * 0.9;
 }
 
 export interface PaceConfig {
@@ -66,12 +70,21 @@ export function paceLeadMs(config: PaceConfig): number {
 }
 
 /**
- * The largest answer a smooth client asks for: `ceil(limit × request_period)` (its prefetch cap;
- * a larger deficit is asked for in several requests).
+ * The longest stretch of time one smooth answer covers. A starting controller grants nothing for one
+ * reach (its predecessor's clients may hold slots that far ahead), and the reach is one answer long:
+ * with the default request_period of 5 s that was 5.5 s of nothing at every start. Capped at a
+ * second, a client whose share of the rate needs more asks more often than once per request_period
+ * (at most about once a second). Kept equal to SMOOTH_MAX_ANSWER_SPAN_MS in @sluice/spec (a test checks).
+ */
+export const SMOOTH_MAX_ANSWER_SPAN_MS = 1_000;
+
+/**
+ * The largest answer a smooth client asks for: `ceil(limit × min(request_period, 1 s))` (its
+ * prefetch cap; a larger deficit is asked for in several requests).
  */
 export function maxPacedAnswer(config: PaceConfig): number {
   if (config.limit === null) return Number.POSITIVE_INFINITY;
-  return Math.max(1, Math.ceil((config.limit * config.requestPeriodMs) / 1000));
+  return Math.max(1, Math.ceil((config.limit * Math.min(config.requestPeriodMs, SMOOTH_MAX_ANSWER_SPAN_MS)) / 1000));
 }
 
 /**

@@ -5,8 +5,8 @@
  * too: a run has accrued `min(amount, 1 + (t − startAt) / intervalMs)` units at time t ≥ startAt —
  * for whole units exactly "unit i at startAt + i × intervalMs", never earlier.
  *
- * Units nobody takes within `expiryMs` of their slot expire: a unit used later than its slot plus
- * the tolerance would land in a window the controller filled with other clients' slots. A pure
+ * Units nobody takes within `expiryMs` of their slot (less the answer's travel) expire: a unit used
+ * later than that would land in a window the controller filled with other clients' slots. A pure
  * value: every method takes `now` in ms.
  */
 
@@ -14,6 +14,8 @@ interface Run {
   readonly startAt: number;
   readonly intervalMs: number;
   readonly amount: number;
+  /** The expiry less what the answer's travel may already have used of it. */
+  readonly expiryMs: number;
   /** Taken or expired: never handed out again. */
   spent: number;
 }
@@ -26,9 +28,15 @@ export class SlotSchedule {
 
   constructor(private readonly expiryMs: number) {}
 
-  add(startAt: number, intervalMs: number, amount: number): void {
+  /**
+   * `travelMs`: how late `startAt` may already be against the controller's plan (the answer's
+   * travel, which the client can bound but not know); a unit's whole lateness — travel plus how
+   * long it waited here — stays within the expiry.
+   */
+  add(startAt: number, intervalMs: number, amount: number, travelMs = 0): void {
     if (amount <= 0) return;
-    this.runs.push({ startAt, intervalMs: Math.max(0, intervalMs), amount, spent: 0 });
+    const expiryMs = Math.max(0, this.expiryMs - Math.max(0, travelMs));
+    this.runs.push({ startAt, intervalMs: Math.max(0, intervalMs), amount, expiryMs, spent: 0 });
     this.runs.sort((a, b) => a.startAt - b.startAt);
   }
 
@@ -37,6 +45,13 @@ export class SlotSchedule {
     let sum = 0;
     for (const run of this.runs) sum += Math.max(0, accrued(run, now) - run.spent);
     return sum;
+  }
+
+  /** The shortest expiry of the runs held (what their answers' travel left of it); null if none. */
+  shortestExpiryMs(): number | null {
+    let shortest: number | null = null;
+    for (const run of this.runs) shortest = shortest === null ? run.expiryMs : Math.min(shortest, run.expiryMs);
+    return shortest;
   }
 
   /** Units whose slot is still ahead. */
@@ -50,7 +65,7 @@ export class SlotSchedule {
   expire(now: number): number {
     let expired = 0;
     for (const run of this.runs) {
-      const floor = wholeSlotsBy(run, now - this.expiryMs);
+      const floor = wholeSlotsBy(run, now - run.expiryMs);
       if (floor > run.spent) {
         expired += floor - run.spent;
         run.spent = floor;
@@ -121,5 +136,16 @@ function wholeSlotsBy(run: Run, at: number): number {
 function accrued(run: Run, at: number): number {
   if (at < run.startAt) return 0;
   if (run.intervalMs === 0) return run.amount;
-  return Math.min(run.amount, 1 + (at - run.startAt) / run.intervalMs);
+  return Math.min(run.amount, snapToWhole(1 + (at - run.startAt) / run.intervalMs));
+}
+
+/**
+ * `(startAt + k × interval − startAt) / interval` comes out as k − 1e-13 as often as k: unsnapped,
+ * a caller woken at its slot finds 0.9999999999 of a unit, takes it (within TOLERANCE), and leaves
+ * residues that make whole slots expire and refills ask for 1e-9 units. A count within a millionth of
+ * a slot of a whole number is that number (a nanosecond early at 1,000 units/s).
+ */
+function snapToWhole(slots: number): number {
+  const whole = Math.round(slots);
+  return Math.abs(slots - whole) < 1e-6 ? whole : slots;
 }

@@ -81,4 +81,18 @@ describe("SlotSchedule", () => {
     assert.equal(slots.available(5), 1.5);
     assert.equal(slots.timeWhenAvailable(2.5, 0), 15);
   });
+
+  it("takes an answer's travel off its slots' expiry: lateness already spent on the way is not spent again", () => {
+    const trusted = new SlotSchedule(20);
+    trusted.add(0, 10, 3);
+    assert.equal(trusted.expire(6), 0, "slot 0 is 6 ms old, within 20 ms");
+    const late = new SlotSchedule(20);
+    late.add(0, 10, 3, 15);
+    assert.equal(late.expire(6), 1, "the answer may have been 15 ms late already: 5 ms were left for slot 0");
+    assert.ok(Math.abs(late.available(6) - 0.6) < 1e-9, "slot 1 accrues as before");
+    const lost = new SlotSchedule(20);
+    lost.add(0, 10, 2, 25);
+    assert.equal(lost.expire(0), 1, "an answer that travelled longer than the expiry is lost: its slots expire as they come");
+    assert.equal(lost.shortestExpiryMs(), 0);
+  });
 });

@@ -76,4 +76,32 @@ describe("PacedThrottler (DESIGN §7.1)", () => {
     assert.equal(done, true);
     assert.ok(calls.every((amount) => amount <= 10), `answers at most the cap: ${calls.join(", ")}`);
   });
+
+  it("8 backlogged clients at 1,000 units/s take every slot, and refills stay whole, about one per request_period", async () => {
+    // Slots 1000 / 960 ms apart are not exact doubles: the float residue of counting them once made
+    // whole slots expire under waiting callers and refills ask for 1e-9 units (an RPC storm when
+    // answered at once; 2.45 RPCs per client per request_period here).
+    const clock = new ManualClock(1_000_000);
+    const { paced, calls } = remote(clock, 1000 / 960, 1);
+    const clientConfig: PacedConfig = { targetRps: 2, minPrefetchAmount: 1, maxPrefetchAmount: 500, windowMs: 5_000, slotExpiryMs: 20.8 };
+    const clients = Array.from({ length: 8 }, () => new PacedThrottler(clientConfig, paced, clock, "pdf"));
+    let running = true;
+    let handed = 0;
+    const loops = clients.map(async (client) => {
+      while (running) {
+        await client.throttle(1);
+        handed += 1;
+      }
+    });
+    await clock.advance(20_000);
+    running = false;
+    const expired = clients.reduce((sum, client) => sum + client.stats().expired, 0);
+    for (const client of clients) client.close();
+    await Promise.all(loops.map((loop) => loop.catch(() => undefined)));
+    assert.equal(expired, 0, "no slot expired under a waiting caller");
+    assert.ok(handed >= 0.98 * 19_200, `${handed} units in 20 s at 960 slots/s`);
+    assert.ok(calls.every((amount) => amount >= 1), `refills ask for whole amounts: ${calls.filter((a) => a < 1).slice(0, 5).join(", ")}`);
+    const perPeriod = calls.length / 8 / 40;
+    assert.ok(perPeriod <= 1.5, `${perPeriod.toFixed(2)} refills per client per request_period (500 ms)`);
+  });
 });

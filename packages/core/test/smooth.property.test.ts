@@ -11,7 +11,6 @@ import {
   paceReachMs,
   quotaBucketConfig,
   slotExpiryMs,
-  smoothToleranceMs,
   type PacedConfig,
   type PacedQuotaRemote,
   type PaceSchedule,
@@ -24,11 +23,13 @@ import {
 
 const PERIOD_MS = 1_000;
 /**
- * A fixed seed, so CI runs the same 25 scenarios. Not every seed passes yet: long random runs
- * (SMOOTH_RUNS=300, any seed) find all-backlogged scenarios at low limits (e.g. limit 5, 4 clients)
- * that deliver only 90–93 % — a known gap, reported on issue 10. The window bound held in every run.
+ * Random seeds, as fast-check does by default: a failure prints its seed and path, which
+ * SMOOTH_SEED and SMOOTH_PATH replay (SMOOTH_RUNS=300 for a longer search). Every scenario here can
+ * meet 95 %: the period is 1 s and limits are ≥ 2, so limit × period ≥ 2 and the paced rate (96 %)
+ * leaves 41.7 ms of tolerance, more than the delays drawn below (stalled scenarios check only the bound). (Random seeds once found 90–93 %
+ * and hung runs: float residues of slot counting made whole slots expire and refills ask for 1e-9
+ * units — see SlotSchedule's snapToWhole and PacedThrottler.maybeRefill.)
  */
-const KNOWN_GOOD_SEED = 20261201;
 const REQUEST_PERIOD_MS = 500;
 
 interface Scenario {
@@ -39,6 +40,8 @@ interface Scenario {
   readonly responseBaseMs: number;
   /** Added to each response at random: up to this much. */
   readonly jitterMs: number;
+  /** One answer in 20 is read up to MAX_STALL_MS late (its travel tells the client so). */
+  readonly stalls: boolean;
   readonly limits: readonly { readonly atMs: number; readonly limit: number }[];
   readonly restart: { readonly atMs: number; readonly downMs: number };
   readonly runMs: number;
@@ -48,11 +51,13 @@ interface Scenario {
 }
 
 /**
- * Half the tolerance is the clients' slot expiry; the other half is left for differences in the
- * controller → client delay between answers (per-client extra + jitter stay below it).
+ * Delays drawn for RPCs. A client subtracts an answer's travel (round trip less the controller's
+ * wait) from the slots' expiry, so any delay is safe for the window bound; utilisation needs the
+ * travel to leave some of the expiry (37.5 ms at a 1 s period): 4 × 8 ms at most here.
  */
-const MAX_SKEW_MS = Math.floor((smoothToleranceMs(PERIOD_MS) - slotExpiryMs(PERIOD_MS)) * 0.95);
-
+const MAX_DELAY_MS = 8;
+/** Now and then a client reads an answer this much late (a starved process): the bound must hold. */
+const MAX_STALL_MS = 80;
 const scenario: fc.Arbitrary<Scenario> = fc
   .integer({ min: 1, max: 20 })
   .chain((count) =>
@@ -66,11 +71,12 @@ const scenario: fc.Arbitrary<Scenario> = fc
         { minLength: count, maxLength: count },
       ),
       latencies: fc.array(
-        fc.record({ requestMs: fc.integer({ min: 0, max: 100 }), responseMs: fc.integer({ min: 0, max: Math.floor(MAX_SKEW_MS / 2) }) }),
+        fc.record({ requestMs: fc.integer({ min: 0, max: MAX_DELAY_MS }), responseMs: fc.integer({ min: 0, max: MAX_DELAY_MS }) }),
         { minLength: count, maxLength: count },
       ),
-      responseBaseMs: fc.integer({ min: 0, max: 50 }),
-      jitterMs: fc.integer({ min: 0, max: Math.floor(MAX_SKEW_MS / 2) }),
+      responseBaseMs: fc.integer({ min: 0, max: MAX_DELAY_MS }),
+      jitterMs: fc.integer({ min: 0, max: MAX_DELAY_MS }),
+      stalls: fc.boolean(),
       limits: fc.array(fc.record({ atMs: fc.integer({ min: 2_000, max: 28_000 }), limit: fc.integer({ min: 2, max: 120 }) }), {
         minLength: 1,
         maxLength: 4,
@@ -118,14 +124,18 @@ async function run(scenarioDrawn: Scenario) {
         const requestId = `c${index}-${requestSeq++}`;
         // The retrying channel: the same request id until a controller answers it.
         for (;;) {
+          const sentAt = clock.now();
           await clock.sleep(latency.requestMs, signal);
           const current = driver;
           try {
             if (!current) throw new SluiceError("CONTROLLER_UNAVAILABLE", "the controller is down");
             const grant = await current.acquire({ amount, requestId, clientId: `c${index}`, signal, onAbort: "cancel" });
-            await clock.sleep(s.responseBaseMs + latency.responseMs + rnd() * s.jitterMs, signal);
-            // As over a transport: the delay counts from the answer's arrival, so travel shifts the slots later.
-            return { startDelayMs: grant.paceStartDelayMs ?? 0, intervalMs: grant.paceIntervalMs ?? 0 };
+            const stall = s.stalls && rnd() < 0.05 ? rnd() * MAX_STALL_MS : 0;
+            await clock.sleep(s.responseBaseMs + latency.responseMs + rnd() * s.jitterMs + stall, signal);
+            // As over a transport (RetryingQuotaRemote): the delay counts from the answer's arrival, so
+            // travel shifts the slots later, by at most the round trip less the wait (whole ms on the wire).
+            const travelMs = Math.max(0, clock.now() - sentAt - Math.floor(grant.waitedMs));
+            return { startDelayMs: grant.paceStartDelayMs ?? 0, intervalMs: grant.paceIntervalMs ?? 0, travelMs };
           } catch (error) {
             if (signal.aborted || !isSluiceError(error, "CONTROLLER_UNAVAILABLE")) throw error;
             await clock.sleep(100, signal);
@@ -220,7 +230,14 @@ describe("smooth throttler, in virtual time (DESIGN §7.1)", () => {
   it("no closed window of period holds more than limit × period units; a backlogged throttler delivers ≥ 95 % of limit", async () => {
     await fc.assert(
       fc.asyncProperty(scenario, async (s) => check(s)),
-      { verbose: 1, numRuns: Number(process.env["SMOOTH_RUNS"] ?? 25), seed: Number(process.env["SMOOTH_SEED"] ?? KNOWN_GOOD_SEED), ...(process.env["SMOOTH_PATH"] ? { path: process.env["SMOOTH_PATH"] } : {}) },
+      {
+        verbose: 1,
+        numRuns: Number(process.env["SMOOTH_RUNS"] ?? 25),
+        // A run takes well under a second of real time; one that does not is a livelock in virtual time.
+        timeout: 60_000,
+        ...(process.env["SMOOTH_SEED"] ? { seed: Number(process.env["SMOOTH_SEED"]) } : {}),
+        ...(process.env["SMOOTH_PATH"] ? { path: process.env["SMOOTH_PATH"] } : {}),
+      },
     );
   });
 });
@@ -264,7 +281,8 @@ function verify(s: Scenario, handedAt: number[], timeline: readonly { atMs: numb
         }
         // Clients that pause waste the rest of the run they hold (README, "Shaping"): the 95 % is a
         // promise for a backlog, so it is checked when every client has one.
-        if (capacity > 0 && s.allBacklogged) {
+        // Stalled answers lose the slots their lateness used up: the bound holds, the 95 % is not promised.
+        if (capacity > 0 && s.allBacklogged && !s.stalls) {
           const utilisation = delivered / capacity;
           if (process.env["SMOOTH_DEBUG"]) {
             const gaps = handedAt.slice(1).map((t, i) => [t - (handedAt[i] ?? 0), handedAt[i] ?? 0] as const).sort((a, b) => b[0] - a[0]).slice(0, 8);

@@ -48,17 +48,40 @@ export function prefetchWindow(throttler: PrefetchFields): PrefetchWindow {
   };
 }
 
-export type ClientConfigFields = PrefetchFields & Pick<ThrottlerSpec, "retrying_channel" | "rpc_timeout" | "smooth">;
+export type SmoothWindowFields = PrefetchFields & Pick<ThrottlerSpec, "max_grant_amount">;
+
+/**
+ * A smooth client's window (DESIGN §7.1): as `prefetchWindow`, with no answer longer than a second
+ * of slots (`ceil(limit × min(request_period, 1 s))`) nor larger than `max_grant_amount`. The controller cannot chunk a smooth grant (one answer is one run of
+ * consecutive slots; chunks interleaved with other requests would scatter them), so the client
+ * splits instead: it asks for at most `max_grant_amount` at a time — a larger `throttle(n)` takes
+ * several answers — and the controller reconsiders classes between answers, as it does between
+ * chunks of a plain throttler.
+ */
+export function smoothPrefetchWindow(throttler: SmoothWindowFields): PrefetchWindow {
+  const window = prefetchWindow(throttler);
+  // One answer spans at most a second of slots: the controller's start gap is one answer long
+  // (see maxPacedAnswer in @sluice/core, which must agree).
+  const spanned = prefetchWindow({ ...throttler, request_period: Math.min(throttler.request_period, SMOOTH_MAX_ANSWER_SPAN_MS) });
+  const cap = Math.min(window.maxPrefetchAmount, spanned.maxPrefetchAmount, throttler.max_grant_amount ?? Number.POSITIVE_INFINITY);
+  return { ...window, maxPrefetchAmount: cap };
+}
+
+/** The longest stretch one smooth answer covers; equal to the constant of the same name in @sluice/core. */
+export const SMOOTH_MAX_ANSWER_SPAN_MS = 1_000;
+
+export type ClientConfigFields = SmoothWindowFields & Pick<ThrottlerSpec, "retrying_channel" | "rpc_timeout" | "smooth">;
 
 /**
  * True iff a client built for `a` serves `b` unchanged: same prefetch window, retrying channel and
  * rpc_timeout and shaping (DESIGN §4.9; a smooth client paces what it hands out, §7.1). Then the client — and the quota it prefetched — is kept across a
- * reconfiguration; `period`, weights and `max_grant_amount` apply on the controller only. Under
+ * reconfiguration; `period`, weights and `max_grant_amount` apply on the controller only (except that
+ * a smooth client caps its answers at `max_grant_amount`: see smoothPrefetchWindow). Under
  * `use_class_weights_as_limit` a weight change matters only if it resizes the prefetch window.
  */
 export function clientConfigEquals(a: ClientConfigFields, b: ClientConfigFields): boolean {
-  const windowA = prefetchWindow(a);
-  const windowB = prefetchWindow(b);
+  const windowA = a.smooth ? smoothPrefetchWindow(a) : prefetchWindow(a);
+  const windowB = b.smooth ? smoothPrefetchWindow(b) : prefetchWindow(b);
   return (
     windowA.targetRps === windowB.targetRps &&
     windowA.minPrefetchAmount === windowB.minPrefetchAmount &&

@@ -81,6 +81,8 @@ export { pipelineJsonSchema, dynamicSpecJsonSchema } from "./json-schema.ts";
 export { effectiveLimit, type LimitFields } from "./effective-limit.ts";
 export {
   prefetchWindow,
+  smoothPrefetchWindow,
+  SMOOTH_MAX_ANSWER_SPAN_MS,
   clientConfigEquals,
   type PrefetchWindow,
   type PrefetchFields,

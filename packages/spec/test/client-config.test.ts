@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { clientConfigEquals, effectiveLimit, prefetchWindow, throttlerSpecSchema, type ThrottlerSpecInput } from "@sluice/spec";
+import { clientConfigEquals, effectiveLimit, prefetchWindow, smoothPrefetchWindow, throttlerSpecSchema, type ThrottlerSpecInput } from "@sluice/spec";
 
 const throttler = (input: ThrottlerSpecInput) => throttlerSpecSchema.parse(input);
 
@@ -44,6 +44,28 @@ describe("prefetchWindow (ytflow.md §2.1)", () => {
   it("uses the summed class weights as the limit", () => {
     const spec = throttler({ use_class_weights_as_limit: true, request_period: "2s", classes: { a: { weight: 3 }, b: { weight: 2 } } });
     assert.equal(prefetchWindow(spec).maxPrefetchAmount, 10);
+  });
+});
+
+describe("smoothPrefetchWindow (DESIGN §7.1)", () => {
+  it("caps a smooth client's answers at max_grant_amount, since the controller cannot chunk a run of slots", () => {
+    assert.equal(smoothPrefetchWindow(throttler({ limit: 100, request_period: "1s", smooth: true })).maxPrefetchAmount, 100);
+    assert.equal(smoothPrefetchWindow(throttler({ limit: 100, request_period: "1s", smooth: true, max_grant_amount: 7 })).maxPrefetchAmount, 7);
+    assert.equal(smoothPrefetchWindow(throttler({ limit: 2, request_period: "1s", smooth: true, max_grant_amount: 7 })).maxPrefetchAmount, 2);
+  });
+
+  it("spans at most a second of slots per answer (the controller's start gap is one answer long)", () => {
+    const window = smoothPrefetchWindow(throttler({ limit: 10, smooth: true }));
+    assert.equal(window.maxPrefetchAmount, 10, "request_period 5 s (the default) at limit 10: 10 slots, not 50");
+    assert.equal(window.targetRps, 0.2, "the refill rate it aims at stays one per request_period");
+    assert.equal(smoothPrefetchWindow(throttler({ limit: 1000, request_period: "500ms", smooth: true })).maxPrefetchAmount, 500);
+  });
+
+  it("rebuilds a smooth client when max_grant_amount changes its cap, not a plain one", () => {
+    const smooth: ThrottlerSpecInput = { limit: 100, request_period: "1s", smooth: true };
+    assert.equal(clientConfigEquals(throttler(smooth), throttler({ ...smooth, max_grant_amount: 10 })), false);
+    assert.equal(clientConfigEquals(throttler(smooth), throttler({ ...smooth, max_grant_amount: 500 })), true, "a cap above limit × request_period changes nothing");
+    assert.equal(clientConfigEquals(throttler({ limit: 100 }), throttler({ limit: 100, max_grant_amount: 10 })), true);
   });
 });
 

@@ -1,0 +1,110 @@
+// Job-like callers in one process, each looping "take 1 unit, then call the protected system" as fast
+// as the limiter allows, and noting when each unit reached its caller (epoch ms, sub-ms) inside a
+// window set by the parent — so that the parent can merge the processes' timelines and count units
+// in every window. Modes:
+//   "sluice": one client per job through DistributedThrottlerFactory (as the runtime builds it: a
+//   PacedThrottler for a smooth throttler, a PrefetchingThrottler otherwise), against a controller;
+//   "p-throttle", "bottleneck": one in-process limiter per process, paced at `ratePerProcess`, shared
+//   by this process's jobs (neither coordinates across processes without an external store).
+// Events: ready; result {times, rpcs, cpuMs, jobs} at the end.
+import { systemClock } from "@sluice/core";
+import { createGrpcQuotaClient } from "@sluice/protocol";
+import { DistributedThrottlerFactory, DynamicSpecWatcher } from "@sluice/runtime";
+import type { DynamicSpec } from "@sluice/spec";
+import Bottleneck from "bottleneck";
+import pThrottle from "p-throttle";
+import { configArgument, emit, onCommands } from "../lib/child-io.ts";
+
+interface Config {
+  readonly mode: "sluice" | "p-throttle" | "bottleneck";
+  readonly clientIds: readonly string[];
+  /** Sluice mode: the controller's address and the throttler's id. */
+  readonly controller?: string;
+  readonly throttlerId?: string;
+  /** Peer modes: units per second this process's limiter lets through. */
+  readonly ratePerProcess?: number;
+}
+
+interface Schedule {
+  readonly startAt: number;
+  readonly windowFrom: number;
+  readonly windowTo: number;
+  readonly stopAt: number;
+}
+
+const config = configArgument<Config>();
+const epochNow = () => performance.timeOrigin + performance.now();
+let rpcs = 0;
+const closers: (() => void | Promise<void>)[] = [];
+
+/** Takes one unit: resolves when the caller may call the protected system. */
+async function takers(): Promise<(() => Promise<unknown>)[]> {
+  if (config.mode === "sluice") {
+    const client = createGrpcQuotaClient(config.controller ?? "");
+    let spec: DynamicSpec | null = null;
+    const watcher = new DynamicSpecWatcher({ client: () => client, clientId: "bench-paced", clock: systemClock, onSpec: (next) => (spec = next) });
+    await watcher.start();
+    const current = spec as DynamicSpec | null;
+    if (!current) throw new Error("no dynamic_spec from the controller");
+    closers.push(() => watcher.close(), () => client.close());
+    return config.clientIds.map((clientId) => {
+      const factory = new DistributedThrottlerFactory({ computation: "Bench", clientId, client: () => client, clock: systemClock, onRpc: () => (rpcs += 1) });
+      factory.reconfigure(current);
+      closers.unshift(() => factory.close());
+      const handle = factory.getThrottlerOrThrow(config.throttlerId ?? "");
+      return () => handle.throttle(1);
+    });
+  }
+  const rate = config.ratePerProcess ?? 1;
+  if (config.mode === "p-throttle") {
+    // One call per 1000/rate ms: the finest pacing p-throttle offers (its window is `interval`).
+    const throttled = pThrottle({ limit: 1, interval: 1000 / rate })(() => undefined) as unknown as () => Promise<unknown>;
+    return config.clientIds.map(() => throttled);
+  }
+  const limiter = new Bottleneck({ minTime: 1000 / rate });
+  closers.push(() => limiter.stop({ dropWaitingJobs: true }).catch(() => undefined));
+  const job = () => Promise.resolve();
+  return config.clientIds.map(() => () => limiter.schedule(job));
+}
+
+const take = await takers();
+const schedule = await new Promise<Schedule>((resolve) => {
+  onCommands((command) => {
+    if (command.type === "go") resolve(command as unknown as Schedule);
+  });
+  emit({ type: "ready" });
+});
+
+const times: number[] = [];
+let cpuFrom = 0;
+let cpuTo = 0;
+let rpcsFrom = 0;
+let rpcsTo = 0;
+const cpuMs = () => {
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1000;
+};
+const at = (epochMs: number, work: () => void) => setTimeout(work, Math.max(0, epochMs - Date.now()));
+at(schedule.windowFrom, () => {
+  cpuFrom = cpuMs();
+  rpcsFrom = rpcs;
+});
+at(schedule.windowTo, () => {
+  cpuTo = cpuMs();
+  rpcsTo = rpcs;
+});
+await new Promise((resolve) => setTimeout(resolve, Math.max(0, schedule.startAt - Date.now())));
+let running = true;
+at(schedule.stopAt, () => (running = false));
+await Promise.all(
+  take.map(async (one) => {
+    while (running) {
+      await one();
+      const now = epochNow();
+      if (now >= schedule.windowFrom && now < schedule.windowTo) times.push(now);
+    }
+  }),
+);
+emit({ type: "result", times, rpcs: rpcsTo - rpcsFrom, cpuMs: cpuTo - cpuFrom, jobs: take.length });
+for (const close of closers) await close();
+process.exit(0);
