@@ -1,4 +1,4 @@
-import { createGrpcQuotaClient, createInMemoryQuotaClient, serveQuotaService } from "@sluice/protocol";
+import { createGrpcQuotaClient, createInMemoryQuotaClient, createStreamQuotaClient, serveQuotaService } from "@sluice/protocol";
 import { quotaServiceContract } from "./quota-service-contract.ts";
 
 quotaServiceContract("in-memory transport", async (controller) => {
@@ -9,6 +9,18 @@ quotaServiceContract("in-memory transport", async (controller) => {
 quotaServiceContract("gRPC on 127.0.0.1", async (controller) => {
   const server = await serveQuotaService(controller, { port: 0 });
   const client = createGrpcQuotaClient(server.address);
+  return {
+    client,
+    close: async () => {
+      client.close();
+      await server.close({ graceMs: 200 });
+    },
+  };
+});
+
+quotaServiceContract("QuotaStream on 127.0.0.1", async (controller) => {
+  const server = await serveQuotaService(controller, { port: 0 });
+  const client = createStreamQuotaClient(server.address);
   return {
     client,
     close: async () => {

@@ -1,4 +1,5 @@
 import type { Metadata } from "@grpc/grpc-js";
+import { SluiceError } from "@sluice/core";
 
 /**
  * Who ends a call at its deadline. With a plain gRPC deadline the client's own timer fires first
@@ -45,4 +46,32 @@ export function receivedCallerDeadline(metadata: Metadata, transportDeadlineAt: 
   if (timeoutMs > MAX_CALLER_TIMEOUT_MS) return transportDeadlineAt;
   const callerDeadlineAt = receivedAt + timeoutMs;
   return transportDeadlineAt === null ? callerDeadlineAt : Math.min(callerDeadlineAt, transportDeadlineAt);
+}
+
+/** What the server answers a call still open at its caller's deadline (`path` may be a bare method name). */
+export function deadlineAnswer(path: string, deadlineAt: number | null): SluiceError {
+  const method = path.slice(path.lastIndexOf("/") + 1) || path;
+  const when = deadlineAt === null ? "its deadline" : `its deadline ${new Date(deadlineAt).toISOString()}`;
+  return new SluiceError(
+    "QUOTA_TIMEOUT",
+    `${method} passed ${when} (the caller's own) before the controller answered` +
+      (method === "RequestQuota" ? "; a retry with the same request id resumes its place" : "; retry with a longer deadline"),
+    { method, deadlineAt },
+  );
+}
+
+/**
+ * Server side, quota stream: a call's `timeout_ms` (0 = none, as the proto says) as the deadline it
+ * must be answered by, never later than the stream's own transport deadline (streams rarely have one).
+ */
+export function streamCallDeadline(timeoutMs: number, streamDeadlineAt: number | null, receivedAt: number): number | null {
+  if (!(timeoutMs > 0) || timeoutMs > MAX_CALLER_TIMEOUT_MS) return streamDeadlineAt;
+  const callerDeadlineAt = receivedAt + timeoutMs;
+  return streamDeadlineAt === null ? callerDeadlineAt : Math.min(callerDeadlineAt, streamDeadlineAt);
+}
+
+/** Client side, quota stream: `deadlineAt` as the `timeout_ms` of a call (whole ms, at least 1: 0 would mean none). */
+export function streamCallTimeoutMs(deadlineAt: number | undefined, now: number): number {
+  if (deadlineAt === undefined) return 0;
+  return Math.max(1, Math.ceil(deadlineAt - now));
 }

@@ -204,7 +204,7 @@ export function createGrpcQuotaClient(address: string, options: GrpcQuotaClientO
  * fromGrpcError, plus what to check when the connection itself failed: a TLS mismatch reaches gRPC
  * as "unavailable", and the message should say which option to look at.
  */
-function transportError(error: unknown, site: CallSite, tls: ClientTlsOptions | undefined): SluiceError {
+export function transportError(error: unknown, site: CallSite, tls: ClientTlsOptions | undefined): SluiceError {
   const mapped = fromGrpcError(error, site);
   if (mapped.code !== "CONTROLLER_UNAVAILABLE") return mapped;
   const diagnosis = diagnoseConnection(tls, mapped.text);

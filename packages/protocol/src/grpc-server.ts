@@ -9,8 +9,9 @@ import {
 import { SluiceError, systemClock } from "@sluice/core";
 import { timingSafeEqual } from "node:crypto";
 import { AUTHORIZATION_METADATA_KEY, bearer, fromGrpcMetadata } from "./call-metadata.ts";
-import { receivedCallerDeadline } from "./call-deadline.ts";
+import { deadlineAnswer, receivedCallerDeadline } from "./call-deadline.ts";
 import { toServiceError } from "./error-mapping.ts";
+import { OpenQuotaStreams, quotaStreamMethod } from "./quota-stream-server.ts";
 import { checkedServiceDefinition, UndecodableRequest, type CheckedUpdateDynamicSpecRequest } from "./request-decoding.ts";
 import { fromGrpcDeadline } from "./grpc-deadline.ts";
 import {
@@ -66,6 +67,7 @@ export async function serveQuotaService(handler: QuotaServiceHandler, options: S
   const authorize = bearerCheck(options.token);
   // Built before binding, so a certificate and key that do not belong together fail here, by name.
   const listenCredentials = serverCredentials(options.tls);
+  const quotaStreams = new OpenQuotaStreams();
 
   const implementation = {
     RequestQuota: unary(authorize, async (request: WireRequestQuotaRequest, context): Promise<WireRequestQuotaResponse> => {
@@ -129,6 +131,8 @@ export async function serveQuotaService(handler: QuotaServiceHandler, options: S
       const { snapshotJson } = await handler.describeThrottlers(context);
       return { snapshotJson };
     }),
+    // All of a worker's quota traffic on one stream (quota-stream-server.ts), with the handlers above.
+    QuotaStream: quotaStreamMethod(handler, authorize, quotaStreams),
     WatchDynamicSpec: (call: ServerWritableStream<WireWatchDynamicSpecRequest, WireDynamicSpecUpdate>) => {
       const { context, dispose } = callContext(call);
       const refusal = authorize(call.metadata.get(AUTHORIZATION_METADATA_KEY)[0]);
@@ -193,6 +197,10 @@ export async function serveQuotaService(handler: QuotaServiceHandler, options: S
     close({ graceMs = DEFAULT_CLOSE_GRACE_MS } = {}) {
       closing ??= new Promise<void>((resolve) => {
         const grace = new AbortController();
+        // A quota stream lives as long as its worker: ended here as soon as its open calls are
+        // answered (the handler answers its waiters as it shuts down), or the shutdown would wait
+        // for the whole grace.
+        quotaStreams.closeAll();
         server.tryShutdown(() => {
           grace.abort();
           resolve();
@@ -277,17 +285,6 @@ function unary<Request, Response>(
         (error: unknown) => answer(error ?? new Error("the handler rejected without a reason")),
       );
   };
-}
-
-function deadlineAnswer(path: string, deadlineAt: number | null): SluiceError {
-  const method = path.slice(path.lastIndexOf("/") + 1) || path;
-  const when = deadlineAt === null ? "its deadline" : `its deadline ${new Date(deadlineAt).toISOString()}`;
-  return new SluiceError(
-    "QUOTA_TIMEOUT",
-    `${method} passed ${when} (the caller's own) before the controller answered` +
-      (method === "RequestQuota" ? "; a retry with the same request id resumes its place" : "; retry with a longer deadline"),
-    { method, deadlineAt },
-  );
 }
 
 /** What unary and streaming server calls have in common, as far as a CallContext needs. */

@@ -50,3 +50,13 @@ export {
   type ServerTlsOptions,
 } from "./tls-credentials.ts";
 export { fromGrpcDeadline, toGrpcDeadline } from "./grpc-deadline.ts";
+export { createStreamQuotaClient } from "./quota-stream-client.ts";
+export {
+  DEFAULT_QUOTA_TRANSPORT,
+  QUOTA_TRANSPORT_ENV,
+  QUOTA_TRANSPORTS,
+  createQuotaClient,
+  parseQuotaTransport,
+  type QuotaClientOptions,
+  type QuotaTransport,
+} from "./quota-transport.ts";

@@ -88,6 +88,45 @@ export interface WireReportWatermarksResponse {
   settling: boolean;
 }
 
+// ── The quota stream (issue #14): one stream, many calls (quota-stream-*.ts) ──
+
+/** The call a QuotaStreamCall carries, as proto-loader names the oneof (`call`). */
+export type WireQuotaStreamCallKind = "requestQuota" | "releaseQuota" | "renewLeases" | "watchDynamicSpec" | "cancel";
+export interface WireQuotaStreamCall {
+  callId: number;
+  timeoutMs: number;
+  metadata: Record<string, string>;
+  call?: WireQuotaStreamCallKind;
+  requestQuota?: WireRequestQuotaRequest;
+  releaseQuota?: WireReleaseQuotaRequest;
+  renewLeases?: WireRenewLeasesRequest;
+  watchDynamicSpec?: WireWatchDynamicSpecRequest;
+  cancel?: Record<string, never>;
+}
+export interface WireQuotaStreamClientFrame {
+  calls: WireQuotaStreamCall[];
+}
+export interface WireQuotaStreamError {
+  grpcStatus: number;
+  message: string;
+  sluiceErrorCode: string;
+  detailsJson: string;
+  leader: string;
+}
+export type WireQuotaStreamAnswerKind = "requestQuota" | "releaseQuota" | "renewLeases" | "dynamicSpecUpdate" | "error";
+export interface WireQuotaStreamAnswer {
+  callId: number;
+  answer?: WireQuotaStreamAnswerKind;
+  requestQuota?: WireRequestQuotaResponse;
+  releaseQuota?: WireReleaseQuotaResponse;
+  renewLeases?: WireRenewLeasesResponse;
+  dynamicSpecUpdate?: WireDynamicSpecUpdate;
+  error?: WireQuotaStreamError;
+}
+export interface WireQuotaStreamServerFrame {
+  answers: WireQuotaStreamAnswer[];
+}
+
 /** A type alias, not an interface, so it is assignable to grpc-js's index-signature ServiceDefinition. */
 export type QuotaServiceDefinition = {
   readonly RequestQuota: MethodDefinition<WireRequestQuotaRequest, WireRequestQuotaResponse>;
@@ -97,6 +136,7 @@ export type QuotaServiceDefinition = {
   readonly DescribeThrottlers: MethodDefinition<WireDescribeThrottlersRequest, WireDescribeThrottlersResponse>;
   readonly RenewLeases: MethodDefinition<WireRenewLeasesRequest, WireRenewLeasesResponse>;
   readonly ReportWatermarks: MethodDefinition<WireReportWatermarksRequest, WireReportWatermarksResponse>;
+  readonly QuotaStream: MethodDefinition<WireQuotaStreamClientFrame, WireQuotaStreamServerFrame>;
 };
 
 let loaded: QuotaServiceDefinition | undefined;

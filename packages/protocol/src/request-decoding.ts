@@ -53,6 +53,10 @@ export function checkedServiceDefinition(definition: QuotaServiceDefinition) {
       ...definition.ReportWatermarks,
       requestDeserialize: tolerant("ReportWatermarks", definition.ReportWatermarks.requestDeserialize),
     },
+    RenewLeases: { ...definition.RenewLeases, requestDeserialize: tolerant("RenewLeases", definition.RenewLeases.requestDeserialize) },
+    // A frame that does not decode ends its stream with INVALID_REQUEST (quota-stream-server.ts):
+    // nothing in it can be trusted, not even its call ids.
+    QuotaStream: { ...definition.QuotaStream, requestDeserialize: tolerant("QuotaStream", definition.QuotaStream.requestDeserialize) },
     DescribeThrottlers: {
       ...definition.DescribeThrottlers,
       requestDeserialize: tolerant("DescribeThrottlers", definition.DescribeThrottlers.requestDeserialize),
