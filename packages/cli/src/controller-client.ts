@@ -1,9 +1,9 @@
 import {
   FAILOVER_CHANNEL_OPTIONS,
-  createGrpcQuotaClient,
   createLeaderFollowingClient,
-  type GrpcQuotaClientOptions,
+  createQuotaClient,
   type LeaderFollowingClient,
+  type QuotaClientOptions,
 } from "@sluice/protocol";
 
 /** `--controller a:1,b:2` (or one address): the controllers of a failover group, in order. */
@@ -17,17 +17,18 @@ export function parseControllerList(value: string): string[] {
 /**
  * The gRPC client of every command that talks to a controller: with several addresses (DESIGN §7.4,
  * `controller.addresses`) it follows the leader; with one it behaves as a plain client, and still
- * follows a follower's redirect.
+ * follows a follower's redirect. Quota calls travel on one QuotaStream per controller unless
+ * SLUICE_QUOTA_TRANSPORT=unary (or `options.transport`) asks for one RPC per call.
  */
 export function controllerClient(
   addresses: readonly string[],
-  options: GrpcQuotaClientOptions = {},
+  options: QuotaClientOptions = {},
   log?: (line: string) => void,
 ): LeaderFollowingClient {
   return createLeaderFollowingClient(addresses, {
     // Pings only where there is somewhere else to go: one controller, paused, is waited for.
     connect: (address) =>
-      createGrpcQuotaClient(address, addresses.length > 1 ? { ...options, channelOptions: { ...FAILOVER_CHANNEL_OPTIONS, ...options.channelOptions } } : options),
+      createQuotaClient(address, addresses.length > 1 ? { ...options, channelOptions: { ...FAILOVER_CHANNEL_OPTIONS, ...options.channelOptions } } : options),
     ...(log ? { log } : {}),
   });
 }

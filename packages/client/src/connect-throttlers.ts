@@ -1,5 +1,5 @@
 import { SluiceError, systemClock, type Clock } from "@sluice/core";
-import { createGrpcQuotaClient, type ClientTlsOptions, type GrpcQuotaClientOptions, type QuotaServiceClient } from "@sluice/protocol";
+import { createQuotaClient, type ClientTlsOptions, type QuotaClientOptions, type QuotaServiceClient, type QuotaTransport } from "@sluice/protocol";
 import type { DynamicSpec } from "@sluice/spec";
 import { ControllerConnection } from "./controller-connection.ts";
 import { DistributedThrottlerFactory } from "./distributed-throttler-factory.ts";
@@ -31,8 +31,13 @@ export interface ConnectThrottlersOptions {
   readonly log?: ((line: string) => void) | null | undefined;
   /** For tests in virtual time; the system clock otherwise. */
   readonly clock?: Clock;
-  /** For tests: how to reach one address (default: gRPC). */
-  readonly connect?: (address: string, options: GrpcQuotaClientOptions) => QuotaServiceClient;
+  /**
+   * How quota calls travel: "stream" (one multiplexed QuotaStream per controller, the default) or
+   * "unary" (one RPC per call). Default: the SLUICE_QUOTA_TRANSPORT environment variable, else "stream".
+   */
+  readonly transport?: QuotaTransport | undefined;
+  /** For tests: how to reach one address (default: gRPC, over `transport`). */
+  readonly connect?: (address: string, options: QuotaClientOptions) => QuotaServiceClient;
 }
 
 /** The distributed throttlers of one controller, as any Node process sees them. */
@@ -70,10 +75,11 @@ export async function connectThrottlers(options: ConnectThrottlersOptions): Prom
   const clientId = checkedClientId(options.clientId);
   const clock = options.clock ?? systemClock;
   const log = options.log === undefined ? (line: string) => console.warn(`[sluice client ${clientId}] ${line}`) : options.log;
-  const connect = options.connect ?? createGrpcQuotaClient;
-  const grpcOptions: GrpcQuotaClientOptions = {
+  const connect = options.connect ?? createQuotaClient;
+  const grpcOptions: QuotaClientOptions = {
     ...(options.token !== undefined ? { token: options.token } : {}),
     ...(options.tls !== undefined ? { tls: options.tls } : {}),
+    ...(options.transport !== undefined ? { transport: options.transport } : {}),
   };
   const connection = new ControllerConnection(addresses, (address) => connect(address, grpcOptions));
 

@@ -73,6 +73,7 @@ export class ControllerConnection {
       this.failedOver(i, error);
       throw error;
     };
+    const renew = client.renewLeases?.bind(client);
     return {
       requestQuota: (call, options) => client.requestQuota(call, options).catch(watch),
       releaseQuota: (call, options) => {
@@ -85,6 +86,7 @@ export class ControllerConnection {
         void tracked.then(() => this.releases.delete(tracked));
         return pending;
       },
+      ...(renew ? { renewLeases: (call, options) => renew(call, options).catch(watch) } : {}),
       updateDynamicSpec: (json, options) => client.updateDynamicSpec(json, options).catch(watch),
       describeThrottlers: (options) => client.describeThrottlers(options).catch(watch),
       ...(client.reportWatermarks ? { reportWatermarks: (call, options) => client.reportWatermarks!(call, options).catch(watch) } : {}),

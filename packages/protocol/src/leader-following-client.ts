@@ -22,6 +22,11 @@ export interface LeaderFollowingClientOptions {
   readonly log?: (line: string) => void;
 }
 
+/** Raised when a connection's client has no RenewLeases (a test double written before concurrency throttlers). */
+function noRenewLeases(): SluiceError {
+  return new SluiceError("CONTROLLER_UNAVAILABLE", "this controller client does not implement RenewLeases (concurrency throttlers)");
+}
+
 /** A QuotaServiceClient that also says which controller it talks to now. */
 export interface LeaderFollowingClient extends QuotaServiceClient {
   readonly currentAddress: string;
@@ -98,6 +103,8 @@ export function createLeaderFollowingClient(addresses: readonly string[], option
     },
     requestQuota: (request, callOptions?: CallOptions) => call("RequestQuota", (c) => c.requestQuota(request, callOptions), callOptions?.signal),
     releaseQuota: (request, callOptions?: CallOptions) => call("ReleaseQuota", (c) => c.releaseQuota(request, callOptions), callOptions?.signal),
+    renewLeases: (request, callOptions?: CallOptions) =>
+      call("RenewLeases", (c) => (c.renewLeases ? c.renewLeases(request, callOptions) : Promise.reject(noRenewLeases())), callOptions?.signal),
     updateDynamicSpec: (json, callOptions?: CallOptions) => call("UpdateDynamicSpec", (c) => c.updateDynamicSpec(json, callOptions), callOptions?.signal),
     describeThrottlers: (callOptions?: CallOptions) => call("DescribeThrottlers", (c) => c.describeThrottlers(callOptions), callOptions?.signal),
     reportWatermarks: (request, callOptions?: CallOptions) =>

@@ -1,6 +1,6 @@
 import { Client } from "@grpc/grpc-js";
 import { cancelledError, SluiceError, systemClock } from "@sluice/core";
-import { DEADLINE_ANSWER_GRACE_MS, streamCallTimeoutMs } from "./call-deadline.ts";
+import { DEADLINE_ANSWER_GRACE_MS } from "./call-deadline.ts";
 import { toGrpcMetadata } from "./call-metadata.ts";
 import { deadlineExceededError, type CallSite } from "./error-mapping.ts";
 import { createGrpcQuotaClient, QUOTA_CLIENT_CHANNEL_OPTIONS, transportError, type GrpcQuotaClientOptions } from "./grpc-client.ts";
@@ -65,7 +65,7 @@ export function createStreamQuotaClient(address: string, options: GrpcQuotaClien
     if (closed) return Promise.reject(closedError(name));
     if (signal?.aborted) return Promise.reject(cancelledError(signal, `${name} to the controller at ${address}`));
     const callId = ++nextCallId;
-    const entry: WireQuotaStreamCall = { callId, timeoutMs: streamCallTimeoutMs(deadlineAt, systemClock.now()), metadata: { ...callOptions?.metadata }, ...call };
+    const entry: WireQuotaStreamCall = { callId, timeoutMs: 0, metadata: { ...callOptions?.metadata }, ...call };
     const on = currentSession();
     return new Promise<T>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
@@ -93,7 +93,7 @@ export function createStreamQuotaClient(address: string, options: GrpcQuotaClien
           done();
           reject(closed && !signal?.aborted ? closedError(name) : transportError(cause, site, options.tls));
         },
-      });
+      }, deadlineAt);
       signal?.addEventListener("abort", onAbort, { once: true });
       // The controller answers at the deadline; this is for a controller that cannot (stuck, cut off).
       if (deadlineAt !== undefined) {

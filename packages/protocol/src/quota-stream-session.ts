@@ -1,5 +1,6 @@
 import { status as GrpcStatus, type ClientDuplexStream, type StatusObject } from "@grpc/grpc-js";
-import type { SluiceError } from "@sluice/core";
+import { systemClock, type SluiceError } from "@sluice/core";
+import { streamCallTimeoutMs } from "./call-deadline.ts";
 import { FrameBatcher, utf8Bound } from "./frame-batcher.ts";
 import type { WireQuotaStreamAnswer, WireQuotaStreamCall, WireQuotaStreamClientFrame, WireQuotaStreamServerFrame } from "./proto-definition.ts";
 
@@ -9,6 +10,12 @@ export interface StreamPendingCall {
   answer(answer: WireQuotaStreamAnswer): boolean;
   /** The stream ended under the call: `cause` is what the transport said (a grpc status, or a SluiceError of the client's own). */
   fail(cause: unknown): void;
+}
+
+/** A call waiting for this turn's frame; its remaining time is read when the frame leaves. */
+interface OutgoingCall {
+  readonly call: WireQuotaStreamCall;
+  readonly deadlineAt: number | undefined;
 }
 
 export type QuotaStreamDuplex = ClientDuplexStream<WireQuotaStreamClientFrame, WireQuotaStreamServerFrame>;
@@ -21,16 +28,22 @@ export type QuotaStreamDuplex = ClientDuplexStream<WireQuotaStreamClientFrame, W
  */
 export class QuotaStreamSession {
   private readonly calls = new Map<number, StreamPendingCall>();
-  private readonly out: FrameBatcher<WireQuotaStreamCall>;
+  private readonly out: FrameBatcher<OutgoingCall>;
   private ended = false;
 
   constructor(
     private readonly stream: QuotaStreamDuplex,
     private readonly onEnded: (session: QuotaStreamSession) => void,
   ) {
-    this.out = new FrameBatcher((calls) => {
-      if (!this.ended) this.stream.write({ calls });
-    }, callSize);
+    this.out = new FrameBatcher(
+      (outgoing) => {
+        if (this.ended) return;
+        const now = systemClock.now();
+        const calls = outgoing.map(({ call, deadlineAt }) => (deadlineAt === undefined ? call : { ...call, timeoutMs: streamCallTimeoutMs(deadlineAt, now) }));
+        this.stream.write({ calls });
+      },
+      (outgoing) => callSize(outgoing.call),
+    );
     stream.on("data", (frame: WireQuotaStreamServerFrame) => {
       for (const answer of frame.answers) {
         const pending = this.calls.get(answer.callId);
@@ -49,16 +62,16 @@ export class QuotaStreamSession {
     return this.ended;
   }
 
-  /** Sends `call` in this turn's frame; its answers go to `pending`. */
-  send(call: WireQuotaStreamCall, pending: StreamPendingCall): void {
+  /** Sends `call` in this turn's frame, with the time left until `deadlineAt` then; its answers go to `pending`. */
+  send(call: WireQuotaStreamCall, pending: StreamPendingCall, deadlineAt?: number): void {
     this.calls.set(call.callId, pending);
-    this.out.push(call);
+    this.out.push({ call, deadlineAt });
   }
 
   /** Forgets the call and tells the controller, which cancels it (and refunds what it was granted). */
   cancel(callId: number): void {
     if (!this.calls.delete(callId) || this.ended) return;
-    this.out.push({ callId, timeoutMs: 0, metadata: {}, cancel: {} });
+    this.out.push({ call: { callId, timeoutMs: 0, metadata: {}, cancel: {} }, deadlineAt: undefined });
   }
 
   /** Fails every call with `error` and cancels the stream. */
