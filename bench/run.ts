@@ -15,10 +15,11 @@ import { controller } from "./groups/controller.ts";
 import { deliveryCost } from "./groups/delivery-cost.ts";
 import { localHotPath } from "./groups/local-hot-path.ts";
 import { runtimeOverhead } from "./groups/runtime-overhead.ts";
+import { quotaStream } from "./groups/quota-stream.ts";
 import { scale } from "./groups/scale.ts";
 import { smooth } from "./groups/smooth.ts";
 
-const GROUPS: readonly BenchGroup[] = [localHotPath, controller, runtimeOverhead, accuracy, scale, deliveryCost, smooth];
+const GROUPS: readonly BenchGroup[] = [localHotPath, controller, runtimeOverhead, accuracy, scale, deliveryCost, smooth, quotaStream];
 
 async function main(): Promise<number> {
   let options: BenchOptions;

@@ -4,10 +4,12 @@
 //   the transport's floor, against which the controller's own cost shows as a ratio;
 //   mode "grpc-hold": bare grpc-js that holds every RequestQuota until told to answer — the
 //   transport's own cost of a waiting call.
+//   Modes "grpc-echo" also serves QuotaStream bare: every request_quota call of a frame answered at
+//   once, all in one frame (the stream transport's floor).
 // Events: ready {address, pid}; usage {cpuMs, rssBytes, heapUsedBytes, at} on request (after a
 // full GC when asked and the process runs with --expose-gc); describe {snapshotJson} and update
 // {version} (sluice mode); held {count} and release {count} (grpc-hold mode).
-import { Server, ServerCredentials, type sendUnaryData, type ServerUnaryCall } from "@grpc/grpc-js";
+import { Server, ServerCredentials, type sendUnaryData, type ServerDuplexStream, type ServerUnaryCall } from "@grpc/grpc-js";
 import { startController, type RunningController } from "@sluice/controller";
 import { quotaServiceDefinition } from "@sluice/protocol";
 import { validatePipelineSpec } from "@sluice/spec";
@@ -21,6 +23,10 @@ interface Config {
 
 interface WireRequest {
   amount: number;
+}
+
+interface WireStreamFrame {
+  calls: { callId: number; requestQuota?: WireRequest }[];
 }
 
 const config = configArgument<Config>();
@@ -42,6 +48,14 @@ if (config.mode === "sluice") {
       if (config.mode === "grpc-hold") held.push(answer);
       else answer();
     },
+    QuotaStream: (call: ServerDuplexStream<WireStreamFrame, unknown>) => {
+      call.on("data", (frame: WireStreamFrame) => {
+        const answers = frame.calls.flatMap((c) => (c.requestQuota ? [{ callId: c.callId, requestQuota: { granted: c.requestQuota.amount, waitedMs: 0 } }] : []));
+        if (answers.length > 0) call.write({ answers });
+      });
+      call.on("end", () => call.end());
+      call.on("error", () => undefined);
+    },
   });
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync("127.0.0.1:0", ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
@@ -58,6 +72,10 @@ onCommands(async (command) => {
   } else if (command.type === "describe" && running) {
     const { snapshotJson } = await running.controller.describeThrottlers();
     emit({ type: "describe", snapshotJson });
+  } else if (command.type === "heap-snapshot") {
+    // For finding what a waiting request keeps alive (bench/README.md, group 6): v8's own format.
+    const { writeHeapSnapshot } = await import("node:v8");
+    emit({ type: "heap-snapshot", path: writeHeapSnapshot(String(command["path"])) });
   } else if (command.type === "held") {
     emit({ type: "held", count: held.length });
   } else if (command.type === "release") {

@@ -29,8 +29,11 @@ export async function closedLoopLoad(options: {
   readonly pickThrottler?: (caller: number, call: number) => string;
   /** Called at the start and end of the window (to read the server's CPU counters). */
   readonly onWindow?: (edge: "start" | "end") => Promise<void>;
+  /** How each channel's client is made (default: unary gRPC); e.g. createStreamQuotaClient. */
+  readonly connect?: (address: string) => QuotaServiceClient;
 }): Promise<LoadResult> {
-  const channels: QuotaServiceClient[] = Array.from({ length: Math.ceil(options.clients / CALLERS_PER_CHANNEL) }, () => createGrpcQuotaClient(options.address));
+  const connect = options.connect ?? ((address: string) => createGrpcQuotaClient(address));
+  const channels: QuotaServiceClient[] = Array.from({ length: Math.ceil(options.clients / CALLERS_PER_CHANNEL) }, () => connect(options.address));
   let measuring = false;
   let stopping = false;
   let calls = 0;

@@ -14,6 +14,7 @@ import type {
 import { streamErrorOfStatus, toStreamError } from "./quota-stream-errors.ts";
 import type { CallContext, CallMetadata, QuotaServiceHandler } from "./quota-service.ts";
 import { UndecodableRequest } from "./request-decoding.ts";
+import { StreamCallDeadlines } from "./stream-call-deadlines.ts";
 import { toUint64 } from "./uint64.ts";
 
 // The server side of QuotaStream (quota.proto): each call on the stream runs through the same
@@ -57,23 +58,39 @@ export function quotaStreamMethod(handler: QuotaServiceHandler, authorize: Autho
   };
 }
 
-/**
- * One open call. Kept small — a worker may hold tens of thousands of waiting requests on one stream
- * — and reached only through the stream's map.
- */
-interface OpenCall {
-  readonly abort: AbortController;
-  timer: NodeJS.Timeout | undefined;
-}
-
 /** Reason of the signal of every call a stream's end cancels (one value: nobody reads it per call). */
 const STREAM_ENDED = new Error("the client ended the quota stream or its connection dropped");
 const CALL_CANCELLED = new Error("the client cancelled the call");
 const DEADLINE_PASSED = new Error("the call's deadline passed");
 
+/**
+ * One open call is its AbortController, nothing more: a worker may hold tens of thousands of
+ * waiting requests on one stream, and everything kept per call is kept that many times. Its
+ * deadline is a slot in the stream's heap, its context an instance of a class (no closures).
+ */
+type OpenCall = AbortController;
+
+class StreamCallContext implements CallContext {
+  private merged: CallMetadata | undefined;
+
+  constructor(
+    readonly deadlineAt: number | null,
+    readonly signal: AbortSignal,
+    private readonly own: Record<string, string>,
+    private readonly stream: ServedQuotaStream,
+  ) {}
+
+  /** Read only by what needs it (a span's trace context): the call's own entries over the stream's. */
+  get metadata(): CallMetadata {
+    this.merged ??= Object.keys(this.own).length === 0 ? this.stream.metadata : { ...this.stream.metadata, ...this.own };
+    return this.merged;
+  }
+}
+
 class ServedQuotaStream {
   private readonly calls = new Map<number, OpenCall>();
   private readonly out: FrameBatcher<WireQuotaStreamAnswer>;
+  private readonly deadlines: StreamCallDeadlines<OpenCall>;
   private readonly streamDeadlineAt: number | null;
   private streamMetadata: CallMetadata | undefined;
   private ended = false;
@@ -85,6 +102,16 @@ class ServedQuotaStream {
     private readonly open: OpenQuotaStreams,
   ) {
     this.out = new FrameBatcher((answers) => this.write(answers), answerSize);
+    this.deadlines = new StreamCallDeadlines<OpenCall>(
+      (callId, open) => this.calls.get(callId) === open,
+      (callId, open, method, at) => {
+        // The handler usually answers QUOTA_TIMEOUT itself first, with more to say; this is the
+        // guarantee that a call is answered at its deadline whatever the handler does.
+        this.finish(callId, open, { callId, error: toStreamError(deadlineAnswer(method, at)) });
+        open.abort(DEADLINE_PASSED);
+      },
+      () => this.calls.size,
+    );
     this.streamDeadlineAt = fromGrpcDeadline(call.getDeadline());
     open.add(this);
     call.on("data", (frame: WireQuotaStreamClientFrame | UndecodableRequest) => this.receive(frame));
@@ -93,6 +120,12 @@ class ServedQuotaStream {
     call.on("end", () => this.end(null));
     call.on("cancelled", () => this.end(null));
     call.on("error", () => this.end(null));
+  }
+
+  /** The stream's own metadata, as plain strings (the token left out), read once. */
+  get metadata(): CallMetadata {
+    this.streamMetadata ??= fromGrpcMetadata(this.call.metadata as Metadata);
+    return this.streamMetadata;
   }
 
   /** Ends the stream (OK) once no call is open; at once when none is. */
@@ -122,76 +155,77 @@ class ServedQuotaStream {
       this.out.push({ callId, error: toStreamError(refusal) });
       return;
     }
-    const abort = new AbortController();
-    const open: OpenCall = { abort, timer: undefined };
+    const open: OpenCall = new AbortController();
     this.calls.set(callId, open);
     const deadlineAt = streamCallDeadline(entry.timeoutMs, this.streamDeadlineAt, receivedAt);
-    const method = methodName(entry);
-    if (deadlineAt !== null) {
-      open.timer = setTimeout(() => {
-        // The handler usually answers QUOTA_TIMEOUT itself first, with more to say; this is the
-        // guarantee that a call is answered at its deadline whatever the handler does.
-        this.finish(callId, open, { callId, error: toStreamError(deadlineAnswer(method, deadlineAt)) });
-        abort.abort(DEADLINE_PASSED);
-      }, Math.max(0, deadlineAt - systemClock.now()));
-    }
-    const context = this.context(entry, deadlineAt, abort.signal);
-    const fail = (error: unknown) => this.finish(callId, open, { callId, error: toStreamError(error ?? new Error("the handler rejected without a reason")) });
+    if (deadlineAt !== null) this.deadlines.add(deadlineAt, callId, open, methodName(entry));
+    const context = new StreamCallContext(deadlineAt, open.signal, entry.metadata, this);
     // Whatever the handler does — throw synchronously, reject, return garbage — the call gets one
     // answer and the stream keeps serving the others.
-    Promise.resolve()
-      .then(() => this.run(entry, callId, open, context))
-      .then((answer) => {
-        if (answer) this.finish(callId, open, answer);
-      }, fail);
+    let answer: Promise<WireQuotaStreamAnswer | undefined>;
+    try {
+      answer = this.run(entry, callId, open, context);
+    } catch (error) {
+      this.failed(callId, open, error);
+      return;
+    }
+    answer.then(
+      (ready) => {
+        if (ready) this.finish(callId, open, ready);
+      },
+      (error: unknown) => this.failed(callId, open, error),
+    );
   }
 
-  /** The handler's answer to one call; undefined for a watch, which answers as it goes. */
-  private async run(entry: WireQuotaStreamCall, callId: number, open: OpenCall, context: CallContext): Promise<WireQuotaStreamAnswer | undefined> {
+  /** The handler's answer to one call (undefined for a watch, which answers as it goes); may throw. */
+  private run(entry: WireQuotaStreamCall, callId: number, open: OpenCall, context: CallContext): Promise<WireQuotaStreamAnswer | undefined> {
     const handler = this.handler;
     if (entry.requestQuota) {
       const request = entry.requestQuota;
       // Field by field, as the unary server does, so a field added to the proto never leaks in.
-      const result = await handler.requestQuota(
-        {
-          throttlerId: request.throttlerId,
-          clientId: request.clientId,
-          amount: request.amount,
-          timestampMs: request.timestampMs,
-          quotaClassId: request.quotaClassId,
-          requestId: request.requestId,
-        },
-        context,
-      );
-      return {
-        callId,
-        requestQuota: {
-          granted: result.granted,
-          waitedMs: toUint64(result.waitedMs),
-          paceStartDelayMs: result.paceStartDelayMs ?? 0,
-          paceIntervalMs: result.paceIntervalMs ?? 0,
-        },
-      };
+      return handler
+        .requestQuota(
+          {
+            throttlerId: request.throttlerId,
+            clientId: request.clientId,
+            amount: request.amount,
+            timestampMs: request.timestampMs,
+            quotaClassId: request.quotaClassId,
+            requestId: request.requestId,
+          },
+          context,
+        )
+        .then((result) => ({
+          callId,
+          requestQuota: {
+            granted: result.granted,
+            waitedMs: toUint64(result.waitedMs),
+            paceStartDelayMs: result.paceStartDelayMs ?? 0,
+            paceIntervalMs: result.paceIntervalMs ?? 0,
+          },
+        }));
     }
     if (entry.releaseQuota) {
       const request = entry.releaseQuota;
-      await handler.releaseQuota(
-        { throttlerId: request.throttlerId, clientId: request.clientId, amount: request.amount, quotaClassId: request.quotaClassId },
-        context,
-      );
-      return { callId, releaseQuota: {} };
+      return handler
+        .releaseQuota({ throttlerId: request.throttlerId, clientId: request.clientId, amount: request.amount, quotaClassId: request.quotaClassId }, context)
+        .then(() => ({ callId, releaseQuota: {} }));
     }
     if (entry.renewLeases) {
       if (!handler.renewLeases) {
         throw new SluiceError("CONTROLLER_UNAVAILABLE", "this controller does not implement RenewLeases (concurrency throttlers)");
       }
-      const result = await handler.renewLeases({ clientId: entry.renewLeases.clientId, throttlerIds: [...entry.renewLeases.throttlerIds] }, context);
-      return { callId, renewLeases: { held: result.held } };
+      return handler
+        .renewLeases({ clientId: entry.renewLeases.clientId, throttlerIds: [...entry.renewLeases.throttlerIds] }, context)
+        .then((result) => ({ callId, renewLeases: { held: result.held } }));
     }
     // refusal() let nothing else through: a watch.
-    const watch = entry.watchDynamicSpec ?? { clientId: "" };
-    const ended = handler.watchDynamicSpec(
-      watch.clientId,
+    return this.watch(entry.watchDynamicSpec?.clientId ?? "", callId, open, context);
+  }
+
+  private async watch(clientId: string, callId: number, open: OpenCall, context: CallContext): Promise<WireQuotaStreamAnswer | undefined> {
+    const ended = this.handler.watchDynamicSpec(
+      clientId,
       (update) => {
         if (this.calls.get(callId) !== open) return;
         this.out.push({ callId, dynamicSpecUpdate: { version: toUint64(update.version), dynamicSpecJson: update.dynamicSpecJson } });
@@ -237,38 +271,26 @@ class ServedQuotaStream {
     return null;
   }
 
-  private context(entry: WireQuotaStreamCall, deadlineAt: number | null, signal: AbortSignal): CallContext {
-    const own = entry.metadata;
-    const streamMetadata = () => (this.streamMetadata ??= fromGrpcMetadata(this.call.metadata as Metadata));
-    let merged: CallMetadata | undefined;
-    return {
-      deadlineAt,
-      signal,
-      // Read only by what needs it (a span's trace context): the call's own entries over the stream's.
-      get metadata() {
-        merged ??= Object.keys(own).length === 0 ? streamMetadata() : { ...streamMetadata(), ...own };
-        return merged;
-      },
-    };
-  }
-
   private cancel(callId: number): void {
     const open = this.calls.get(callId);
     if (!open) return; // answered already: the cancel crossed the answer on the wire
-    this.forget(callId, open);
-    open.abort.abort(CALL_CANCELLED);
+    this.forget(callId);
+    open.abort(CALL_CANCELLED);
+  }
+
+  private failed(callId: number, open: OpenCall, error: unknown): void {
+    this.finish(callId, open, { callId, error: toStreamError(error ?? new Error("the handler rejected without a reason")) });
   }
 
   /** Sends `answer` if the call is still open (the first answer wins: handler, deadline or cancel). */
   private finish(callId: number, open: OpenCall, answer: WireQuotaStreamAnswer): void {
     if (this.calls.get(callId) !== open) return;
-    this.forget(callId, open);
+    this.forget(callId);
     this.out.push(answer);
   }
 
-  private forget(callId: number, open: OpenCall): void {
+  private forget(callId: number): void {
     this.calls.delete(callId);
-    if (open.timer !== undefined) clearTimeout(open.timer);
     if (this.endingWhenIdle && this.calls.size === 0) setImmediate(() => this.end(null));
   }
 
@@ -283,12 +305,10 @@ class ServedQuotaStream {
     this.out.flush();
     this.ended = true;
     this.open.delete(this);
+    this.deadlines.clear();
     const open = [...this.calls.values()];
     this.calls.clear();
-    for (const call of open) {
-      if (call.timer !== undefined) clearTimeout(call.timer);
-      call.abort.abort(STREAM_ENDED);
-    }
+    for (const call of open) call.abort(STREAM_ENDED);
     if (this.call.cancelled || this.call.writableEnded) return;
     if (error) this.call.emit("error", toServiceError(error));
     else this.call.end();
