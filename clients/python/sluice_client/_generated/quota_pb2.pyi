@@ -157,3 +157,76 @@ class ReportWatermarksResponse(_message.Message):
     controller_instance: str
     settling: bool
     def __init__(self, bounds: _Optional[_Iterable[_Union[PartitionBound, _Mapping]]] = ..., groups: _Optional[_Iterable[_Union[GroupWatermark, _Mapping]]] = ..., controller_instance: _Optional[str] = ..., settling: _Optional[bool] = ...) -> None: ...
+
+class QuotaStreamClientFrame(_message.Message):
+    __slots__ = ("calls",)
+    CALLS_FIELD_NUMBER: _ClassVar[int]
+    calls: _containers.RepeatedCompositeFieldContainer[QuotaStreamCall]
+    def __init__(self, calls: _Optional[_Iterable[_Union[QuotaStreamCall, _Mapping]]] = ...) -> None: ...
+
+class QuotaStreamCall(_message.Message):
+    __slots__ = ("call_id", "timeout_ms", "metadata", "request_quota", "release_quota", "renew_leases", "watch_dynamic_spec", "cancel")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_QUOTA_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_QUOTA_FIELD_NUMBER: _ClassVar[int]
+    RENEW_LEASES_FIELD_NUMBER: _ClassVar[int]
+    WATCH_DYNAMIC_SPEC_FIELD_NUMBER: _ClassVar[int]
+    CANCEL_FIELD_NUMBER: _ClassVar[int]
+    call_id: int
+    timeout_ms: int
+    metadata: _containers.ScalarMap[str, str]
+    request_quota: RequestQuotaRequest
+    release_quota: ReleaseQuotaRequest
+    renew_leases: RenewLeasesRequest
+    watch_dynamic_spec: WatchDynamicSpecRequest
+    cancel: QuotaStreamCancel
+    def __init__(self, call_id: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., metadata: _Optional[_Mapping[str, str]] = ..., request_quota: _Optional[_Union[RequestQuotaRequest, _Mapping]] = ..., release_quota: _Optional[_Union[ReleaseQuotaRequest, _Mapping]] = ..., renew_leases: _Optional[_Union[RenewLeasesRequest, _Mapping]] = ..., watch_dynamic_spec: _Optional[_Union[WatchDynamicSpecRequest, _Mapping]] = ..., cancel: _Optional[_Union[QuotaStreamCancel, _Mapping]] = ...) -> None: ...
+
+class QuotaStreamCancel(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class QuotaStreamServerFrame(_message.Message):
+    __slots__ = ("answers",)
+    ANSWERS_FIELD_NUMBER: _ClassVar[int]
+    answers: _containers.RepeatedCompositeFieldContainer[QuotaStreamAnswer]
+    def __init__(self, answers: _Optional[_Iterable[_Union[QuotaStreamAnswer, _Mapping]]] = ...) -> None: ...
+
+class QuotaStreamAnswer(_message.Message):
+    __slots__ = ("call_id", "request_quota", "release_quota", "renew_leases", "dynamic_spec_update", "error")
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_QUOTA_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_QUOTA_FIELD_NUMBER: _ClassVar[int]
+    RENEW_LEASES_FIELD_NUMBER: _ClassVar[int]
+    DYNAMIC_SPEC_UPDATE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    call_id: int
+    request_quota: RequestQuotaResponse
+    release_quota: ReleaseQuotaResponse
+    renew_leases: RenewLeasesResponse
+    dynamic_spec_update: DynamicSpecUpdate
+    error: QuotaStreamError
+    def __init__(self, call_id: _Optional[int] = ..., request_quota: _Optional[_Union[RequestQuotaResponse, _Mapping]] = ..., release_quota: _Optional[_Union[ReleaseQuotaResponse, _Mapping]] = ..., renew_leases: _Optional[_Union[RenewLeasesResponse, _Mapping]] = ..., dynamic_spec_update: _Optional[_Union[DynamicSpecUpdate, _Mapping]] = ..., error: _Optional[_Union[QuotaStreamError, _Mapping]] = ...) -> None: ...
+
+class QuotaStreamError(_message.Message):
+    __slots__ = ("grpc_status", "message", "sluice_error_code", "details_json", "leader")
+    GRPC_STATUS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    SLUICE_ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_JSON_FIELD_NUMBER: _ClassVar[int]
+    LEADER_FIELD_NUMBER: _ClassVar[int]
+    grpc_status: int
+    message: str
+    sluice_error_code: str
+    details_json: str
+    leader: str
+    def __init__(self, grpc_status: _Optional[int] = ..., message: _Optional[str] = ..., sluice_error_code: _Optional[str] = ..., details_json: _Optional[str] = ..., leader: _Optional[str] = ...) -> None: ...

@@ -69,6 +69,11 @@ class QuotaServiceStub:
                 request_serializer=sluice_dot_throttler_dot_v1_dot_quota__pb2.ReportWatermarksRequest.SerializeToString,
                 response_deserializer=sluice_dot_throttler_dot_v1_dot_quota__pb2.ReportWatermarksResponse.FromString,
                 _registered_method=True)
+        self.QuotaStream = channel.stream_stream(
+                '/sluice.throttler.v1.QuotaService/QuotaStream',
+                request_serializer=sluice_dot_throttler_dot_v1_dot_quota__pb2.QuotaStreamClientFrame.SerializeToString,
+                response_deserializer=sluice_dot_throttler_dot_v1_dot_quota__pb2.QuotaStreamServerFrame.FromString,
+                _registered_method=True)
 
 
 class QuotaServiceServicer:
@@ -127,6 +132,22 @@ class QuotaServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def QuotaStream(self, request_iterator, context):
+        """── The quota stream (issue #14) ──
+        One long-lived stream carries all of a worker's quota traffic: RequestQuota, ReleaseQuota,
+        RenewLeases and WatchDynamicSpec, multiplexed by a call id, many calls per message, so that the
+        per-call cost of a unary RPC is paid once per batch. Each call has exactly the meaning, the
+        validation and the errors of the unary RPC it stands for (request ids, deadlines, classes,
+        Sluice codes); the unary RPCs stay for other languages and tools. The stream's own metadata
+        carries `authorization` (checked once, when it opens: a wrong token ends it with
+        UNAUTHENTICATED). Ending the stream, or losing its connection, cancels every call still open on
+        it, as cancelling each unary call would (quota granted to them is refunded); a client retries
+        them on a new stream, or another controller, under the same request ids.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_QuotaServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -164,6 +185,11 @@ def add_QuotaServiceServicer_to_server(servicer, server):
                     servicer.ReportWatermarks,
                     request_deserializer=sluice_dot_throttler_dot_v1_dot_quota__pb2.ReportWatermarksRequest.FromString,
                     response_serializer=sluice_dot_throttler_dot_v1_dot_quota__pb2.ReportWatermarksResponse.SerializeToString,
+            ),
+            'QuotaStream': grpc.stream_stream_rpc_method_handler(
+                    servicer.QuotaStream,
+                    request_deserializer=sluice_dot_throttler_dot_v1_dot_quota__pb2.QuotaStreamClientFrame.FromString,
+                    response_serializer=sluice_dot_throttler_dot_v1_dot_quota__pb2.QuotaStreamServerFrame.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -355,6 +381,33 @@ class QuotaService:
             '/sluice.throttler.v1.QuotaService/ReportWatermarks',
             sluice_dot_throttler_dot_v1_dot_quota__pb2.ReportWatermarksRequest.SerializeToString,
             sluice_dot_throttler_dot_v1_dot_quota__pb2.ReportWatermarksResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def QuotaStream(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/sluice.throttler.v1.QuotaService/QuotaStream',
+            sluice_dot_throttler_dot_v1_dot_quota__pb2.QuotaStreamClientFrame.SerializeToString,
+            sluice_dot_throttler_dot_v1_dot_quota__pb2.QuotaStreamServerFrame.FromString,
             options,
             channel_credentials,
             insecure,
