@@ -26,6 +26,9 @@ describe("gRPC transport", () => {
   });
 
   it("hands the handler the call's deadline (epoch ms), its metadata, and no token", async () => {
+    // Connected first: the remaining time travels when the call is made, and a connection set up on
+    // a loaded machine (100+ ms) would show up as a later deadline on the server.
+    await client.describeThrottlers();
     handler.requests.length = 0;
     const deadlineAt = systemClock.now() + 5_000;
     await client.requestQuota(quota({ amount: 2, timestampMs: 1234, quotaClassId: "gold", requestId: "x" }), {
@@ -34,7 +37,7 @@ describe("gRPC transport", () => {
     });
     const seen = handler.requests[0];
     assert.deepEqual(seen?.call, { throttlerId: "api", clientId: "w1/C/0", amount: 2, timestampMs: 1234, quotaClassId: "gold", requestId: "x" });
-    assert.ok(seen?.context.deadlineAt !== null && Math.abs((seen?.context.deadlineAt ?? 0) - deadlineAt) < 100, "same deadline");
+    assert.ok(seen?.context.deadlineAt !== null && Math.abs((seen?.context.deadlineAt ?? 0) - deadlineAt) < 300, `the handler saw ${Math.round((seen?.context.deadlineAt ?? 0) - deadlineAt)} ms off the caller's deadline (a transit on a loaded machine, not a 60 s clock step)`);
     assert.equal(seen?.context.metadata["traceparent"], "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
     assert.equal(seen?.context.metadata["authorization"], undefined, "the token stops at the transport");
     await client.requestQuota(quota());
@@ -50,7 +53,7 @@ describe("gRPC transport", () => {
       const deadlineAt = systemClock.now() + 5_000;
       assert.deepEqual(await client.requestQuota(quota(), { deadlineAt }), { granted: 1, waitedMs: 0 });
       const seen = handler.requests[0]?.context.deadlineAt ?? Number.NaN;
-      assert.ok(Math.abs(seen - deadlineAt) < 100, `the handler saw ${Math.round(seen - deadlineAt)} ms off the caller's deadline`);
+      assert.ok(Math.abs(seen - deadlineAt) < 300, `the handler saw ${Math.round(seen - deadlineAt)} ms off the caller's deadline`);
     });
   }
 

@@ -74,7 +74,7 @@ describe("QuotaStream transport", () => {
     await client.requestQuota(quota({ requestId: "y" }));
     const [first, second] = handler.requests;
     assert.deepEqual(first?.call, { throttlerId: "api", clientId: "w1/C/0", amount: 2, timestampMs: 1234, quotaClassId: "gold", requestId: "x" });
-    assert.ok(first?.context.deadlineAt != null && Math.abs(first.context.deadlineAt - deadlineAt) < 100, "same deadline");
+    assert.ok(first?.context.deadlineAt != null && Math.abs(first.context.deadlineAt - deadlineAt) < 300, `the handler saw ${Math.round((first?.context.deadlineAt ?? 0) - deadlineAt)} ms off the caller's deadline`);
     assert.equal(first?.context.metadata["traceparent"], traceparent);
     assert.equal(first?.context.metadata["authorization"], undefined, "the token stops at the transport");
     assert.equal(second?.context.deadlineAt, null, "no deadline → null");
