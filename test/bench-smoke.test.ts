@@ -16,7 +16,7 @@ interface Results {
   groups: { id: string; status: string; messages: string[]; figures: { id: string; sluice: { median: number; runs: number[] } | null }[] }[];
 }
 
-const GROUPS = ["local", "controller", "runtime", "accuracy", "scale", "delivery", "smooth"];
+const GROUPS = ["local", "controller", "runtime", "accuracy", "scale", "delivery", "smooth", "stream"];
 
 describe("benchmark suite", () => {
   it("pnpm bench --quick runs every group to completion and writes their figures to --out", { timeout: 360_000 }, async () => {
@@ -54,6 +54,6 @@ describe("benchmark suite", () => {
     const kafkaMeasured = runtime?.figures.some((figure) => figure.id === "runtime.kafka.grpc") ?? false;
     // A skipped Kafka half must say so in the results, never silently.
     assert.ok(kafkaMeasured || runtime?.messages.some((message) => message.includes("SKIPPED")), "the Kafka figures are neither there nor reported as skipped");
-    for (const title of ["Local hot path", "Controller", "Runtime overhead", "Accuracy", "Scale", "Delivery", "Shaping", "Goals"]) assert.match(output, new RegExp(title));
+    for (const title of ["Local hot path", "Controller", "Runtime overhead", "Accuracy", "Scale", "Delivery", "Shaping", "QuotaStream", "Goals"]) assert.match(output, new RegExp(title));
   });
 });
