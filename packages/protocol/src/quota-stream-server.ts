@@ -162,28 +162,24 @@ class ServedQuotaStream {
     const context = new StreamCallContext(deadlineAt, open.signal, entry.metadata, this);
     // Whatever the handler does — throw synchronously, reject, return garbage — the call gets one
     // answer and the stream keeps serving the others.
-    let answer: Promise<WireQuotaStreamAnswer | undefined>;
     try {
-      answer = this.run(entry, callId, open, context);
+      this.run(entry, callId, open, context);
     } catch (error) {
       this.failed(callId, open, error);
-      return;
     }
-    answer.then(
-      (ready) => {
-        if (ready) this.finish(callId, open, ready);
-      },
-      (error: unknown) => this.failed(callId, open, error),
-    );
   }
 
-  /** The handler's answer to one call (undefined for a watch, which answers as it goes); may throw. */
-  private run(entry: WireQuotaStreamCall, callId: number, open: OpenCall, context: CallContext): Promise<WireQuotaStreamAnswer | undefined> {
+  /**
+   * Starts the handler's work for one call and answers it when it settles; may throw. One reaction
+   * per call on the handler's promise: a waiting call keeps nothing more of the transport's.
+   */
+  private run(entry: WireQuotaStreamCall, callId: number, open: OpenCall, context: CallContext): void {
     const handler = this.handler;
+    const fail = (error: unknown) => this.failed(callId, open, error);
     if (entry.requestQuota) {
       const request = entry.requestQuota;
       // Field by field, as the unary server does, so a field added to the proto never leaks in.
-      return handler
+      handler
         .requestQuota(
           {
             throttlerId: request.throttlerId,
@@ -195,32 +191,41 @@ class ServedQuotaStream {
           },
           context,
         )
-        .then((result) => ({
-          callId,
-          requestQuota: {
-            granted: result.granted,
-            waitedMs: toUint64(result.waitedMs),
-            paceStartDelayMs: result.paceStartDelayMs ?? 0,
-            paceIntervalMs: result.paceIntervalMs ?? 0,
-          },
-        }));
+        .then(
+          (result) =>
+            this.finish(callId, open, {
+              callId,
+              requestQuota: {
+                granted: result.granted,
+                waitedMs: toUint64(result.waitedMs),
+                paceStartDelayMs: result.paceStartDelayMs ?? 0,
+                paceIntervalMs: result.paceIntervalMs ?? 0,
+              },
+            }),
+          fail,
+        );
+      return;
     }
     if (entry.releaseQuota) {
       const request = entry.releaseQuota;
-      return handler
+      handler
         .releaseQuota({ throttlerId: request.throttlerId, clientId: request.clientId, amount: request.amount, quotaClassId: request.quotaClassId }, context)
-        .then(() => ({ callId, releaseQuota: {} }));
+        .then(() => this.finish(callId, open, { callId, releaseQuota: {} }), fail);
+      return;
     }
     if (entry.renewLeases) {
       if (!handler.renewLeases) {
         throw new SluiceError("CONTROLLER_UNAVAILABLE", "this controller does not implement RenewLeases (concurrency throttlers)");
       }
-      return handler
+      handler
         .renewLeases({ clientId: entry.renewLeases.clientId, throttlerIds: [...entry.renewLeases.throttlerIds] }, context)
-        .then((result) => ({ callId, renewLeases: { held: result.held } }));
+        .then((result) => this.finish(callId, open, { callId, renewLeases: { held: result.held } }), fail);
+      return;
     }
     // refusal() let nothing else through: a watch.
-    return this.watch(entry.watchDynamicSpec?.clientId ?? "", callId, open, context);
+    this.watch(entry.watchDynamicSpec?.clientId ?? "", callId, open, context).then((ended) => {
+      if (ended) this.finish(callId, open, ended);
+    }, fail);
   }
 
   private async watch(clientId: string, callId: number, open: OpenCall, context: CallContext): Promise<WireQuotaStreamAnswer | undefined> {
