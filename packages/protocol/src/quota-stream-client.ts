@@ -21,7 +21,8 @@ const MAX_STREAM_CALL_BYTES = 256 * 1024;
 /**
  * A QuotaServiceClient that carries RequestQuota, ReleaseQuota, RenewLeases and WatchDynamicSpec
  * on one QuotaStream to `address` (quota.proto), the calls of one turn of the event loop in one
- * frame; UpdateDynamicSpec and DescribeThrottlers (an operator's calls, rare) stay unary. Same
+ * frame; UpdateDynamicSpec and DescribeThrottlers (an operator's calls, rare) and ReportWatermarks
+ * (one call per worker every few seconds) stay unary. Same
  * semantics as createGrpcQuotaClient: request ids, deadlines (the controller answers QUOTA_TIMEOUT
  * at the caller's deadline; this client gives up a grace later), the caller's abort as CANCELLED,
  * and the same SluiceErrors. A stream that ends fails the calls on it as a dropped connection
@@ -142,6 +143,8 @@ export function createStreamQuotaClient(address: string, options: GrpcQuotaClien
       return once("RenewLeases", call, callOptions, (answer) => (answer.renewLeases ? { held: answer.renewLeases.held } : undefined));
     },
 
+    // Watermark alignment (DESIGN §7.5) reports every few seconds per worker: unary, as before.
+    reportWatermarks: (call, callOptions) => unary.reportWatermarks?.(call, callOptions) ?? Promise.reject(closedError("ReportWatermarks")),
     updateDynamicSpec: (json, callOptions) => unary.updateDynamicSpec(json, callOptions),
     describeThrottlers: (callOptions) => unary.describeThrottlers(callOptions),
 
