@@ -1,4 +1,4 @@
-// Group 7: the QuotaStream transport (issue #14) next to unary gRPC, run for run.
+// Group 8: the QuotaStream transport (issue #14) next to unary gRPC, run for run.
 //   - memory: 100,000 requests waiting on QuotaStreams against 10,000 waiting as unary calls
 //     (what the scale group measures; 100,000 unary calls would need a GiB);
 //   - grants per controller CPU-second with closed-loop callers over each transport, against bare
@@ -23,7 +23,7 @@ const UNARY_CALLS_PER_CHANNEL = 1_000;
 
 export const quotaStream: BenchGroup = {
   id: "stream",
-  title: "7. QuotaStream: a worker's quota traffic on one multiplexed stream, next to unary gRPC",
+  title: "8. QuotaStream: a worker's quota traffic on one multiplexed stream, next to unary gRPC",
   async run(g) {
     await measureWaiting(g);
     await measureThroughput(g);
