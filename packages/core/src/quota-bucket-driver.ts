@@ -130,6 +130,11 @@ export class QuotaBucketDriver {
     this.pump();
   }
 
+  /** Units a predecessor's holders still hold (see QuotaBucket.holdRestoredUnits). */
+  holdRestoredUnits(amount: number, classId = ""): void {
+    this.bucket.holdRestoredUnits(amount, classId, this.clock.now());
+  }
+
   reconfigure(config: QuotaBucketConfig): void {
     this.bucket.reconfigure(config, this.clock.now());
     this.pump();

@@ -56,16 +56,19 @@ export interface TimeoutContext {
   readonly throttlerId: string;
   readonly waitedMs: number;
   readonly limit: number | null;
+  /** A concurrency throttler's limit is units in use at once, not a rate. */
+  readonly kind?: "rate" | "concurrency";
   readonly pendingRequests: number;
   readonly detachedGraceMs: number;
 }
 
 export function timeoutError(entry: Entry, context: TimeoutContext): SluiceError {
   const { throttlerId, waitedMs, limit, pendingRequests, detachedGraceMs } = context;
+  const limitText = limit === null ? "unlimited" : context.kind === "concurrency" ? `${limit} units in use at once` : `${limit}/s`;
   return new SluiceError(
     "QUOTA_TIMEOUT",
     `${entry.requestId === "" ? "a request without a request id" : `request "${entry.requestId}"`} for ${entry.amount} units (class "${entry.classId}") waited ${Math.round(waitedMs)} ms on throttler "${throttlerId}" ` +
-      `(limit ${limit === null ? "unlimited" : `${limit}/s`}, ${pendingRequests} requests waiting) and was not granted; ` +
+      `(limit ${limitText}, ${pendingRequests} requests waiting) and was not granted; ` +
       `it keeps its place for ${detachedGraceMs} ms: retry with the same request id to resume`,
     { throttlerId, requestId: entry.requestId, amount: entry.amount, waitedMs, limit },
   );

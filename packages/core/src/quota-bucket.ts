@@ -226,10 +226,24 @@ export class QuotaBucket {
   /**
    * Restores a persisted balance taken at `atMs` (see TokenBucket.restore); queued requests are not
    * touched. A concurrency throttler has no balance to restore: its units in use are leases, which
-   * the holders renew with the new leader.
+   * come back through holdRestoredUnits.
    */
   restoreBalance(balance: number, atMs: number, now: number): void {
     if (this.tokens.kind === "rate") this.tokens.restore(balance, atMs, now);
+  }
+
+  /**
+   * Units a predecessor leased out and whose holders still hold them (DESIGN §7.4): a concurrency
+   * bucket counts them as in use whatever its limit now is (they are in use already), charged like
+   * a grant so that their release later refunds a charge that was made. A rate bucket ignores it.
+   */
+  holdRestoredUnits(amount: number, classId: string, now: number): void {
+    if (this.tokens.kind !== "concurrency" || checkAmount(this.id, amount, "") || amount === 0) return;
+    this.tokens.take(amount, now);
+    const resolved = this.classes.resolve(classId, this.config, this.counters);
+    this.scheduler.charge(resolved, amount);
+    this.counters.granted += amount;
+    this.classes.get(resolved).granted += amount;
   }
 
   /**
@@ -325,6 +339,7 @@ export class QuotaBucket {
           throttlerId: this.id,
           waitedMs,
           limit: effectiveLimitOf(this.config),
+          kind: this.tokens.kind,
           pendingRequests: this.pendingRequests,
           detachedGraceMs: this.config.detachedGraceMs,
         });
