@@ -18,6 +18,7 @@ import type { LoadSource, LoadSpec } from "./adaptive/load-source.ts";
 import { bucketRequestOf } from "./bucket-request.ts";
 import { checkReleaseAmount, refuseNeverFitting } from "./concurrency/concurrency-admission.ts";
 import { ConcurrencyLeases } from "./concurrency/concurrency-leases.ts";
+import type { PersistedLeases } from "./concurrency/persisted-leases.ts";
 import { bucketConfigOf, describeLimit, sameBucketConfig } from "./bucket-config.ts";
 import type { BucketBalance, ControllerSnapshot, ControllerThrottlerSnapshot } from "./controller-snapshot.ts";
 import { parseDynamicSpecUpdate } from "./dynamic-spec-parse.ts";
@@ -112,6 +113,9 @@ export class Controller implements QuotaServiceHandler {
         return throttler?.kind === "concurrency" ? throttler.lease_timeout : null;
       },
       releaseUnits: (id, amount, classId) => this.drivers.get(id)?.release(amount, classId),
+      holdUnits: (id, amount, classId) => this.drivers.get(id)?.holdRestoredUnits(amount, classId),
+      // Never shorter than the bucket's own memory of granted ids, which a replay would otherwise reach.
+      rememberMs: this.detachedGraceMs,
     });
     for (const [id, throttler] of Object.entries(options.dynamicSpec.throttlers)) {
       this.addDriver(id, this.configOf(id, throttler));
@@ -185,8 +189,12 @@ export class Controller implements QuotaServiceHandler {
   /** A concurrency throttler's grant is leased to its client until released or not renewed (DESIGN §7.2). */
   private async acquireUnits(driver: QuotaBucketDriver, throttler: ThrottlerSpec, call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult> {
     refuseNeverFitting(call, throttler);
+    // A replayed request id is answered from its lease: the bucket would answer it too, without
+    // taking units, but the lease side could not tell it from a new grant and would count it twice.
+    const replay = this.leases.replayOf(call.throttlerId, call.requestId, call.amount);
+    if (replay) return replay;
     const result = await driver.acquire(bucketRequestOf(call, context));
-    this.leases.granted(call.throttlerId, call.clientId, this.classIdOf(call), result.granted);
+    this.leases.granted(call.throttlerId, call.clientId, this.classIdOf(call), { amount: result.granted, waitedMs: result.waitedMs, requestId: call.requestId });
     return result;
   }
 
@@ -231,6 +239,19 @@ export class Controller implements QuotaServiceHandler {
       restored.push(id);
     }
     return restored;
+  }
+
+  /** The concurrency throttlers' leases, persisted beside the balances by a failover leader (DESIGN §7.4). */
+  leaseState(): Record<string, PersistedLeases> {
+    return this.leases.persisted();
+  }
+
+  /**
+   * Takes over the leases another controller persisted: the units their holders still hold count as
+   * in use here at once, instead of starting with every unit free. Returns the units per throttler.
+   */
+  restoreLeases(leases: Readonly<Record<string, PersistedLeases>>): Record<string, number> {
+    return this.leases.restore(leases);
   }
 
   /** Limits, balances, queues, counters, classes and observed rates of every throttler. */

@@ -6,55 +6,8 @@ import { describe, it } from "node:test";
 import { ManualClock, SluiceError } from "@sluice/core";
 import type { CallContext, RequestQuotaCall } from "@sluice/protocol";
 import { dynamicSpecSchema } from "@sluice/spec";
-import {
-  EMPTY_CONTROLLER_STATE,
-  FailoverController,
-  newerRecord,
-  type ControllerElection,
-  type ControllerState,
-  type ControllerStateStore,
-  type ElectionListener,
-  type LeaderRecord,
-  type PersistedBuckets,
-  type PersistedSpec,
-} from "../src/index.ts";
-
-class MemoryStore implements ControllerStateStore {
-  state: ControllerState = EMPTY_CONTROLLER_STATE;
-  bucketWrites: PersistedBuckets[] = [];
-  /** While set, saveBuckets waits for it (a slow or unreachable broker). */
-  hold: Promise<void> | null = null;
-  async start(): Promise<void> {}
-  async catchUp(): Promise<ControllerState> {
-    return this.state;
-  }
-  latest(): ControllerState {
-    return this.state;
-  }
-  async saveBuckets(record: PersistedBuckets): Promise<void> {
-    if (this.hold) await this.hold;
-    this.bucketWrites.push(record);
-    this.state = { ...this.state, buckets: newerRecord(this.state.buckets, record) };
-  }
-  async saveSpec(record: PersistedSpec): Promise<void> {
-    this.state = { ...this.state, spec: newerRecord(this.state.spec, record) };
-  }
-  async saveLeader(record: LeaderRecord): Promise<void> {
-    this.state = { ...this.state, leader: newerRecord(this.state.leader, record) };
-  }
-  async close(): Promise<void> {}
-}
-
-class DrivenElection implements ControllerElection {
-  listener: ElectionListener | null = null;
-  async start(listener: ElectionListener): Promise<void> {
-    this.listener = listener;
-  }
-  async close(): Promise<void> {}
-  elect(generation: number, leading: boolean, at: number): void {
-    this.listener?.onElected({ generation, memberId: "m", leading, confirmedAtMs: at });
-  }
-}
+import { FailoverController } from "../src/index.ts";
+import { DrivenElection, MemoryStore } from "./failover-stand-ins.ts";
 
 const SPEC = dynamicSpecSchema.parse({ throttlers: { rows: { limit: 10, period: "10s" } } });
 const LEASE_MS = 3_000;

@@ -1,4 +1,5 @@
 import type { LeaderRecord, PersistedBuckets, PersistedSpec } from "@sluice/controller";
+import { decodeLeases, encodeLeases } from "./controller-state-leases.ts";
 
 // The records of `<pipeline>.controller-state` (DESIGN §7.4): one key per kind, JSON values in the
 // spec's snake_case so an operator can read them with any console consumer. Compaction keeps the
@@ -26,7 +27,8 @@ export function encodeSpec(record: PersistedSpec): string {
 export function encodeBuckets(record: PersistedBuckets): string {
   const buckets: Record<string, { balance: number; at_ms: number }> = {};
   for (const [id, b] of Object.entries(record.buckets)) buckets[id] = { balance: b.balance, at_ms: b.atMs };
-  return JSON.stringify({ buckets, generation: record.generation, written_at_ms: record.writtenAtMs });
+  const leases = record.leases ? encodeLeases(record.leases) : undefined;
+  return JSON.stringify({ buckets, ...(leases ? { leases } : {}), generation: record.generation, written_at_ms: record.writtenAtMs });
 }
 
 export function encodeLeader(record: LeaderRecord): string {
@@ -70,7 +72,8 @@ export function decodeStateRecord(key: string | null, value: string | null): Dec
         const atMs = num(entry["at_ms"]);
         if (balance !== null && atMs !== null) buckets[id] = { balance, atMs };
       }
-      return { kind: "buckets", record: { buckets, generation, writtenAtMs: num(o["written_at_ms"]) ?? 0 } };
+      const leases = decodeLeases(o["leases"]);
+      return { kind: "buckets", record: { buckets, ...(leases ? { leases } : {}), generation, writtenAtMs: num(o["written_at_ms"]) ?? 0 } };
     }
     case STATE_KEYS.leader: {
       const address = o["address"];

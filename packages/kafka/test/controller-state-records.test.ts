@@ -16,6 +16,29 @@ describe("controller state records", () => {
     assert.deepEqual(decodeStateRecord("leader", encodeLeader(leader)), { kind: "leader", record: leader });
   });
 
+  it("round-trip the leases of concurrency throttlers inside the buckets record, dropping what is malformed", () => {
+    const leases = {
+      tasks: {
+        holders: { "w1/Admit/0": { default: 2, bulk: 1 } },
+        requestIds: [{ requestId: "r-1", clientId: "w1/Admit/0", amount: 2, waitedMs: 5, expiresAtMs: 61_000 }],
+      },
+    };
+    const buckets = { buckets: {}, leases, generation: 3, writtenAtMs: 1_000 };
+    const encoded = encodeBuckets(buckets);
+    assert.match(encoded, /"request_ids":\[\{"request_id":"r-1","client_id":"w1\/Admit\/0","amount":2,"waited_ms":5,"expires_at_ms":61000\}\]/);
+    assert.deepEqual(decodeStateRecord("buckets", encoded), { kind: "buckets", record: buckets });
+    assert.doesNotMatch(encodeBuckets({ buckets: {}, leases: {}, generation: 3, writtenAtMs: 1 }), /leases/);
+    const bad = JSON.stringify({
+      buckets: {},
+      leases: { tasks: { holders: { a: { default: -1, x: "2" }, b: { default: 1 } }, request_ids: [{ request_id: 5 }, null] }, other: 7 },
+      generation: 1,
+    });
+    assert.deepEqual(decodeStateRecord("buckets", bad), {
+      kind: "buckets",
+      record: { buckets: {}, leases: { tasks: { holders: { b: { default: 1 } }, requestIds: [] } }, generation: 1, writtenAtMs: 0 },
+    });
+  });
+
   it("reports a malformed record instead of throwing", () => {
     assert.equal(decodeStateRecord("buckets", "not json").kind, "unknown");
     assert.equal(decodeStateRecord("leader", JSON.stringify({ generation: 1 })).kind, "unknown");

@@ -1,5 +1,8 @@
 import type { Clock } from "@sluice/core";
+import type { RequestQuotaResult } from "@sluice/protocol";
+import { GrantedRequestIds } from "./granted-request-ids.ts";
 import { LeaseTable } from "./lease-table.ts";
+import { PERSISTED_REQUEST_IDS_PER_THROTTLER, type PersistedLeases } from "./persisted-leases.ts";
 
 /** How often ended leases are looked for: a holder's units come back at most this late after lease_timeout. */
 export const LEASE_SWEEP_MS = 250;
@@ -24,6 +27,10 @@ export interface ConcurrencyLeasesOptions {
   readonly leaseMsOf: (throttlerId: string) => number | null;
   /** Gives units back to a throttler's bucket. */
   readonly releaseUnits: (throttlerId: string, amount: number, classId: string) => void;
+  /** Counts units a predecessor leased out as in use in a throttler's bucket (failover, DESIGN §7.4). */
+  readonly holdUnits: (throttlerId: string, amount: number, classId: string) => void;
+  /** How long a granted request id is answered again rather than granted again: at least the bucket's detachedGraceMs. */
+  readonly rememberMs: number;
 }
 
 /**
@@ -32,6 +39,7 @@ export interface ConcurrencyLeasesOptions {
  */
 export class ConcurrencyLeases {
   private readonly table = new LeaseTable();
+  private readonly requestIds = new GrantedRequestIds();
   private readonly expired = new Map<string, { leases: number; units: number }>();
   private readonly stopping = new AbortController();
 
@@ -39,10 +47,26 @@ export class ConcurrencyLeases {
     void this.sweep();
   }
 
-  granted(throttlerId: string, clientId: string, classId: string, amount: number): void {
+  /**
+   * The answer to a replayed request id (a client retrying after a lost answer, or after a failover):
+   * the same grant, with no second lease. Undefined for a new request.
+   */
+  replayOf(throttlerId: string, requestId: string, amount: number): RequestQuotaResult | undefined {
+    const earlier = this.requestIds.replayOf(throttlerId, requestId, amount, this.options.clock.now());
+    return earlier ? { granted: earlier.amount, waitedMs: earlier.waitedMs } : undefined;
+  }
+
+  /**
+   * Leases a grant to its client. A grant of a request id already leased (two calls with one id that
+   * joined in the queue and were answered together) is not leased again.
+   */
+  granted(throttlerId: string, clientId: string, classId: string, grant: { amount: number; waitedMs: number; requestId: string }): void {
     const leaseMs = this.options.leaseMsOf(throttlerId);
-    if (leaseMs === null) return;
-    this.table.grant(throttlerId, clientId, classId, amount, this.options.clock.now(), leaseMs);
+    if (leaseMs === null || grant.amount <= 0) return;
+    const now = this.options.clock.now();
+    const expiresAt = now + this.options.rememberMs;
+    if (!this.requestIds.remember({ throttlerId, clientId, requestId: grant.requestId, amount: grant.amount, waitedMs: grant.waitedMs, expiresAt }, now)) return;
+    this.table.grant(throttlerId, clientId, classId, grant.amount, now, leaseMs);
   }
 
   /** Gives back what `clientId` holds of `amount`; returns the units actually given back. */
@@ -67,7 +91,65 @@ export class ConcurrencyLeases {
   /** The throttler is gone or no longer counts units in use: its leases end without a release. */
   forget(throttlerId: string): void {
     this.table.forget(throttlerId);
+    this.requestIds.forget(throttlerId);
     this.expired.delete(throttlerId);
+  }
+
+  /** Every throttler's holders and recent request ids, for a successor (DESIGN §7.4). */
+  persisted(): Record<string, PersistedLeases> {
+    const now = this.options.clock.now();
+    const out: Record<string, { holders: Record<string, Record<string, number>>; requestIds: PersistedLeases["requestIds"][number][] }> = {};
+    const entry = (id: string) => (out[id] ??= { holders: {}, requestIds: [] });
+    for (const id of this.table.throttlerIds()) {
+      const holders = entry(id).holders;
+      for (const { clientId, byClass } of this.table.holdersOf(id)) holders[clientId] = Object.fromEntries(byClass);
+    }
+    for (const grant of this.requestIds.live(now)) {
+      entry(grant.throttlerId).requestIds.push({
+        requestId: grant.requestId,
+        clientId: grant.clientId,
+        amount: grant.amount,
+        waitedMs: grant.waitedMs,
+        expiresAtMs: grant.expiresAt,
+      });
+    }
+    for (const leases of Object.values(out)) {
+      if (leases.requestIds.length > PERSISTED_REQUEST_IDS_PER_THROTTLER) leases.requestIds.splice(0, leases.requestIds.length - PERSISTED_REQUEST_IDS_PER_THROTTLER);
+    }
+    return out;
+  }
+
+  /**
+   * Takes over a predecessor's leases: their units count as in use at once, each holder gets a full
+   * lease_timeout from now to renew with this controller (it could not while nobody led), and the
+   * recent request ids are answered as replays. Throttlers no longer of kind concurrency are skipped.
+   * Returns the units restored per throttler.
+   */
+  restore(leases: Readonly<Record<string, PersistedLeases>>): Record<string, number> {
+    const now = this.options.clock.now();
+    const restored: Record<string, number> = {};
+    for (const [throttlerId, state] of Object.entries(leases)) {
+      const leaseMs = this.options.leaseMsOf(throttlerId);
+      if (leaseMs === null) continue;
+      let units = 0;
+      for (const [clientId, byClass] of Object.entries(state.holders)) {
+        for (const [classId, amount] of Object.entries(byClass)) {
+          if (!(amount > 0) || !Number.isFinite(amount)) continue;
+          this.table.grant(throttlerId, clientId, classId, amount, now, leaseMs);
+          this.options.holdUnits(throttlerId, amount, classId);
+          units += amount;
+        }
+      }
+      for (const r of state.requestIds) {
+        if (r.expiresAtMs <= now) continue;
+        // Remembered as long as the predecessor would have remembered it; the records come oldest
+        // first, so insertion order stays expiry order.
+        const expiresAt = Math.min(r.expiresAtMs, now + this.options.rememberMs);
+        this.requestIds.remember({ throttlerId, requestId: r.requestId, clientId: r.clientId, amount: r.amount, waitedMs: r.waitedMs, expiresAt }, now);
+      }
+      restored[throttlerId] = units;
+    }
+    return restored;
   }
 
   close(): void {

@@ -96,6 +96,16 @@ export class LeaseTable {
     return { units, holders: holders?.size ?? 0 };
   }
 
+  /** Every holder of one throttler with its units per class (persisted for a successor, DESIGN §7.4). */
+  holdersOf(throttlerId: string): { clientId: string; byClass: ReadonlyMap<string, number> }[] {
+    return [...(this.throttlers.get(throttlerId) ?? new Map<string, Lease>())].map(([clientId, lease]) => ({ clientId, byClass: lease.byClass }));
+  }
+
+  /** Throttlers with at least one holder. */
+  throttlerIds(): string[] {
+    return [...this.throttlers].filter(([, holders]) => holders.size > 0).map(([id]) => id);
+  }
+
   /** A throttler removed or no longer of kind concurrency: its leases mean nothing any more. */
   forget(throttlerId: string): void {
     this.throttlers.delete(throttlerId);

@@ -1,3 +1,4 @@
+import type { PersistedLeases } from "../concurrency/persisted-leases.ts";
 import type { BucketBalance } from "../controller.ts";
 
 // The state-store port of controller failover (DESIGN §2, §7.4). `packages/kafka` implements it on
@@ -11,9 +12,13 @@ export interface PersistedSpec {
   readonly writtenAtMs: number;
 }
 
-/** Every limited bucket's balance, each with the time it was read (epoch ms). */
+/**
+ * Every limited bucket's balance, each with the time it was read (epoch ms), and the leases of the
+ * concurrency throttlers (absent in records written before leases were persisted).
+ */
 export interface PersistedBuckets {
   readonly buckets: Readonly<Record<string, BucketBalance>>;
+  readonly leases?: Readonly<Record<string, PersistedLeases>>;
   readonly generation: number;
   readonly writtenAtMs: number;
 }

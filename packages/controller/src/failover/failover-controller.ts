@@ -9,6 +9,7 @@ import type {
   ReportWatermarksResult,
   RequestQuotaCall,
   RequestQuotaResult,
+  RenewLeasesCall,
 } from "@sluice/protocol";
 import type { DynamicSpec } from "@sluice/spec";
 import { Controller, type ControllerSnapshot } from "../controller.ts";
@@ -137,6 +138,18 @@ export class FailoverController implements QuotaServiceHandler {
     this.commit.flush().catch(() => {});
   }
 
+  /**
+   * Renewals change no persisted state (a successor gives every restored lease a full lease_timeout),
+   * so nothing waits for a write.
+   */
+  renewLeases(call: RenewLeasesCall, context: CallContext): Promise<{ held: number }> {
+    try {
+      return this.serving().renewLeases(call, context);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
   watchDynamicSpec(clientId: string, emit: (update: DynamicSpecUpdate) => void, context: CallContext): Promise<void> {
     try {
       return this.serving().watchDynamicSpec(clientId, emit, context);
@@ -255,13 +268,15 @@ export class FailoverController implements QuotaServiceHandler {
       ...(this.options.detachedGraceMs !== undefined ? { detachedGraceMs: this.options.detachedGraceMs } : {}),
     });
     const restored = state.buckets ? inner.restoreBalances(state.buckets.buckets) : [];
+    const leased = Object.entries(state.buckets?.leases ? inner.restoreLeases(state.buckets.leases) : {});
     if (state.buckets) this.stateWrittenAtMs = state.buckets.writtenAtMs;
     this.inner = inner;
     const buckets =
       state.buckets === null
         ? "no persisted balances (a new pipeline): buckets start full"
         : `restored ${restored.length} bucket ${restored.length === 1 ? "balance" : "balances"} persisted ${Math.round(Math.max(0, this.clock.now() - state.buckets.writtenAtMs))} ms ago`;
-    this.log(`taking over generation ${generation}: dynamic_spec version ${version} (${origin}); ${buckets}`);
+    const leases = leased.length === 0 ? "" : `; units still held by their holders: ${leased.map(([id, units]) => `${id}=${units}`).join(", ")}`;
+    this.log(`taking over generation ${generation}: dynamic_spec version ${version} (${origin}); ${buckets}${leases}`);
     try {
       if (origin !== "persisted") {
         await this.options.store.saveSpec({ version, dynamicSpecJson: JSON.stringify(spec), generation, writtenAtMs: this.clock.now() });
@@ -328,7 +343,8 @@ export class FailoverController implements QuotaServiceHandler {
     const now = this.clock.now();
     // A deposed leader writes nothing: its write could land after its successor's.
     if (!inner || generation === null || !this.lease.valid(now)) throw this.notLeader();
-    await this.options.store.saveBuckets({ buckets: inner.bucketBalances(), generation, writtenAtMs: now });
+    // The leases go in the same record: a successor sees balances and units in use of one moment.
+    await this.options.store.saveBuckets({ buckets: inner.bucketBalances(), leases: inner.leaseState(), generation, writtenAtMs: now });
     this.stateWrittenAtMs = now;
   }
 

@@ -1,0 +1,79 @@
+import { SluiceError } from "@sluice/core";
+
+// The request ids a concurrency throttler has leased units for (DESIGN §7.2: request ids apply as
+// for rate throttlers). A client that lost an answer, or replays after a failover, sends the same
+// request id again; it must get the same grant back without a second lease. The bucket remembers
+// its own grants for detachedGraceMs too, but it answers a replay without telling its caller that it
+// was one, so the lease side would count the units twice: the controller answers concurrency
+// replays from here, before the bucket, and remembers at least as long as the bucket does.
+
+export interface GrantedRequest {
+  readonly throttlerId: string;
+  readonly requestId: string;
+  readonly clientId: string;
+  readonly amount: number;
+  readonly waitedMs: number;
+  /** Clock ms after which a retry with this id is a new request. */
+  readonly expiresAt: number;
+}
+
+export class GrantedRequestIds {
+  /**
+   * Keyed by throttler and id. Every entry is remembered for the same time after its grant, so the
+   * Map's insertion order is expiry order and forgetting looks only at the oldest.
+   */
+  private readonly byKey = new Map<string, GrantedRequest>();
+
+  get size(): number {
+    return this.byKey.size;
+  }
+
+  /** The earlier grant of `requestId`, or undefined; refuses the same id sent for another amount. */
+  replayOf(throttlerId: string, requestId: string, amount: number, now: number): GrantedRequest | undefined {
+    if (requestId === "") return undefined;
+    this.forgetExpired(now);
+    const earlier = this.byKey.get(keyOf(throttlerId, requestId));
+    if (!earlier) return undefined;
+    if (earlier.amount !== amount) {
+      throw new SluiceError(
+        "INVALID_REQUEST",
+        `request "${requestId}" on throttler "${throttlerId}" was sent for amount ${earlier.amount} and now for ${amount}; ` +
+          `a request id names one request (a retry sends the same amount): use a new id for a new request`,
+        { throttlerId, amount, earlierAmount: earlier.amount },
+      );
+    }
+    return earlier;
+  }
+
+  /** Records a grant; returns false when the id was already granted (a joined retry: not a new lease). */
+  remember(grant: GrantedRequest, now: number): boolean {
+    if (grant.requestId === "") return true;
+    this.forgetExpired(now);
+    const key = keyOf(grant.throttlerId, grant.requestId);
+    if (this.byKey.has(key)) return false;
+    this.byKey.set(key, grant);
+    return true;
+  }
+
+  /** Every id still remembered, oldest first (persisted for a successor, DESIGN §7.4). */
+  live(now: number): GrantedRequest[] {
+    this.forgetExpired(now);
+    return [...this.byKey.values()];
+  }
+
+  /** A throttler removed or no longer of kind concurrency. */
+  forget(throttlerId: string): void {
+    for (const [key, grant] of this.byKey) if (grant.throttlerId === throttlerId) this.byKey.delete(key);
+  }
+
+  private forgetExpired(now: number): void {
+    for (const [key, grant] of this.byKey) {
+      if (grant.expiresAt > now) return;
+      this.byKey.delete(key);
+    }
+  }
+}
+
+function keyOf(throttlerId: string, requestId: string): string {
+  return `${throttlerId}\u0000${requestId}`;
+}

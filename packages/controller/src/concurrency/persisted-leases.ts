@@ -1,0 +1,30 @@
+// What a failover leader persists of its concurrency throttlers (DESIGN §7.2, §7.4), beside the
+// bucket balances and in the same record, so a successor never starts with units free that a
+// holder still uses. Holders' units are persisted, not their expiry: a holder could not renew while
+// nobody led, so a successor gives every restored lease a full lease_timeout from its takeover.
+
+/** One throttler's leases: units per holder (client id) and class, and the request ids recently granted. */
+export interface PersistedLeases {
+  readonly holders: Readonly<Record<string, Readonly<Record<string, number>>>>;
+  /**
+   * Grants a client may still replay (a lost answer, a retry that reaches the successor): the
+   * successor answers them from the restored lease instead of leasing the units a second time.
+   */
+  readonly requestIds: readonly PersistedRequestId[];
+}
+
+export interface PersistedRequestId {
+  readonly requestId: string;
+  readonly clientId: string;
+  readonly amount: number;
+  readonly waitedMs: number;
+  /** Epoch ms (failover controllers run on the system clock) after which the id is a new request. */
+  readonly expiresAtMs: number;
+}
+
+/**
+ * Newest request ids persisted per throttler. A replay that reaches a successor comes from a client
+ * retrying within seconds of the failover, so the newest ids are the ones that matter; the bound
+ * keeps the state record small whatever the grant rate.
+ */
+export const PERSISTED_REQUEST_IDS_PER_THROTTLER = 1_000;

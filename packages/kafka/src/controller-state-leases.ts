@@ -1,0 +1,60 @@
+import type { PersistedLeases, PersistedRequestId } from "@sluice/controller";
+
+// The `leases` of the `buckets` record of `<pipeline>.controller-state` (DESIGN §7.2, §7.4), in the
+// spec's snake_case like the rest of the record:
+//   "leases": { "<throttler>": { "holders": { "<client>": { "<class>": units } },
+//               "request_ids": [{ "request_id", "client_id", "amount", "waited_ms", "expires_at_ms" }] } }
+
+export function encodeLeases(leases: Readonly<Record<string, PersistedLeases>>): Record<string, unknown> | undefined {
+  const out: Record<string, unknown> = {};
+  for (const [id, state] of Object.entries(leases)) {
+    out[id] = {
+      holders: state.holders,
+      request_ids: state.requestIds.map((r) => ({
+        request_id: r.requestId,
+        client_id: r.clientId,
+        amount: r.amount,
+        waited_ms: r.waitedMs,
+        expires_at_ms: r.expiresAtMs,
+      })),
+    };
+  }
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
+/** What can be read of `leases`; anything malformed is left out (a bad record must not stop a controller). */
+export function decodeLeases(raw: unknown): Record<string, PersistedLeases> | undefined {
+  if (!isObject(raw)) return undefined;
+  const out: Record<string, PersistedLeases> = {};
+  for (const [id, value] of Object.entries(raw)) {
+    if (!isObject(value)) continue;
+    const holders: Record<string, Record<string, number>> = {};
+    for (const [clientId, byClass] of Object.entries(isObject(value["holders"]) ? value["holders"] : {})) {
+      if (!isObject(byClass)) continue;
+      const units: Record<string, number> = {};
+      for (const [classId, amount] of Object.entries(byClass)) if (positive(amount)) units[classId] = amount;
+      if (Object.keys(units).length > 0) holders[clientId] = units;
+    }
+    const requestIds: PersistedRequestId[] = [];
+    for (const r of Array.isArray(value["request_ids"]) ? (value["request_ids"] as unknown[]) : []) {
+      if (!isObject(r)) continue;
+      const { request_id: requestId, client_id: clientId, amount, waited_ms: waitedMs, expires_at_ms: expiresAtMs } = r;
+      if (typeof requestId !== "string" || typeof clientId !== "string" || !positive(amount) || !finite(waitedMs) || !finite(expiresAtMs)) continue;
+      requestIds.push({ requestId, clientId, amount, waitedMs, expiresAtMs });
+    }
+    out[id] = { holders, requestIds };
+  }
+  return out;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function finite(v: unknown): v is number {
+  return typeof v === "number" && Number.isFinite(v);
+}
+
+function positive(v: unknown): v is number {
+  return finite(v) && v > 0;
+}
