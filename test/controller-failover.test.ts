@@ -3,11 +3,11 @@
 // its own pid; pipeline names are unique per run. Time bounds are the issue's (10 s to a serving
 // successor with session_timeout 6 s), with the measured figures printed as diagnostics.
 import assert from "node:assert/strict";
-import { createServer } from "node:net";
 import { after, describe, it } from "node:test";
 import { SluiceError } from "@sluice/core";
 import { FAILOVER_CHANNEL_OPTIONS, createGrpcQuotaClient, createLeaderFollowingClient, type QuotaServiceClient } from "@sluice/protocol";
 import { brokers, consumeAll, createTopic, produce, uniqueName, withAdmin } from "./helpers/kafka.ts";
+import { freePorts, servingLeader } from "./helpers/failover-group.ts";
 import { Child, ROOT, sluice, writeSpec } from "./helpers/processes.ts";
 
 const RELAY = `${ROOT}/test/fixtures/relay-computation.ts`;
@@ -20,25 +20,6 @@ after(() => {
   }
   for (const client of clients) client.close();
 });
-
-/** Free loopback ports for the controllers, which must be in the spec before they start. */
-async function freePorts(count: number): Promise<number[]> {
-  const ports: number[] = [];
-  for (let i = 0; i < count; i++) {
-    ports.push(
-      await new Promise<number>((resolve, reject) => {
-        const server = createServer();
-        server.once("error", reject);
-        server.listen(0, "127.0.0.1", () => {
-          const address = server.address();
-          const port = typeof address === "object" && address !== null ? address.port : 0;
-          server.close(() => resolve(port));
-        });
-      }),
-    );
-  }
-  return ports;
-}
 
 interface Snapshot {
   version: number;
@@ -80,30 +61,6 @@ async function startGroup(prefix: string, count: number, throttler: Record<strin
   return { pipeline, spec, addresses, controllers, input, output };
 }
 
-/** Polls until a controller answers DescribeThrottlers as the leader; resolves with its address. */
-async function servingLeader(group: Group, exclude: string | null, timeoutMs: number): Promise<{ address: string; snapshot: Snapshot }> {
-  const deadline = Date.now() + timeoutMs;
-  const direct = new Map(group.addresses.map((a) => [a, createGrpcQuotaClient(a)]));
-  try {
-    for (;;) {
-      for (const [address, client] of direct) {
-        if (address === exclude) continue;
-        try {
-          const { snapshotJson } = await client.describeThrottlers({ deadlineAt: Date.now() + 500 });
-          const snapshot = JSON.parse(snapshotJson) as Snapshot;
-          if (snapshot.failover?.role === "leader") return { address, snapshot };
-        } catch {
-          /* a follower refuses; a dead or paused one does not answer */
-        }
-      }
-      if (Date.now() > deadline) throw new Error(`no controller served as leader within ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  } finally {
-    for (const client of direct.values()) client.close();
-  }
-}
-
 /** Largest number of rows processed in any window of `windowMs` (sliding over the processing times), and where it starts. */
 function maxInWindow(times: number[], windowMs: number): { rows: number; startsAt: number } {
   const sorted = [...times].sort((a, b) => a - b);
@@ -122,7 +79,7 @@ describe("controller failover on Kafka", { timeout: 180_000 }, () => {
     const limit = 100;
     const periodMs = 2_000;
     const group = await startGroup("failover", 3, { limit, period: "2s", request_period: "200ms", rpc_timeout: "2s" });
-    const first = await servingLeader(group, null, 30_000);
+    const first = await servingLeader<Snapshot>(group, null, 30_000);
     const firstServedAt = Date.now();
     t.diagnostic(`first leader ${first.address}`);
 
@@ -144,7 +101,7 @@ describe("controller failover on Kafka", { timeout: 180_000 }, () => {
     await new Promise((r) => setTimeout(r, 6_000));
     const killedAt = Date.now();
     group.controllers.get(first.address)?.kill("SIGKILL");
-    const successor = await servingLeader(group, first.address, 15_000);
+    const successor = await servingLeader<Snapshot>(group, first.address, 15_000);
     const failoverMs = Date.now() - killedAt;
     t.diagnostic(`successor ${successor.address} served ${failoverMs} ms after the SIGKILL (generation ${successor.snapshot.failover?.generation})`);
     assert.ok(failoverMs <= 10_000, `a new leader served ${failoverMs} ms after the SIGKILL, expected ≤ 10 s`);
@@ -185,7 +142,7 @@ describe("controller failover on Kafka", { timeout: 180_000 }, () => {
 
   it("SIGSTOP of the leader past the session timeout: a successor takes over; after SIGCONT the old leader grants nothing more and steps down", async (t) => {
     const group = await startGroup("paused", 2, { limit: 10, period: "1s", request_period: "200ms" });
-    const first = await servingLeader(group, null, 30_000);
+    const first = await servingLeader<Snapshot>(group, null, 30_000);
     const other = group.addresses.find((a) => a !== first.address) ?? "";
     const direct = createGrpcQuotaClient(first.address);
     clients.push(direct);
@@ -222,7 +179,7 @@ describe("controller failover on Kafka", { timeout: 180_000 }, () => {
     assert.ok(leaderChild);
     leaderChild.process.kill("SIGSTOP");
     const stoppedAt = Date.now();
-    const successor = await servingLeader(group, first.address, 20_000);
+    const successor = await servingLeader<Snapshot>(group, first.address, 20_000);
     t.diagnostic(`successor ${successor.address} served ${Date.now() - stoppedAt} ms after the SIGSTOP`);
     assert.equal(successor.address, other);
     // The paused leader answers nothing; the pings fail its connection and the call goes to the successor.

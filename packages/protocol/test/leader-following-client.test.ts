@@ -25,6 +25,10 @@ function fakeCluster(behaviours: Record<string, Behaviour>) {
       watchDynamicSpec: unused,
       updateDynamicSpec: unused,
       describeThrottlers: unused,
+      renewLeases: async (call) => {
+        await refuse(`renew:${call.clientId}`);
+        return { held: 3 };
+      },
       close() {},
     };
   };
@@ -42,6 +46,13 @@ describe("createLeaderFollowingClient", () => {
     assert.equal(client.currentAddress, "h:3");
     await client.requestQuota(request("r2"));
     assert.equal(cluster.calls.at(-1)?.address, "h:3", "later calls go to the leader directly");
+  });
+
+  it("sends lease renewals to the leader too (a concurrency holder's units must not lapse behind a failover group)", async () => {
+    const cluster = fakeCluster({ "h:1": { follower: "h:2" }, "h:2": "leader" });
+    const client = createLeaderFollowingClient(["h:1", "h:2"], { connect: cluster.connect });
+    assert.deepEqual(await client.renewLeases?.({ clientId: "c", throttlerIds: ["t"] }), { held: 3 });
+    assert.deepEqual(cluster.calls, [{ address: "h:1", requestId: "renew:c" }, { address: "h:2", requestId: "renew:c" }]);
   });
 
   it("moves past a dead controller and one that knows no leader, visiting each at most once per call", async () => {

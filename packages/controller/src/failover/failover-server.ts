@@ -48,6 +48,7 @@ export async function startFailoverController(options: StartFailoverControllerOp
   const handler: QuotaServiceHandler = {
     requestQuota: (call, context) => (target ? target.requestQuota(call, context) : Promise.reject(starting())),
     releaseQuota: (call, context) => (target ? target.releaseQuota(call, context) : Promise.reject(starting())),
+    renewLeases: (call, context) => (target ? target.renewLeases(call, context) : Promise.reject(starting())),
     watchDynamicSpec: (clientId, emit, context) => (target ? target.watchDynamicSpec(clientId, emit, context) : Promise.reject(starting())),
     updateDynamicSpec: (json, context) => (target ? target.updateDynamicSpec(json, context) : Promise.reject(starting())),
     describeThrottlers: (context) => (target ? target.describeThrottlers(context) : Promise.reject(starting())),
