@@ -135,9 +135,26 @@ function longestRun(flags: readonly boolean[]): number {
 describe("adaptive control law in whole units (concurrency throttlers)", () => {
   const whole: AdaptiveBounds = { ...bounds, wholeUnits: true };
   it("raises to the next whole unit at least, and cuts to a whole unit", () => {
-    const raised = decideLimit(initialLawState(15, whole), { ok: true, load: 0.86 }, { use: 15, queued: true }, whole);
-    assert.equal(raised.state.limit, 16, "15 × 0.925/0.86 = 16.1 admits one more task only as 16 or more; never 15.9");
-    const cut = decideLimit(initialLawState(30, whole), { ok: true, load: 0.97 }, { use: 30, queued: true }, whole);
+    const raised = decideLimit(initialLawState(15, whole), { ok: true, load: 0.8 }, { use: 15, queued: true }, whole);
+    assert.equal(raised.state.limit, 17, "15 × 0.925/0.8 = 17.3: a whole number of tasks");
+    const cut = decideLimit(initialLawState(30, whole), { ok: true, load: 0.99 }, { use: 30, queued: true }, whole);
     assert.ok(Number.isInteger(cut.state.limit) && cut.state.limit < 30, `cut to ${cut.state.limit}`);
+  });
+
+  it("just outside the band, moves one unit: a cut at once, a raise only on the second reading below (one reading's noise is as wide as the band)", () => {
+    const usage = { use: 15, queued: true };
+    const first = decideLimit(initialLawState(15, whole), { ok: true, load: 0.86 }, usage, whole);
+    assert.equal(first.action, "hold");
+    assert.match(first.reason, /just below \[0\.9, 0\.95\]: waiting for a second reading/);
+    const second = decideLimit(first.state, { ok: true, load: 0.87 }, usage, whole);
+    assert.equal(second.state.limit, 16, "one unit, not 15 × 0.925/0.87 rounded");
+    const above = decideLimit(second.state, { ok: true, load: 0.97 }, { use: 16, queued: true }, whole);
+    assert.equal(above.state.limit, 15, "above the band one unit comes off at once: an overload is the error that hurts");
+    const inside = decideLimit(above.state, { ok: true, load: 0.93 }, { use: 15, queued: true }, whole);
+    const belowOnce = decideLimit(inside.state, { ok: true, load: 0.88 }, { use: 15, queued: true }, whole);
+    assert.equal(belowOnce.action, "hold", "a reading inside the band in between starts over");
+    // Rate throttlers: half way in ratio.
+    const rate = decideLimit(decideLimit(initialLawState(100, bounds), { ok: true, load: 0.88 }, { use: 100, queued: true }, bounds).state, { ok: true, load: 0.88 }, { use: 100, queued: true }, bounds);
+    assert.equal(rate.state.limit, Math.round(100 * Math.sqrt(0.925 / 0.88) * 100) / 100);
   });
 });

@@ -9,12 +9,22 @@
 //                               (e = 1, or 0.5 right after a raise; a saturated reading right after
 //                               a cut cuts to ×0.8, not ×0.6)
 //   load < low, demand   raise: limit' = min(limit × MAX_RAISE, use × (mid / load)^e, use × MAX_RAISE + MIN_RAISE_STEP)
+//   near the band        a reading within one band width outside it (below: [low − w, low), above:
+//                        (high, high + w], w = high − low, never a saturated one) moves the limit by
+//                        a small step: one unit (concurrency) or half way in ratio,
+//                        limit' = base × (mid / load)^0.5 — a cut at once, a raise only when the
+//                        reading before was below the band too
 //   low ≤ load ≤ high    hold
 //   no demand            hold (nobody is asking for more: raising would only bank headroom)
 //   bad reading          hold; after FALLBACK_AFTER_FAILURES in a row: min_limit
 //   and always within [min_limit, max_limit].
 //
-// Why it does not oscillate: the band is a dead zone; a move aims at the middle of the band from
+// Why it does not oscillate: the band is a dead zone, widened for single readings by the near zone —
+// on seed 004's cluster one reading's noise is about as wide as the band itself (tasks of 1–3
+// cores, a 4 s average: a fixed, perfectly chosen limit reads inside the band only ~60 % of the
+// time), and one task is ~3 % of the load, so moving several units on one noisy reading next to
+// the band, as the proportional steps did, threw the load across it (bench/README.md has the
+// figures); far from the band a move aims at the middle of the band from
 // what was actually used (the measured load per unit of use), so on a plant whose load grows with
 // its admitted work a move lands inside the band instead of across it; a raise right after a raise goes
 // only half way (square root of the ratio), because that reading lags the work just admitted; raises are capped at
@@ -47,6 +57,13 @@ export const ADAPTIVE_LAW = Object.freeze({
   saturatedCutAfterCut: 0.8,
   /** Use below this share of the limit, with nobody waiting, is "no demand": the limit holds. */
   demandShare: 0.5,
+  /**
+   * Width of the near zone on each side of the band, in band widths: a reading there is as likely
+   * noise as a drift, so it moves the limit only a little (and raises only when the one before agreed).
+   */
+  nearBandWidths: 1,
+  /** The step in the near zone: (mid / load)^0.5 of use (rate throttlers); one unit (concurrency). */
+  nearExponent: 0.5,
   /** Consecutive failed readings after which the limit falls to min_limit. */
   fallbackAfterFailures: 3,
 });
@@ -73,6 +90,8 @@ export interface AdaptiveLawState {
   readonly raisedLast: boolean;
   /** Whether the last decision cut the limit: the next reading then still lags that cut. */
   readonly cutLast?: boolean;
+  /** The side of the band the last reading fell on when it was in the near zone (two below in a row raise). */
+  readonly near?: "above" | "below";
 }
 
 export type LoadReading = { readonly ok: true; readonly load: number } | { readonly ok: false; readonly reason: string };
@@ -125,6 +144,8 @@ export function decideLimit(state: AdaptiveLawState, reading: LoadReading, usage
   const mid = (bounds.low + bounds.high) / 2;
   const band = `[${fmt(bounds.low)}, ${fmt(bounds.high)}]`;
   const use = Math.max(0, usage.use);
+  const near = nearBand(state, limit, load, use, usage, bounds);
+  if (near) return near;
   if (load > bounds.high) {
     let fromUse = Math.min(limit, use) * (mid / load) ** ADAPTIVE_LAW.cutExponent;
     // Right after a cut the reading still shows part of the work admitted before it, so a second
@@ -156,4 +177,43 @@ export function decideLimit(state: AdaptiveLawState, reading: LoadReading, usage
     return { state: { limit, failures: 0, raisedLast: false }, action: "hold", reason: `load ${fmt(load)} below ${band} but ${why}` };
   }
   return { state: { limit: next, failures: 0, raisedLast: true }, action: "raise", reason: `load ${fmt(load)} below ${band}, use ${fmt(use)}` };
+}
+
+/**
+ * A reading just outside the band (within nearBandWidths of it, not saturated) moves one unit
+ * (concurrency) or half way in ratio: above at once, below only on the second reading in a row
+ * there (the first holds and remembers its side). Undefined when the reading is elsewhere (the
+ * proportional law decides).
+ */
+function nearBand(state: AdaptiveLawState, limit: number, load: number, use: number, usage: ThrottlerUsage, bounds: AdaptiveBounds): AdaptiveDecision | undefined {
+  const margin = (bounds.high - bounds.low) * ADAPTIVE_LAW.nearBandWidths;
+  const above = load > bounds.high && load <= bounds.high + margin && load < ADAPTIVE_LAW.saturatedLoad;
+  const below = load < bounds.low && load >= bounds.low - margin;
+  if (!above && !below) return undefined;
+  const side = above ? "above" : "below";
+  const mid = (bounds.low + bounds.high) / 2;
+  const band = `[${fmt(bounds.low)}, ${fmt(bounds.high)}]`;
+  const hold = (reason: string): AdaptiveDecision => ({ state: { limit, failures: 0, raisedLast: false, near: side }, action: "hold", reason });
+  if (below && !(usage.queued || use >= limit * ADAPTIVE_LAW.demandShare)) {
+    return hold(`load ${fmt(load)} below ${band} but no demand (use ${fmt(use)} of limit ${fmt(limit)}, nobody waiting)`);
+  }
+  // Above the band a unit comes off at once (an overload is the error that hurts; cutting a unit
+  // too many is repaired two readings later); below it, a raise waits for a second reading.
+  if (below && state.near !== side) return hold(`load ${fmt(load)} just ${side} ${band}: waiting for a second reading before moving`);
+  const base = above ? Math.min(limit, use) : use;
+  const step = base * (mid / load) ** ADAPTIVE_LAW.nearExponent;
+  const target = bounds.wholeUnits
+    ? above
+      ? Math.min(limit, Math.round(base)) - 1
+      : Math.max(limit, Math.round(base)) + 1
+    : roundLimit(above ? step : Math.min(limit * ADAPTIVE_LAW.maxRaise, step));
+  const next = clamp(target, bounds);
+  if (above ? next >= limit : next <= limit) {
+    const why = above ? (limit <= bounds.minLimit ? "already at min_limit" : `use ${fmt(use)} calls for no cut`) : limit >= bounds.maxLimit ? "already at max_limit" : `use ${fmt(use)} does not call for more`;
+    return hold(`load ${fmt(load)} just ${side} ${band} but ${why}`);
+  }
+  const reason = `load ${fmt(load)} just ${side} ${band}${below ? " twice in a row" : ""}, use ${fmt(use)}: a small step`;
+  return above
+    ? { state: { limit: next, failures: 0, raisedLast: false, cutLast: true }, action: "cut", reason }
+    : { state: { limit: next, failures: 0, raisedLast: true }, action: "raise", reason };
 }
