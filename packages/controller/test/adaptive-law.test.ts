@@ -141,6 +141,16 @@ describe("adaptive control law in whole units (concurrency throttlers)", () => {
     assert.ok(Number.isInteger(cut.state.limit) && cut.state.limit < 30, `cut to ${cut.state.limit}`);
   });
 
+  it("a saturated reading right after a raise landed in the band cuts to ×0.8; after a long hold in the band, to ×0.6", () => {
+    const queued = { use: 30, queued: true };
+    const raised = decideLimit(initialLawState(20, whole), { ok: true, load: 0.6 }, { use: 20, queued: true }, whole).state;
+    assert.equal(raised.limit, 30);
+    const landed = decideLimit(raised, { ok: true, load: 0.92 }, queued, whole).state;
+    assert.equal(decideLimit(landed, { ok: true, load: 1 }, queued, whole).state.limit, 24, "slow start's last step still starting up: 30 × 0.8");
+    const held = decideLimit(landed, { ok: true, load: 0.93 }, queued, whole).state;
+    assert.equal(decideLimit(held, { ok: true, load: 1 }, queued, whole).state.limit, 18, "the system changed (lost capacity): 30 × 0.6");
+  });
+
   it("just outside the band, moves one unit: a cut at once, a raise only on the second reading below (one reading's noise is as wide as the band)", () => {
     const usage = { use: 15, queued: true };
     const first = decideLimit(initialLawState(15, whole), { ok: true, load: 0.86 }, usage, whole);

@@ -7,10 +7,10 @@
 //   load > high          cut:   limit' = max(limit × MAX_CUT, min(limit, use) × (mid / load)^CUT_EXPONENT),
 //                               and at most limit × SATURATED_CUT when the reading is saturated (≥ 0.99)
 //                               (e = 1, or 0.5 right after a raise; a saturated reading right after
-//                               a cut cuts to ×0.8, not ×0.6)
+//                               a cut, or after a raise that landed inside the band, cuts to ×0.8)
 //   load < low, demand   raise: limit' = min(limit × MAX_RAISE, use × (mid / load)^e, use × MAX_RAISE + MIN_RAISE_STEP)
-//   near the band        a reading within one band width outside it (below: [low − w, low), above:
-//                        (high, high + w], w = high − low, never a saturated one) moves the limit by
+//   near the band        a reading just outside it (below: [low − w, low), above: (high, high + w/2],
+//                        w = high − low, never a saturated one) moves the limit by
 //                        a small step: one unit (concurrency) or half way in ratio,
 //                        limit' = base × (mid / load)^0.5 — a cut at once, a raise only when the
 //                        reading before was below the band too
@@ -58,10 +58,13 @@ export const ADAPTIVE_LAW = Object.freeze({
   /** Use below this share of the limit, with nobody waiting, is "no demand": the limit holds. */
   demandShare: 0.5,
   /**
-   * Width of the near zone on each side of the band, in band widths: a reading there is as likely
-   * noise as a drift, so it moves the limit only a little (and raises only when the one before agreed).
+   * Width of the near zone below and above the band, in band widths: a reading there is as likely
+   * noise as a drift, so it moves the limit only a little (and raises only when the one before
+   * agreed). Narrower above: a reading well above the band is more often a system that lost
+   * capacity than noise, and must cut in proportion.
    */
-  nearBandWidths: 1,
+  nearBelowWidths: 1,
+  nearAboveWidths: 0.5,
   /** The step in the near zone: (mid / load)^0.5 of use (rate throttlers); one unit (concurrency). */
   nearExponent: 0.5,
   /** Consecutive failed readings after which the limit falls to min_limit. */
@@ -90,6 +93,8 @@ export interface AdaptiveLawState {
   readonly raisedLast: boolean;
   /** Whether the last decision cut the limit: the next reading then still lags that cut. */
   readonly cutLast?: boolean;
+  /** Whether the last reading was inside the band right after a raise: a saturated one next cuts to ×0.8, not ×0.6. */
+  readonly inBandAfterRaise?: boolean;
   /** The side of the band the last reading fell on when it was in the near zone (two below in a row raise). */
   readonly near?: "above" | "below";
 }
@@ -151,14 +156,19 @@ export function decideLimit(state: AdaptiveLawState, reading: LoadReading, usage
     // Right after a cut the reading still shows part of the work admitted before it, so a second
     // saturated reading cuts less (×0.8) than the first (×0.6).
     const saturated = load >= ADAPTIVE_LAW.saturatedLoad && bounds.high < ADAPTIVE_LAW.saturatedLoad;
-    const saturatedCut = state.cutLast === true ? ADAPTIVE_LAW.saturatedCutAfterCut : ADAPTIVE_LAW.saturatedCut;
+    // So does one right after a raise landed inside the band (slow start's last step still starting
+    // up: the overload cannot be far beyond the band). Not after a long hold in the band: then a
+    // saturated reading means the system changed (lost capacity), and the full cut applies.
+    const saturatedCut = state.cutLast === true || state.inBandAfterRaise === true ? ADAPTIVE_LAW.saturatedCutAfterCut : ADAPTIVE_LAW.saturatedCut;
     if (saturated) fromUse = Math.min(fromUse, limit * saturatedCut);
     const cut = Math.max(limit * ADAPTIVE_LAW.maxCut, fromUse);
     const next = clamp(bounds.wholeUnits ? Math.floor(cut) : roundLimit(cut), bounds);
     if (next >= limit) return { state: { limit, failures: 0, raisedLast: false }, action: "hold", reason: `load ${fmt(load)} above ${band} but already at min_limit` };
     return { state: { limit: next, failures: 0, raisedLast: false, cutLast: true }, action: "cut", reason: `load ${fmt(load)} above ${band}, use ${fmt(use)}` };
   }
-  if (load >= bounds.low) return { state: { limit, failures: 0, raisedLast: false }, action: "hold", reason: `load ${fmt(load)} inside ${band}` };
+  if (load >= bounds.low) {
+    return { state: { limit, failures: 0, raisedLast: false, inBandAfterRaise: state.raisedLast }, action: "hold", reason: `load ${fmt(load)} inside ${band}` };
+  }
   const demand = usage.queued || use >= limit * ADAPTIVE_LAW.demandShare;
   if (!demand) {
     return {
@@ -180,15 +190,15 @@ export function decideLimit(state: AdaptiveLawState, reading: LoadReading, usage
 }
 
 /**
- * A reading just outside the band (within nearBandWidths of it, not saturated) moves one unit
+ * A reading just outside the band (nearBelowWidths / nearAboveWidths, not saturated) moves one unit
  * (concurrency) or half way in ratio: above at once, below only on the second reading in a row
  * there (the first holds and remembers its side). Undefined when the reading is elsewhere (the
  * proportional law decides).
  */
 function nearBand(state: AdaptiveLawState, limit: number, load: number, use: number, usage: ThrottlerUsage, bounds: AdaptiveBounds): AdaptiveDecision | undefined {
-  const margin = (bounds.high - bounds.low) * ADAPTIVE_LAW.nearBandWidths;
-  const above = load > bounds.high && load <= bounds.high + margin && load < ADAPTIVE_LAW.saturatedLoad;
-  const below = load < bounds.low && load >= bounds.low - margin;
+  const width = bounds.high - bounds.low;
+  const above = load > bounds.high && load <= bounds.high + width * ADAPTIVE_LAW.nearAboveWidths && load < ADAPTIVE_LAW.saturatedLoad;
+  const below = load < bounds.low && load >= bounds.low - width * ADAPTIVE_LAW.nearBelowWidths;
   if (!above && !below) return undefined;
   const side = above ? "above" : "below";
   const mid = (bounds.low + bounds.high) / 2;
@@ -214,6 +224,7 @@ function nearBand(state: AdaptiveLawState, limit: number, load: number, use: num
   }
   const reason = `load ${fmt(load)} just ${side} ${band}${below ? " twice in a row" : ""}, use ${fmt(use)}: a small step`;
   return above
-    ? { state: { limit: next, failures: 0, raisedLast: false, cutLast: true }, action: "cut", reason }
+    ? // Not cutLast: a one-unit cut does not soften the cut of a saturated reading that follows.
+      { state: { limit: next, failures: 0, raisedLast: false }, action: "cut", reason }
     : { state: { limit: next, failures: 0, raisedLast: true }, action: "raise", reason };
 }
