@@ -4,10 +4,12 @@
 // can be stopped mid-run without disturbing other tests). Measured, with stated tolerances:
 //   1. slow start from initial_limit 2 reaches the band [0.90, 0.95] within 60 s (expected ~20 s);
 //   2. afterwards, the share of the loop's readings inside the band is measured and printed (goal
-//      ≥ 80 %, not asserted: on a 2-core machine shared with other work the pipeline and the
-//      cluster stall for hundreds of ms at a time, and runs measured 13–75 %); asserted: ≥ 50 % of
-//      readings within the band widened by 0.05 each side, and no overload (tasks asking more cores
-//      than the cluster has) lasting more than one interval;
+//      ≥ 80 %, not asserted: one reading's noise on this cluster is about as wide as the band, so
+//      even the best fixed limit reads inside it only ~58 % of the time — see
+//      test/adaptive-law-cluster-sim.test.ts; with the near zone of the law two runs measured 63 %,
+//      the law before it 13–75 %); asserted: ≥ 75 % of readings within the band widened by 0.05
+//      each side (measured 100 % twice; was ≥ 50 %), and no overload (tasks asking more cores than
+//      the cluster has) lasting more than one interval;
 //   3. the cluster loses half its capacity → a reading within 0.05 of the band within 5 intervals
 //      (+2 s for the decision to show in DescribeThrottlers). Within 0.05, not inside: at half
 //      capacity one task (~2 of 32 cores) is 6 % of the cluster, wider than the band itself, so
@@ -135,7 +137,7 @@ describe("adaptive concurrency limit on a simulated cluster, load from a real Pr
         `longest overload ${overloadMs} ms; readings ${readings.map(fmt).join(" ")}`,
     );
     assert.ok(readings.length >= 6, `only ${readings.length} decisions in 8 intervals`);
-    assert.ok(near >= 0.5, `only ${(near * 100).toFixed(0)} % of readings within 0.05 of the band (${(share * 100).toFixed(0)} % inside it)`);
+    assert.ok(near >= 0.75, `only ${(near * 100).toFixed(0)} % of readings within 0.05 of the band (${(share * 100).toFixed(0)} % inside it)`);
     assert.ok(overloadMs <= INTERVAL_MS, `overload lasted ${overloadMs} ms (> one interval)`);
   });
 
