@@ -28,6 +28,10 @@ export class ConcurrencyClient implements Throttler {
   private held = 0;
   private closed = false;
   private renewing: AbortController | null = null;
+  /** Requests and releases in flight: while any is, the controller's count and ours may differ for a moment. */
+  private busy = 0;
+  /** Bumped whenever a request or release starts or ends, so a renewal can tell that none overlapped it. */
+  private changes = 0;
 
   constructor(private readonly options: ConcurrencyClientOptions) {}
 
@@ -44,10 +48,10 @@ export class ConcurrencyClient implements Throttler {
     if (this.closed) throw this.closedError();
     if (amount === 0) return;
     const signal = options?.signal ?? new AbortController().signal;
-    await this.options.remote.acquire(amount, signal);
+    await this.tracked(this.options.remote.acquire(amount, signal));
     if (this.closed) {
       // Granted while the job was stopping: nobody will use these units.
-      void this.options.remote.release(amount);
+      void this.tracked(this.options.remote.release(amount));
       throw this.closedError();
     }
     this.held += amount;
@@ -64,7 +68,7 @@ export class ConcurrencyClient implements Throttler {
     const units = Math.min(Math.max(0, amount), this.held);
     if (units <= 0) return;
     this.held -= units;
-    void this.options.remote.release(units);
+    void this.tracked(this.options.remote.release(units));
     if (this.held <= 0) this.stopRenewing();
   }
 
@@ -106,13 +110,39 @@ export class ConcurrencyClient implements Throttler {
       }
       try {
         // Best effort: a lost renewal is retried at the next tick, well before the lease ends.
-        await this.options.client().renewLeases?.({ clientId, throttlerIds: [throttlerId] }, {
+        const quietSince = this.busy === 0 ? this.changes : null;
+        const answer = await this.options.client().renewLeases?.({ clientId, throttlerIds: [throttlerId] }, {
           deadlineAt: clock.now() + Math.min(spec.rpc_timeout, spec.lease_timeout / RENEWALS_PER_LEASE),
           signal,
         });
+        if (answer && quietSince !== null && quietSince === this.changes && !signal.aborted) this.giveBackUnheld(answer.held);
       } catch {
         /* the controller is away; the next tick tries again */
       }
+    }
+  }
+
+  /**
+   * The controller counts more units for this client than it holds, with no request or release in
+   * flight on either side of the renewal: units it never received (a grant persisted by a leader
+   * that died before answering, then given up) or a release that was lost (the controller was away,
+   * or a failover came before it was persisted). Left alone they would stay in use for as long as
+   * this client renews; they go back now.
+   */
+  private giveBackUnheld(controllerHeld: number): void {
+    const excess = controllerHeld - this.held;
+    if (!(excess > 1e-9) || this.closed) return;
+    void this.tracked(this.options.remote.release(excess));
+  }
+
+  private async tracked<T>(call: Promise<T>): Promise<T> {
+    this.busy += 1;
+    this.changes += 1;
+    try {
+      return await call;
+    } finally {
+      this.busy -= 1;
+      this.changes += 1;
     }
   }
 

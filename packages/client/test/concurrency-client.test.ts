@@ -19,9 +19,14 @@ class RecordingHandler implements QuotaServiceHandler {
   readonly requests: RequestQuotaCall[] = [];
   readonly releases: ReleaseQuotaCall[] = [];
   readonly renewals: { call: RenewLeasesCall; at: number }[] = [];
+  /** What renewals answer the controller counts as held (0: the tests that do not care). */
+  held = 0;
+  /** While set, RequestQuota waits for it (a request in flight). */
+  hold: Promise<void> | null = null;
   constructor(private readonly clock: ManualClock) {}
   async requestQuota(call: RequestQuotaCall) {
     this.requests.push(call);
+    if (this.hold) await this.hold;
     return { granted: call.amount, waitedMs: 0 };
   }
   async releaseQuota(call: ReleaseQuotaCall) {
@@ -29,7 +34,7 @@ class RecordingHandler implements QuotaServiceHandler {
   }
   async renewLeases(call: RenewLeasesCall) {
     this.renewals.push({ call, at: this.clock.now() });
-    return { held: 0 };
+    return { held: this.held };
   }
   watchDynamicSpec() {}
   async updateDynamicSpec() {
@@ -84,5 +89,31 @@ describe("concurrency throttler client", () => {
     factory.close();
     await new Promise((done) => setImmediate(done));
     assert.deepEqual(handler.releases.map((r) => r.amount), [1, 3]);
+  });
+
+  it("gives back units the controller counts for it but it never held, only when nothing was in flight across the renewal", async () => {
+    const { clock, handler, factory, tasks } = setup();
+    await tasks.throttle(2);
+    // A grant persisted by a leader that died before answering, or a release that was lost: the
+    // controller counts 5 for this client, which holds 2.
+    handler.held = 5;
+    let release!: () => void;
+    handler.hold = new Promise<void>((resolve) => (release = resolve));
+    const inFlight = tasks.throttle(1);
+    await clock.advance(1_000);
+    assert.equal(handler.renewals.length, 1);
+    assert.equal(handler.releases.length, 0, "a request in flight may be what the controller counts: nothing is given back");
+    handler.hold = null;
+    release();
+    await inFlight;
+    handler.held = 6;
+    await clock.advance(1_000);
+    await new Promise((done) => setImmediate(done));
+    assert.deepEqual(handler.releases.map((r) => r.amount), [3], "6 counted, 3 held: 3 go back");
+    handler.held = 2;
+    await clock.advance(1_000);
+    await new Promise((done) => setImmediate(done));
+    assert.equal(handler.releases.length, 1, "counting fewer than it holds gives nothing back");
+    factory.close();
   });
 });
