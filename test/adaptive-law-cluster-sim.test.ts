@@ -24,6 +24,8 @@ interface Run {
   readonly readings: { at: number; load: number; limit: number }[];
   /** Longest stretch with the tasks asking more cores than the cluster has, ms. */
   readonly longestOverloadMs: number;
+  /** Per tick: whether the tasks asked more cores than the cluster has. */
+  readonly overloaded: boolean[];
 }
 
 /** One run of `seconds`; `fixedLimit` replaces the law (for the noise ceiling). */
@@ -36,6 +38,7 @@ function run(seconds: number, firstTask: number, fixedLimit?: number, halveAtS?:
   const readings: Run["readings"] = [];
   let overloadMs = 0;
   let longestOverloadMs = 0;
+  const overloaded: boolean[] = [];
   let cores = CORES;
   for (let t = 0; t < seconds * 1000; t += TICK_MS) {
     if (t === (halveAtS ?? -1) * 1000) cores = CORES / 2;
@@ -51,6 +54,7 @@ function run(seconds: number, firstTask: number, fixedLimit?: number, halveAtS?:
     for (let i = tasks.length - 1; i >= 0; i--) if ((tasks[i]?.remaining ?? 0) <= 0) tasks.splice(i, 1);
     busy.push(Math.min(1, demand));
     overloadMs = demand > 1 ? overloadMs + TICK_MS : 0;
+    overloaded.push(demand > 1);
     longestOverloadMs = Math.max(longestOverloadMs, overloadMs);
     if (t % 1_000 === 0) {
       const lastSecond = busy.slice(-1_000 / TICK_MS);
@@ -63,7 +67,7 @@ function run(seconds: number, firstTask: number, fixedLimit?: number, halveAtS?:
       state = decideLimit(state, { ok: true, load }, { use: tasks.length, queued: true }, bounds).state;
     }
   }
-  return { readings, longestOverloadMs };
+  return { readings, longestOverloadMs, overloaded };
 }
 
 const inside = (load: number) => load >= bounds.low && load <= bounds.high;
@@ -110,4 +114,33 @@ test("on seed 004's cluster in virtual time, after the cluster loses half its co
   }
   t.diagnostic(`back within 0.05 of the band after ${backAfter.join(" ")} intervals`);
   assert.ok(backAfter.every((n) => n >= 1 && n <= 5), `back after ${backAfter.join(" ")} intervals`);
+});
+
+test("against a fixed limit set to what the band needs at the start (a peer's static configuration): the fixed one, chosen in hindsight, holds the band better until the cluster loses half its cores, then overloads it for good", (t) => {
+  const share = (readings: Run["readings"], from: number, to: number) => {
+    const some = readings.filter((r) => r.at >= from && r.at < to);
+    return some.filter((r) => inside(r.load)).length / some.length;
+  };
+  const overloadShare = (overloaded: boolean[], fromMs: number) => {
+    const some = overloaded.slice(fromMs / TICK_MS);
+    return some.filter(Boolean).length / some.length;
+  };
+  const rows: string[] = [];
+  const figures: Record<string, { before: number; after: number; overloadAfter: number }> = {};
+  for (const [name, fixed] of [["adaptive", undefined], ["fixed 32", 32]] as const) {
+    const runs = Array.from({ length: 4 }, (_, i) => run(240, i * 100_000, fixed, 120));
+    const mean = (f: (r: Run) => number) => runs.reduce((a, r) => a + f(r), 0) / runs.length;
+    const before = mean((r) => share(r.readings, 40_000, 120_000));
+    const after = mean((r) => share(r.readings, 140_000, 240_000));
+    const overloadAfter = mean((r) => overloadShare(r.overloaded, 140_000));
+    figures[name] = { before, after, overloadAfter };
+    rows.push(`${name}: in band ${Math.round(before * 100)} % before the loss, ${Math.round(after * 100)} % after; overloaded ${Math.round(overloadAfter * 100)} % of the time after`);
+  }
+  t.diagnostic(rows.join("; "));
+  const adaptive = figures["adaptive"];
+  const fixed = figures["fixed 32"];
+  assert.ok(adaptive && fixed);
+  assert.ok(fixed.after === 0 && fixed.overloadAfter > 0.9, "a fixed limit cannot follow the cluster: it overloads it for good");
+  // At half the cores one task is ~6 % of the load, wider than the band: fewer readings land inside.
+  assert.ok(adaptive.after >= 0.2 && adaptive.overloadAfter < 0.25, `adaptive after the loss: ${JSON.stringify(adaptive)}`);
 });
