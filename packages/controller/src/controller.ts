@@ -86,6 +86,8 @@ export class Controller implements QuotaServiceHandler {
   private spec: DynamicSpec;
   private currentVersion = 1;
   private closedWith: SluiceError | null = null;
+  /** Replays granted again because their lease had ended (each gets a bucket request id of its own). */
+  private releasedReplays = 0;
 
   constructor(options: ControllerOptions) {
     this.clock = options.clock;
@@ -192,8 +194,11 @@ export class Controller implements QuotaServiceHandler {
     // A replayed request id is answered from its lease: the bucket would answer it too, without
     // taking units, but the lease side could not tell it from a new grant and would count it twice.
     const replay = this.leases.replayOf(call.throttlerId, call.requestId, call.amount);
-    if (replay) return replay;
-    const result = await driver.acquire(bucketRequestOf(call, context));
+    if (replay && replay !== "lease-ended") return replay;
+    // A replay whose lease ended (its units came back) leases units again: under an id of its own,
+    // or the bucket would answer it from its memory of the first grant without taking any.
+    const bucketCall = replay === "lease-ended" ? { ...call, requestId: `${call.requestId}\u0000lease-ended-${++this.releasedReplays}` } : call;
+    const result = await driver.acquire(bucketRequestOf(bucketCall, context));
     this.leases.granted(call.throttlerId, call.clientId, this.classIdOf(call), { amount: result.granted, waitedMs: result.waitedMs, requestId: call.requestId });
     return result;
   }

@@ -54,6 +54,27 @@ describe("replayed request ids on a concurrency throttler (virtual time)", () =>
     controller.close();
   });
 
+  it("a replay that comes after its lease ended (not renewed for lease_timeout) leases units again instead of answering from a grant nobody counts", async () => {
+    const { clock, controller, tasks } = setup({ limit: 2, lease_timeout: "2s" });
+    await ask(controller, "a", 2, "a-1");
+    await clock.advance(2_500);
+    assert.equal(tasks().inUse, 0, "the lease ended: its units are back");
+    await ask(controller, "b", 1, "b-1");
+    // a retries a-1 (its answer was lost long ago): only one unit is free, so it must wait.
+    let granted = false;
+    const retry = ask(controller, "a", 2, "a-1").then(() => (granted = true));
+    await clock.advance(10);
+    assert.equal(granted, false, "not answered from the ended grant: that would put 3 units in use at limit 2");
+    await release(controller, "b", 1);
+    await retry;
+    assert.equal(tasks().inUse, 2);
+    assert.equal(tasks().concurrency?.heldUnits, 2);
+    // And a replay of it now is answered from the new lease.
+    assert.equal((await ask(controller, "a", 2, "a-1")).granted, 2);
+    assert.equal(tasks().inUse, 2);
+    controller.close();
+  });
+
   it("a retry that joins the original while it waits is granted once", async () => {
     const { controller, tasks } = setup({ limit: 2 });
     await ask(controller, "x", 2, "x-1");

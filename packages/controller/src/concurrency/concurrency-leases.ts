@@ -51,9 +51,16 @@ export class ConcurrencyLeases {
    * The answer to a replayed request id (a client retrying after a lost answer, or after a failover):
    * the same grant, with no second lease. Undefined for a new request.
    */
-  replayOf(throttlerId: string, requestId: string, amount: number): RequestQuotaResult | undefined {
+  replayOf(throttlerId: string, requestId: string, amount: number): RequestQuotaResult | "lease-ended" | undefined {
     const earlier = this.requestIds.replayOf(throttlerId, requestId, amount, this.options.clock.now());
-    return earlier ? { granted: earlier.amount, waitedMs: earlier.waitedMs } : undefined;
+    if (!earlier) return undefined;
+    // The lease that took these units ended (not renewed for lease_timeout, or everything released):
+    // its units are back in the bucket, so answering the replay would hand out units nobody counts.
+    if (this.table.leaseIdOf(throttlerId, earlier.clientId) !== earlier.leaseId) {
+      this.requestIds.drop(throttlerId, requestId);
+      return "lease-ended";
+    }
+    return { granted: earlier.amount, waitedMs: earlier.waitedMs };
   }
 
   /**
@@ -65,8 +72,9 @@ export class ConcurrencyLeases {
     if (leaseMs === null || grant.amount <= 0) return;
     const now = this.options.clock.now();
     const expiresAt = now + this.options.rememberMs;
-    if (!this.requestIds.remember({ throttlerId, clientId, requestId: grant.requestId, amount: grant.amount, waitedMs: grant.waitedMs, expiresAt }, now)) return;
-    this.table.grant(throttlerId, clientId, classId, grant.amount, now, leaseMs);
+    if (grant.requestId !== "" && this.requestIds.replayOf(throttlerId, grant.requestId, grant.amount, now)) return;
+    const leaseId = this.table.grant(throttlerId, clientId, classId, grant.amount, now, leaseMs);
+    this.requestIds.remember({ throttlerId, clientId, requestId: grant.requestId, amount: grant.amount, waitedMs: grant.waitedMs, expiresAt, leaseId }, now);
   }
 
   /** Gives back what `clientId` holds of `amount`; returns the units actually given back. */
@@ -135,6 +143,7 @@ export class ConcurrencyLeases {
       for (const [clientId, byClass] of Object.entries(state.holders)) {
         for (const [classId, amount] of Object.entries(byClass)) {
           if (!(amount > 0) || !Number.isFinite(amount)) continue;
+          // The same lease id for every class of a holder: grant() reuses the holder's lease.
           this.table.grant(throttlerId, clientId, classId, amount, now, leaseMs);
           this.options.holdUnits(throttlerId, amount, classId);
           units += amount;
@@ -145,7 +154,10 @@ export class ConcurrencyLeases {
         // Remembered as long as the predecessor would have remembered it; the records come oldest
         // first, so insertion order stays expiry order.
         const expiresAt = Math.min(r.expiresAtMs, now + this.options.rememberMs);
-        this.requestIds.remember({ throttlerId, requestId: r.requestId, clientId: r.clientId, amount: r.amount, waitedMs: r.waitedMs, expiresAt }, now);
+        // Its holder's restored lease covers it; a holder persisted without units has nothing to answer from.
+        const leaseId = this.table.leaseIdOf(throttlerId, r.clientId);
+        if (leaseId === 0) continue;
+        this.requestIds.remember({ throttlerId, requestId: r.requestId, clientId: r.clientId, amount: r.amount, waitedMs: r.waitedMs, expiresAt, leaseId }, now);
       }
       restored[throttlerId] = units;
     }

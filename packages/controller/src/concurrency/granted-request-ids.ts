@@ -15,6 +15,8 @@ export interface GrantedRequest {
   readonly waitedMs: number;
   /** Clock ms after which a retry with this id is a new request. */
   readonly expiresAt: number;
+  /** The lease that took the units (LeaseTable ids): once it ended, a replay has nothing to be answered from. */
+  readonly leaseId: number;
 }
 
 export class GrantedRequestIds {
@@ -59,6 +61,11 @@ export class GrantedRequestIds {
   live(now: number): GrantedRequest[] {
     this.forgetExpired(now);
     return [...this.byKey.values()];
+  }
+
+  /** Forgets one id (its lease ended: a retry of it must lease units again). */
+  drop(throttlerId: string, requestId: string): void {
+    this.byKey.delete(keyOf(throttlerId, requestId));
   }
 
   /** A throttler removed or no longer of kind concurrency. */

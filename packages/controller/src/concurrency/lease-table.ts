@@ -12,6 +12,8 @@ export interface ExpiredLease {
 }
 
 interface Lease {
+  /** Which lease this is: a holder whose lease ended and who is granted again gets a new one. */
+  readonly id: number;
   readonly byClass: Map<string, number>;
   units: number;
   expiresAt: number;
@@ -19,9 +21,11 @@ interface Lease {
 
 export class LeaseTable {
   private readonly throttlers = new Map<string, Map<string, Lease>>();
+  private nextLeaseId = 1;
 
-  grant(throttlerId: string, clientId: string, classId: string, amount: number, now: number, leaseMs: number): void {
-    if (amount <= 0) return;
+  /** Returns the id of the lease that now covers the units (0 when nothing was granted). */
+  grant(throttlerId: string, clientId: string, classId: string, amount: number, now: number, leaseMs: number): number {
+    if (amount <= 0) return 0;
     let holders = this.throttlers.get(throttlerId);
     if (!holders) {
       holders = new Map();
@@ -29,12 +33,18 @@ export class LeaseTable {
     }
     let lease = holders.get(clientId);
     if (!lease) {
-      lease = { byClass: new Map(), units: 0, expiresAt: now + leaseMs };
+      lease = { id: this.nextLeaseId++, byClass: new Map(), units: 0, expiresAt: now + leaseMs };
       holders.set(clientId, lease);
     }
     lease.byClass.set(classId, (lease.byClass.get(classId) ?? 0) + amount);
     lease.units += amount;
     lease.expiresAt = Math.max(lease.expiresAt, now + leaseMs);
+    return lease.id;
+  }
+
+  /** The id of `clientId`'s lease on a throttler now, or 0 when it holds none. */
+  leaseIdOf(throttlerId: string, clientId: string): number {
+    return this.throttlers.get(throttlerId)?.get(clientId)?.id ?? 0;
   }
 
   /**
