@@ -86,8 +86,6 @@ export class Controller implements QuotaServiceHandler {
   private spec: DynamicSpec;
   private currentVersion = 1;
   private closedWith: SluiceError | null = null;
-  /** Replays granted again because their lease had ended (each gets a bucket request id of its own). */
-  private releasedReplays = 0;
 
   constructor(options: ControllerOptions) {
     this.clock = options.clock;
@@ -159,7 +157,10 @@ export class Controller implements QuotaServiceHandler {
       return Promise.reject(error);
     }
     const throttler = this.spec.throttlers[call.throttlerId];
-    if (throttler?.kind === "concurrency") return this.acquireUnits(driver, throttler, call, context);
+    if (throttler?.kind === "concurrency") {
+      refuseNeverFitting(call, throttler);
+      return this.leases.acquire(driver, call, context, this.classIdOf(call));
+    }
     return driver.acquire(bucketRequestOf(call, context));
   }
 
@@ -186,21 +187,6 @@ export class Controller implements QuotaServiceHandler {
   async reportWatermarks(call: ReportWatermarksCall, _context: CallContext): Promise<ReportWatermarksResult> {
     this.throwIfClosed();
     return this.alignment.report(call);
-  }
-
-  /** A concurrency throttler's grant is leased to its client until released or not renewed (DESIGN §7.2). */
-  private async acquireUnits(driver: QuotaBucketDriver, throttler: ThrottlerSpec, call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult> {
-    refuseNeverFitting(call, throttler);
-    // A replayed request id is answered from its lease: the bucket would answer it too, without
-    // taking units, but the lease side could not tell it from a new grant and would count it twice.
-    const replay = this.leases.replayOf(call.throttlerId, call.requestId, call.amount);
-    if (replay && replay !== "lease-ended") return replay;
-    // A replay whose lease ended (its units came back) leases units again: under an id of its own,
-    // or the bucket would answer it from its memory of the first grant without taking any.
-    const bucketCall = replay === "lease-ended" ? { ...call, requestId: `${call.requestId}\u0000lease-ended-${++this.releasedReplays}` } : call;
-    const result = await driver.acquire(bucketRequestOf(bucketCall, context));
-    this.leases.granted(call.throttlerId, call.clientId, this.classIdOf(call), { amount: result.granted, waitedMs: result.waitedMs, requestId: call.requestId });
-    return result;
   }
 
   watchDynamicSpec(clientId: string, emit: (update: DynamicSpecUpdate) => void, context: CallContext): Promise<void> {

@@ -1,5 +1,6 @@
-import type { Clock } from "@sluice/core";
-import type { RequestQuotaResult } from "@sluice/protocol";
+import type { Clock, QuotaBucketDriver } from "@sluice/core";
+import type { CallContext, RequestQuotaCall, RequestQuotaResult } from "@sluice/protocol";
+import { bucketRequestOf } from "../bucket-request.ts";
 import { GrantedRequestIds } from "./granted-request-ids.ts";
 import { LeaseTable } from "./lease-table.ts";
 import { PERSISTED_REQUEST_IDS_PER_THROTTLER, type PersistedLeases } from "./persisted-leases.ts";
@@ -42,9 +43,25 @@ export class ConcurrencyLeases {
   private readonly requestIds = new GrantedRequestIds();
   private readonly expired = new Map<string, { leases: number; units: number }>();
   private readonly stopping = new AbortController();
+  /** Replays granted again because their lease had ended (each gets a bucket request id of its own). */
+  private releasedReplays = 0;
 
   constructor(private readonly options: ConcurrencyLeasesOptions) {
     void this.sweep();
+  }
+
+  /** A grant from a concurrency throttler's bucket, leased to its client until released or not renewed (DESIGN §7.2). */
+  async acquire(driver: QuotaBucketDriver, call: RequestQuotaCall, context: CallContext, classId: string): Promise<RequestQuotaResult> {
+    // A replayed request id is answered from its lease: the bucket would answer it too, without
+    // taking units, but the lease side could not tell it from a new grant and would count it twice.
+    const replay = this.replayOf(call.throttlerId, call.requestId, call.amount);
+    if (replay && replay !== "lease-ended") return replay;
+    // A replay whose lease ended (its units came back) leases units again: under an id of its own,
+    // or the bucket would answer it from its memory of the first grant without taking any.
+    const bucketCall = replay === "lease-ended" ? { ...call, requestId: `${call.requestId}\u0000lease-ended-${++this.releasedReplays}` } : call;
+    const result = await driver.acquire(bucketRequestOf(bucketCall, context));
+    this.granted(call.throttlerId, call.clientId, classId, { amount: result.granted, waitedMs: result.waitedMs, requestId: call.requestId });
+    return result;
   }
 
   /**
