@@ -29,9 +29,21 @@ import {
   type WireUpdateDynamicSpecResponse,
   type WireWatchDynamicSpecRequest,
 } from "./proto-definition.ts";
-import { REPORT_WATERMARKS_UNIMPLEMENTED, reportWatermarksCallOf, reportWatermarksResultOf, type CallContext, type DynamicSpecUpdate, type QuotaServiceHandler } from "./quota-service.ts";
+import {
+  releaseQuotaCallOf,
+  RENEW_LEASES_UNIMPLEMENTED,
+  renewLeasesCallOf,
+  REPORT_WATERMARKS_UNIMPLEMENTED,
+  reportWatermarksCallOf,
+  reportWatermarksResultOf,
+  requestQuotaCallOf,
+  type CallContext,
+  type DynamicSpecUpdate,
+  type QuotaServiceHandler,
+} from "./quota-service.ts";
 import { serverCredentials, type ServerTlsOptions } from "./tls-credentials.ts";
 import { toUint64 } from "./uint64.ts";
+import { wireRequestQuotaResponseOf } from "./wire-answers.ts";
 
 export interface ServeOptions {
   /** Interface to listen on; loopback unless told otherwise, so a controller is never exposed by accident. */
@@ -70,43 +82,16 @@ export async function serveQuotaService(handler: QuotaServiceHandler, options: S
   const quotaStreams = new OpenQuotaStreams();
 
   const implementation = {
-    RequestQuota: unary(authorize, async (request: WireRequestQuotaRequest, context): Promise<WireRequestQuotaResponse> => {
-      // Field by field, so a field added to the proto never leaks into the handler by accident.
-      const result = await handler.requestQuota(
-        {
-          throttlerId: request.throttlerId,
-          clientId: request.clientId,
-          amount: request.amount,
-          timestampMs: request.timestampMs,
-          quotaClassId: request.quotaClassId,
-          requestId: request.requestId,
-        },
-        context,
-      );
-      return {
-        granted: result.granted,
-        waitedMs: toUint64(result.waitedMs),
-        paceStartDelayMs: result.paceStartDelayMs ?? 0,
-        paceIntervalMs: result.paceIntervalMs ?? 0,
-      };
-    }),
+    RequestQuota: unary(authorize, async (request: WireRequestQuotaRequest, context): Promise<WireRequestQuotaResponse> =>
+      wireRequestQuotaResponseOf(await handler.requestQuota(requestQuotaCallOf(request), context)),
+    ),
     ReleaseQuota: unary(authorize, async (request: WireReleaseQuotaRequest, context): Promise<WireReleaseQuotaResponse> => {
-      await handler.releaseQuota(
-        {
-          throttlerId: request.throttlerId,
-          clientId: request.clientId,
-          amount: request.amount,
-          quotaClassId: request.quotaClassId,
-        },
-        context,
-      );
+      await handler.releaseQuota(releaseQuotaCallOf(request), context);
       return {};
     }),
     RenewLeases: unary(authorize, async (request: WireRenewLeasesRequest, context): Promise<WireRenewLeasesResponse> => {
-      if (!handler.renewLeases) {
-        throw new SluiceError("CONTROLLER_UNAVAILABLE", "this controller does not implement RenewLeases (concurrency throttlers)");
-      }
-      const result = await handler.renewLeases({ clientId: request.clientId, throttlerIds: [...request.throttlerIds] }, context);
+      if (!handler.renewLeases) throw new SluiceError("CONTROLLER_UNAVAILABLE", RENEW_LEASES_UNIMPLEMENTED);
+      const result = await handler.renewLeases(renewLeasesCallOf(request), context);
       return { held: result.held };
     }),
     ReportWatermarks: unary(authorize, async (request: WireReportWatermarksRequest, context): Promise<WireReportWatermarksResponse> => {

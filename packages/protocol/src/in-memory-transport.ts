@@ -8,7 +8,7 @@ import type {
   QuotaServiceClient,
   QuotaServiceHandler,
 } from "./quota-service.ts";
-import { paceFieldsOf, REPORT_WATERMARKS_UNIMPLEMENTED, reportWatermarksCallOf, reportWatermarksResultOf } from "./quota-service.ts";
+import { paceFieldsOf, RENEW_LEASES_UNIMPLEMENTED, REPORT_WATERMARKS_UNIMPLEMENTED, reportWatermarksCallOf, reportWatermarksResultOf } from "./quota-service.ts";
 import { toUint64 } from "./uint64.ts";
 
 export interface InMemoryQuotaClientOptions {
@@ -127,9 +127,7 @@ export function createInMemoryQuotaClient(handler: QuotaServiceHandler, options:
     renewLeases(call, callOptions) {
       const request = wireCopy({ clientId: call.clientId, throttlerIds: [...call.throttlerIds] });
       return unary("RenewLeases", callOptions, async (context) => {
-        if (!handler.renewLeases) {
-          throw new SluiceError("CONTROLLER_UNAVAILABLE", "this controller does not implement RenewLeases (concurrency throttlers)");
-        }
+        if (!handler.renewLeases) throw new SluiceError("CONTROLLER_UNAVAILABLE", RENEW_LEASES_UNIMPLEMENTED);
         return await handler.renewLeases(request, context);
       });
     },

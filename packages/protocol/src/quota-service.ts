@@ -173,6 +173,32 @@ export interface QuotaServiceHandler {
   reportWatermarks?(call: ReportWatermarksCall, context: CallContext): Promise<ReportWatermarksResult>;
 }
 
+/**
+ * The calls as a server hands them to its handler: field by field, so that a field added to the proto
+ * (or anything else a transport carries) never leaks into the handler by accident. Every server
+ * (unary gRPC, QuotaStream, in memory) uses these.
+ */
+export function requestQuotaCallOf(wire: RequestQuotaCall): RequestQuotaCall {
+  return {
+    throttlerId: wire.throttlerId,
+    clientId: wire.clientId,
+    amount: wire.amount,
+    timestampMs: wire.timestampMs,
+    quotaClassId: wire.quotaClassId,
+    requestId: wire.requestId,
+  };
+}
+
+export function releaseQuotaCallOf(wire: ReleaseQuotaCall): ReleaseQuotaCall {
+  return { throttlerId: wire.throttlerId, clientId: wire.clientId, amount: wire.amount, quotaClassId: wire.quotaClassId };
+}
+
+export function renewLeasesCallOf(wire: RenewLeasesCall): RenewLeasesCall {
+  return { clientId: wire.clientId, throttlerIds: [...wire.throttlerIds] };
+}
+
+export const RENEW_LEASES_UNIMPLEMENTED = "this controller does not implement RenewLeases (concurrency throttlers)";
+
 /** Field by field, so that nothing else a transport carries leaks across (both transports use it). */
 export function reportWatermarksCallOf(wire: { clientId: string; partitions: readonly PartitionWatermarkReport[] }): ReportWatermarksCall {
   return {

@@ -12,10 +12,19 @@ import type {
   WireQuotaStreamServerFrame,
 } from "./proto-definition.ts";
 import { streamErrorOfStatus, toStreamError } from "./quota-stream-errors.ts";
-import type { CallContext, CallMetadata, QuotaServiceHandler } from "./quota-service.ts";
+import {
+  releaseQuotaCallOf,
+  RENEW_LEASES_UNIMPLEMENTED,
+  renewLeasesCallOf,
+  requestQuotaCallOf,
+  type CallContext,
+  type CallMetadata,
+  type QuotaServiceHandler,
+} from "./quota-service.ts";
 import { UndecodableRequest } from "./request-decoding.ts";
 import { StreamCallDeadlines } from "./stream-call-deadlines.ts";
 import { toUint64 } from "./uint64.ts";
+import { wireRequestQuotaResponseOf } from "./wire-answers.ts";
 
 // The server side of QuotaStream (quota.proto): each call on the stream runs through the same
 // handler methods as its unary RPC, with a CallContext of its own (deadline from timeout_ms, a
@@ -177,48 +186,20 @@ class ServedQuotaStream {
     const handler = this.handler;
     const fail = (error: unknown) => this.failed(callId, open, error);
     if (entry.requestQuota) {
-      const request = entry.requestQuota;
-      // Field by field, as the unary server does, so a field added to the proto never leaks in.
-      handler
-        .requestQuota(
-          {
-            throttlerId: request.throttlerId,
-            clientId: request.clientId,
-            amount: request.amount,
-            timestampMs: request.timestampMs,
-            quotaClassId: request.quotaClassId,
-            requestId: request.requestId,
-          },
-          context,
-        )
-        .then(
-          (result) =>
-            this.finish(callId, open, {
-              callId,
-              requestQuota: {
-                granted: result.granted,
-                waitedMs: toUint64(result.waitedMs),
-                paceStartDelayMs: result.paceStartDelayMs ?? 0,
-                paceIntervalMs: result.paceIntervalMs ?? 0,
-              },
-            }),
-          fail,
-        );
+      handler.requestQuota(requestQuotaCallOf(entry.requestQuota), context).then(
+        (result) => this.finish(callId, open, { callId, requestQuota: wireRequestQuotaResponseOf(result) }),
+        fail,
+      );
       return;
     }
     if (entry.releaseQuota) {
-      const request = entry.releaseQuota;
-      handler
-        .releaseQuota({ throttlerId: request.throttlerId, clientId: request.clientId, amount: request.amount, quotaClassId: request.quotaClassId }, context)
-        .then(() => this.finish(callId, open, { callId, releaseQuota: {} }), fail);
+      handler.releaseQuota(releaseQuotaCallOf(entry.releaseQuota), context).then(() => this.finish(callId, open, { callId, releaseQuota: {} }), fail);
       return;
     }
     if (entry.renewLeases) {
-      if (!handler.renewLeases) {
-        throw new SluiceError("CONTROLLER_UNAVAILABLE", "this controller does not implement RenewLeases (concurrency throttlers)");
-      }
+      if (!handler.renewLeases) throw new SluiceError("CONTROLLER_UNAVAILABLE", RENEW_LEASES_UNIMPLEMENTED);
       handler
-        .renewLeases({ clientId: entry.renewLeases.clientId, throttlerIds: [...entry.renewLeases.throttlerIds] }, context)
+        .renewLeases(renewLeasesCallOf(entry.renewLeases), context)
         .then((result) => this.finish(callId, open, { callId, renewLeases: { held: result.held } }), fail);
       return;
     }
