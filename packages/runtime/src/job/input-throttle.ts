@@ -127,7 +127,7 @@ export class InputThrottle {
       if (rowsThrottler) rowsWait = throttleOf(rowsThrottler, rows, options);
       if (bytesThrottler) bytesWait = throttleOf(bytesThrottler, bytes, options);
     }
-    const giveBack = this.giveBack(rowsId && rowsThrottler ? rowsThrottler : null, rowsId, rows, bytesId && bytesThrottler ? bytesThrottler : null, bytesId, bytes);
+    const giveBack = this.giveBack(rowsThrottler, rowsId, rows, bytesThrottler, bytesId, bytes);
     if (rowsWait === RESOLVED && bytesWait === RESOLVED) {
       span.setAttribute("sluice.throttle.wait_ms", 0);
       span.end();
