@@ -8,12 +8,11 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { Kafka, logLevel, type Admin } from "kafkajs";
-import { Child, ROOT, sluice, startController, writeSpec } from "./helpers/processes.ts";
+import { Child, sluice, startController } from "./helpers/processes.ts";
 import { PrivateKafka } from "./helpers/private-kafka.ts";
-import { exactlyOnceReport, readCommitted, type Relayed } from "./helpers/read-committed.ts";
+import { exactlyOnceRelaySpec, exactlyOnceReport, readCommitted, type Relayed } from "./helpers/read-committed.ts";
 import { uniqueName } from "./helpers/kafka.ts";
 
-const RELAY = `${ROOT}/test/fixtures/relay-computation.ts`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const children: Child[] = [];
@@ -79,16 +78,7 @@ describe("delivery exactly_once on Kafka across a broker restart", () => {
     const output = `${name}-out`;
     const count = 12_000;
     await setUpTopics(kafka, input, output, count);
-    const spec = writeSpec({
-      pipeline: name,
-      kafka: { brokers: broker.brokers, session_timeout: "6s" },
-      streams: { input: { topic: input, partitions: 6 }, out: { topic: output, partitions: 6 } },
-      computations: { Relay: { module: RELAY, inputs: ["input"], outputs: ["out"], max_rows_per_batch: 50, delivery: "exactly_once" } },
-      dynamic_spec: {
-        throttlers: { rows: { limit: 1000, period: "1s", request_period: "200ms" } },
-        computations: { Relay: { input_rows_throttler_id: "rows" } },
-      },
-    });
+    const spec = exactlyOnceRelaySpec({ pipeline: name, brokers: broker.brokers, input, output, rowsPerSecond: 1000 });
     const controller = await startController(spec);
     track(controller.child);
     const worker = (id: string) => track(sluice(["worker", spec, "--quiet", "--worker-id", id, "--controller", controller.address]));

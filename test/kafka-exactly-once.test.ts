@@ -3,11 +3,10 @@
 // input exactly once. Every process is started here and ended by its own pid.
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
-import { Child, ROOT, sluice, startController, writeSpec } from "./helpers/processes.ts";
+import { Child, sluice, startController } from "./helpers/processes.ts";
 import { brokers, committedTotal, createTopic, kafka, produce, uniqueName } from "./helpers/kafka.ts";
-import { exactlyOnceReport, readCommitted, type Relayed } from "./helpers/read-committed.ts";
+import { exactlyOnceRelaySpec, exactlyOnceReport, readCommitted, type Relayed } from "./helpers/read-committed.ts";
 
-const RELAY = `${ROOT}/test/fixtures/relay-computation.ts`;
 
 const children: Child[] = [];
 after(() => {
@@ -28,16 +27,7 @@ describe("delivery exactly_once on Kafka", () => {
     await createTopic(input, 6);
     await createTopic(output, 6);
     await produce(input, count);
-    const spec = writeSpec({
-      pipeline: name,
-      kafka: { brokers: await brokers(), session_timeout: "6s" },
-      streams: { input: { topic: input, partitions: 6 }, out: { topic: output, partitions: 6 } },
-      computations: { Relay: { module: RELAY, inputs: ["input"], outputs: ["out"], max_rows_per_batch: 50, delivery: "exactly_once" } },
-      dynamic_spec: {
-        throttlers: { rows: { limit: 3000, period: "1s", request_period: "200ms" } },
-        computations: { Relay: { input_rows_throttler_id: "rows" } },
-      },
-    });
+    const spec = exactlyOnceRelaySpec({ pipeline: name, brokers: await brokers(), input, output, rowsPerSecond: 3000 });
     const controller = await startController(spec);
     track(controller.child);
     const worker = (id: string) => track(sluice(["worker", spec, "--quiet", "--worker-id", id, "--controller", controller.address]));

@@ -1,5 +1,26 @@
 import type { Kafka } from "kafkajs";
 import { uniqueName } from "./kafka.ts";
+import { ROOT, writeSpec } from "./processes.ts";
+
+const RELAY = `${ROOT}/test/fixtures/relay-computation.ts`;
+
+/**
+ * The pipeline both exactly-once e2e tests run: Relay copies each input `{ id }` of a 6-partition
+ * topic to a 6-partition output, 50 rows per batch, in one transaction per batch, at `rowsPerSecond`.
+ * Returns the spec's path.
+ */
+export function exactlyOnceRelaySpec(o: { pipeline: string; brokers: readonly string[]; input: string; output: string; rowsPerSecond: number }): string {
+  return writeSpec({
+    pipeline: o.pipeline,
+    kafka: { brokers: o.brokers, session_timeout: "6s" },
+    streams: { input: { topic: o.input, partitions: 6 }, out: { topic: o.output, partitions: 6 } },
+    computations: { Relay: { module: RELAY, inputs: ["input"], outputs: ["out"], max_rows_per_batch: 50, delivery: "exactly_once" } },
+    dynamic_spec: {
+      throttlers: { rows: { limit: o.rowsPerSecond, period: "1s", request_period: "200ms" } },
+      computations: { Relay: { input_rows_throttler_id: "rows" } },
+    },
+  });
+}
 
 /** What test/fixtures/relay-computation.ts writes for each input `{ id }`. */
 export interface Relayed {
