@@ -19,24 +19,25 @@
 // Only node built-ins; plain ESM so that it runs before anything is installed or compiled.
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import {
-  accessSync,
-  closeSync,
-  constants,
-  existsSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from "node:fs";
+import { accessSync, closeSync, constants, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
-import { connect } from "node:net";
-import { dirname, join, relative, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { indent, isAlive, stopPid as stopOwnPid, tieToThisProcess, withDirLock, positiveIntEnv } from "./local-process.mjs";
+import {
+  canConnect as canConnectTo,
+  earlyExitReason,
+  indent,
+  isAlive,
+  ownedServiceStop,
+  pidRecord,
+  runAsProgram,
+  serviceTools,
+  spawnService,
+  stopPid as stopOwnPid,
+  stopRecorded,
+  tailOfFile as tailOfLog,
+  withDirLock,
+} from "./local-process.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const toolDir = join(root, "tools", "jaeger");
@@ -50,6 +51,8 @@ const home = join(root, ".tools", "jaeger");
 const buildLogFile = join(home, "build.log");
 const logFile = join(home, "jaeger.log");
 const pidFile = join(home, "jaeger.pid");
+/** A recorded pid counts only while it runs with our config file. */
+const jaegerPid = pidRecord(pidFile, configFile);
 const lockDir = join(home, ".lock");
 const buildLockDir = join(home, ".build-lock");
 
@@ -69,22 +72,8 @@ const JAEGER_MODULE = "github.com/jaegertracing/jaeger";
 
 const noop = async () => {};
 const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
-const say = (line) => process.stderr.write(`jaeger: ${line}\n`);
-const rel = (p) => relative(process.cwd(), p) || ".";
+const { fail, say, intEnv, rel } = serviceTools("jaeger");
 const secs = (ms) => (ms / 1000).toFixed(1);
-
-class JaegerError extends Error {
-  constructor(message) {
-    super(message);
-    this.name = "JaegerError";
-  }
-}
-
-function intEnv(name, fallback) {
-  return positiveIntEnv(name, fallback, (message) => {
-    throw new JaegerError(message);
-  });
-}
 
 /** The Jaeger version that tools/jaeger/go.mod requires, e.g. "v1.76.0". */
 function jaegerVersion() {
@@ -93,44 +82,14 @@ function jaegerVersion() {
   return m?.[1] ?? "unknown";
 }
 
-function tail(text, lines = 40) {
-  const all = text
-    .replace(/\x1b\[[0-9;]*m/g, "")
-    .split("\n")
-    .filter((l) => !/^go: (downloading|finding|extracting) /.test(l)) // download chatter hides the error
-    .join("\n")
-    .trimEnd()
-    .split("\n");
-  return all.slice(-lines).join("\n");
-}
-
-function tailOfFile(file, lines = 40) {
-  try {
-    return tail(readFileSync(file, "utf8"), lines);
-  } catch {
-    return "(no log)";
-  }
-}
-
+/** The log's last lines; Go's download chatter would hide the error. */
+const tailOfFile = (file) => tailOfLog(file, { drop: /^go: (downloading|finding|extracting) / });
 
 function commandLine(cmd, args) {
   return [cmd, ...args].map((a) => (/[\s"]/.test(a) ? JSON.stringify(a) : a)).join(" ");
 }
 
-/** True when a TCP connection to 127.0.0.1:port succeeds within timeoutMs. */
-function canConnect(port, timeoutMs = 1000) {
-  return new Promise((done) => {
-    const socket = connect({ host: HOST, port });
-    const finish = (ok) => {
-      socket.removeAllListeners();
-      socket.destroy();
-      done(ok);
-    };
-    socket.setTimeout(timeoutMs, () => finish(false));
-    socket.once("connect", () => finish(true));
-    socket.once("error", () => finish(false));
-  });
-}
+const canConnect = (port, timeoutMs) => canConnectTo(HOST, port, timeoutMs);
 
 /** GET http://127.0.0.1:port/path → { status, body }, or undefined if nothing answers in time. */
 function httpGet(port, path, timeoutMs = 2000) {
@@ -160,41 +119,15 @@ async function jaegerAnswers() {
 }
 
 
-/** The pid in .tools/jaeger/jaeger.pid if that process is alive and is our Jaeger, else undefined. */
-function recordedJaegerPid() {
-  let pid;
-  try {
-    pid = Number(readFileSync(pidFile, "utf8").trim());
-  } catch {
-    return undefined;
-  }
-  if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid)) return undefined;
-  try {
-    const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
-    if (!cmdline.includes(configFile)) return undefined; // pid reused by something else
-  } catch {
-    // no /proc: trust the pid file
-  }
-  return pid;
-}
-
-function removePidFile(pid) {
-  try {
-    if (Number(readFileSync(pidFile, "utf8").trim()) === pid) rmSync(pidFile);
-  } catch {
-    // already gone
-  }
-}
-
 /** SIGTERM this pid only, wait up to graceMs, then SIGKILL this pid only. */
 function stopPid(pid, graceMs = 10_000) {
-  return stopOwnPid(pid, { graceMs, pollMs: 50, say, fail: (message) => new JaegerError(message) });
+  return stopOwnPid(pid, { graceMs, pollMs: 50, say, fail });
 }
 
 
 /** A cross-process lock, so that two callers never build or start at once. */
 function withLock(dir, maxWaitMs, fn) {
-  return withDirLock(dir, { maxWaitMs, pollMs: 250, fail: (m) => new JaegerError(m), describe: rel }, fn);
+  return withDirLock(dir, { maxWaitMs, pollMs: 250, fail, describe: rel }, fn);
 }
 
 // ---------------------------------------------------------------------------------------- build
@@ -288,12 +221,12 @@ async function runGoBuild() {
   const line = `(cd ${rel(toolDir)} && CGO_ENABLED=0 ${commandLine(go, buildArgs(rel(binFile)))})`;
   if (result.err || result.code !== 0 || interrupted) {
     rmSync(tmp, { force: true });
-    if (interrupted) throw new JaegerError(`building Jaeger was interrupted (${interrupted})`);
+    if (interrupted) throw fail(`building Jaeger was interrupted (${interrupted})`);
     if (result.err) {
       const hint = result.err.code === "ENOENT" ? ` (is Go ${goDirective()} or newer installed and on PATH? set GO to use another go)` : "";
-      throw new JaegerError(`building Jaeger failed: cannot run ${go}: ${result.err.message}${hint}\n  command: ${line}`);
+      throw fail(`building Jaeger failed: cannot run ${go}: ${result.err.message}${hint}\n  command: ${line}`);
     }
-    throw new JaegerError(
+    throw fail(
       `building Jaeger failed (exit ${result.code ?? result.signal} after ${secs(Date.now() - t0)} s)\n  command: ${line}\n` +
         `  log ${rel(buildLogFile)}, last 40 lines:\n${indent(tailOfFile(buildLogFile))}`,
     );
@@ -311,30 +244,17 @@ function goDirective() {
 
 function launchJaeger() {
   mkdirSync(home, { recursive: true });
-  const out = openSync(logFile, "w");
   // Jaeger's own telemetry must not follow the OTEL_* settings meant for the code under test.
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("OTEL_")));
-  let child;
-  try {
-    child = spawn(binFile, ["--config", configFile], { cwd: home, env, detached: true, stdio: ["ignore", out, out] });
-  } finally {
-    closeSync(out);
-  }
-  const state = { exited: false, code: null, signal: null, spawnError: null };
-  child.on("exit", (code, signal) => Object.assign(state, { exited: true, code, signal }));
-  child.on("error", (err) => Object.assign(state, { exited: true, spawnError: err }));
-  child.unref();
-  return { child, state };
+  return spawnService(binFile, ["--config", configFile], { cwd: home, env, logFile });
 }
 
 async function waitUntilReady(pid, state, timeoutMs) {
   const started = Date.now();
   while (Date.now() - started < timeoutMs) {
     if (state.exited || !isAlive(pid)) {
-      const how = state.spawnError
-        ? `could not be started: ${state.spawnError.message}`
-        : `exited (${state.signal ?? `code ${state.code ?? "?"}`}) before it was ready`;
-      throw new JaegerError(
+      const how = earlyExitReason(state, rel(binFile));
+      throw fail(
         `Jaeger ${how}\n  command: ${commandLine(rel(binFile), ["--config", rel(configFile)])}\n` +
           `  log ${rel(logFile)}, last 40 lines:\n${indent(tailOfFile(logFile))}`,
       );
@@ -342,7 +262,7 @@ async function waitUntilReady(pid, state, timeoutMs) {
     if ((await jaegerAnswers()) && (await canConnect(OTLP_HTTP_PORT))) return Date.now() - started;
     await sleep(100);
   }
-  throw new JaegerError(
+  throw fail(
     `Jaeger pid ${pid} not ready after ${timeoutMs / 1000} s (${HOST}:${HEALTH_PORT}/status and ${QUERY_URL}/api/services ` +
       `must answer 200)\n  log ${rel(logFile)}, last 40 lines:\n${indent(tailOfFile(logFile))}`,
   );
@@ -353,7 +273,7 @@ async function startJaeger() {
   const taken = [];
   for (const port of PORTS) if (await canConnect(port, 300)) taken.push(port);
   if (taken.length > 0) {
-    throw new JaegerError(
+    throw fail(
       `cannot start Jaeger: ${taken.map((p) => `${HOST}:${p}`).join(", ")} already in use by another process ` +
         `(not a Jaeger answering on ${HOST}:${HEALTH_PORT}/status and ${QUERY_URL}/api/services); ` +
         `or point the tests at a running Jaeger with JAEGER_QUERY_URL and OTEL_EXPORTER_OTLP_ENDPOINT`,
@@ -365,14 +285,14 @@ async function startJaeger() {
   const pid = child.pid;
   if (pid === undefined) {
     await sleep(50);
-    throw new JaegerError(`could not start ${rel(binFile)}: ${state.spawnError?.message ?? "no pid"}`);
+    throw fail(`could not start ${rel(binFile)}: ${state.spawnError?.message ?? "no pid"}`);
   }
-  writeFileSync(pidFile, `${pid}\n`);
+  jaegerPid.write(pid);
   try {
     await waitUntilReady(pid, state, intEnv("JAEGER_START_TIMEOUT_MS", 60_000));
   } catch (err) {
     await stopPid(pid, 5_000).catch(() => {});
-    removePidFile(pid);
+    jaegerPid.remove(pid);
     throw err;
   }
   say(
@@ -405,27 +325,21 @@ async function startOrReuse({ tiedToThisProcess }) {
     if (await jaegerAnswers()) return reused;
     // A recorded Jaeger that is alive but does not answer is starting or stopping: give it a
     // while to do either before deciding.
-    const recorded = recordedJaegerPid();
+    const recorded = jaegerPid.read();
     if (recorded !== undefined) {
       for (let i = 0; i < 100 && isAlive(recorded); i++) {
         if (await jaegerAnswers()) return reused;
         await sleep(100);
       }
       if (isAlive(recorded)) {
-        throw new JaegerError(
+        throw fail(
           `a Jaeger (pid ${recorded}, from ${rel(pidFile)}) is running but does not answer on ` +
             `${HOST}:${HEALTH_PORT}/status and ${QUERY_URL}/api/services; stop it with \`node scripts/jaeger.mjs stop\` (log: ${rel(logFile)})`,
         );
       }
     }
     const pid = await startJaeger();
-    let stopped;
-    const untie = tiedToThisProcess ? tieToThisProcess(pid, () => stop(), { say, what: "Jaeger" }) : () => {};
-    const stop = () => {
-      untie();
-      stopped ??= stopPid(pid).finally(() => removePidFile(pid));
-      return stopped.then(() => {});
-    };
+    const stop = ownedServiceStop(pid, { stopPid, record: jaegerPid, tied: tiedToThisProcess, say, what: "Jaeger" });
     return { otlpHttpEndpoint: OTLP_HTTP_ENDPOINT, queryUrl: QUERY_URL, stop };
   });
 }
@@ -443,21 +357,10 @@ async function cli(command) {
       process.stdout.write(`OTEL_EXPORTER_OTLP_ENDPOINT=${jaeger.otlpHttpEndpoint}\nJAEGER_QUERY_URL=${jaeger.queryUrl}\n`);
       return 0;
     }
-    case "stop": {
-      const pid = recordedJaegerPid();
-      if (pid === undefined) {
-        rmSync(pidFile, { force: true });
-        say(`no Jaeger recorded in ${rel(pidFile)} is running`);
-        return 0;
-      }
-      const t0 = Date.now();
-      const how = await stopPid(pid);
-      removePidFile(pid);
-      say(`Jaeger pid ${pid} ${how} in ${secs(Date.now() - t0)} s`);
-      return 0;
-    }
+    case "stop":
+      return stopRecorded(jaegerPid, { stopPid, say, what: "Jaeger" });
     case "status": {
-      const pid = recordedJaegerPid();
+      const pid = jaegerPid.read();
       const ok = await jaegerAnswers();
       const who = pid === undefined ? `no Jaeger recorded in ${rel(pidFile)}` : `Jaeger pid ${pid}`;
       const built = isBuilt() ? `${rel(binFile)} up to date` : `${rel(binFile)} not built (or stale)`;
@@ -470,12 +373,4 @@ async function cli(command) {
   }
 }
 
-if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  cli(process.argv[2]).then(
-    (code) => process.exit(code),
-    (err) => {
-      process.stderr.write(`jaeger: ${err instanceof JaegerError ? err.message : (err?.stack ?? String(err))}\n`);
-      process.exit(1);
-    },
-  );
-}
+runAsProgram(import.meta.url, "jaeger", cli);

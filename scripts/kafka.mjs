@@ -19,23 +19,27 @@
 // A test that restarts a broker starts a private one with these (test/helpers/private-kafka.ts).
 //
 // Only node built-ins; plain ESM so that it runs before anything is compiled.
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import {
-  closeSync,
-  existsSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  readdirSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
-import { connect } from "node:net";
-import { dirname, join, relative, resolve } from "node:path";
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { indent, isAlive, stopPid as stopOwnPid, tieToThisProcess, withDirLock, positiveIntEnv } from "./local-process.mjs";
+import {
+  canConnect as canConnectTo,
+  earlyExitReason,
+  indent,
+  isAlive,
+  ownedServiceStop,
+  pidRecord,
+  runAsProgram,
+  serviceTools,
+  spawnService,
+  stopPid as stopOwnPid,
+  stopRecorded,
+  tailOfFile,
+  tailOfText,
+  withDirLock,
+} from "./local-process.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const toolDir = join(root, "tools", "kafka");
@@ -49,6 +53,7 @@ const dataDir = join(home, "data");
 const propsFile = join(home, "server.properties");
 const logFile = join(home, "kafka.log");
 const pidFile = join(home, "kafka.pid");
+const brokerPid = pidRecord(pidFile, "kafka.Kafka");
 const lockDir = join(home, ".lock");
 
 const HOST = "127.0.0.1";
@@ -66,21 +71,7 @@ const controllerPort = () => intEnv("KAFKA_CONTROLLER_PORT", port() + 1);
 const brokersString = () => `${HOST}:${port()}`;
 const noop = async () => {};
 const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
-const say = (line) => process.stderr.write(`kafka: ${line}\n`);
-const rel = (p) => relative(process.cwd(), p) || ".";
-
-class KafkaError extends Error {
-  constructor(message) {
-    super(message);
-    this.name = "KafkaError";
-  }
-}
-
-function intEnv(name, fallback) {
-  return positiveIntEnv(name, fallback, (message) => {
-    throw new KafkaError(message);
-  });
-}
+const { fail, say, intEnv, rel } = serviceTools("kafka");
 
 function kafkaVersion() {
   const m = /<kafka\.version>\s*([^<\s]+)\s*<\/kafka\.version>/.exec(readFileSync(pomFile, "utf8"));
@@ -91,69 +82,16 @@ function javaCommand() {
   return process.env.JAVA_HOME ? join(process.env.JAVA_HOME, "bin", "java") : "java";
 }
 
-function tail(text, lines = 40) {
-  const all = text.replace(/\x1b\[[0-9;]*m/g, "").trimEnd().split("\n");
-  return all.slice(-lines).join("\n");
-}
-
-function tailOfFile(file, lines = 40) {
-  try {
-    return tail(readFileSync(file, "utf8"), lines);
-  } catch {
-    return "(no log)";
-  }
-}
-
-/** True when a TCP connection to host:port succeeds within timeoutMs. */
-function canConnect(p, timeoutMs = 1000) {
-  return new Promise((done) => {
-    const socket = connect({ host: HOST, port: p });
-    const finish = (ok) => {
-      socket.removeAllListeners();
-      socket.destroy();
-      done(ok);
-    };
-    socket.setTimeout(timeoutMs, () => finish(false));
-    socket.once("connect", () => finish(true));
-    socket.once("error", () => finish(false));
-  });
-}
-
-
-/** The pid in $KAFKA_HOME/kafka.pid if that process is alive and is a Kafka broker, else undefined. */
-function recordedBrokerPid() {
-  let pid;
-  try {
-    pid = Number(readFileSync(pidFile, "utf8").trim());
-  } catch {
-    return undefined;
-  }
-  if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid)) return undefined;
-  try {
-    const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
-    if (!cmdline.includes("kafka.Kafka")) return undefined; // pid reused by something else
-  } catch {
-    // no /proc: trust the pid file
-  }
-  return pid;
-}
-
-function removePidFile(pid) {
-  try {
-    if (Number(readFileSync(pidFile, "utf8").trim()) === pid) rmSync(pidFile);
-  } catch {
-    // already gone
-  }
-}
+const canConnect = (p, timeoutMs) => canConnectTo(HOST, p, timeoutMs);
 
 /** SIGTERM this pid only, wait up to graceMs, then SIGKILL this pid only. */
 function stopPid(pid, graceMs = 30_000) {
-  return stopOwnPid(pid, { graceMs, pollMs: 100, say, fail: (message) => new KafkaError(message) });
+  return stopOwnPid(pid, { graceMs, pollMs: 100, say, fail });
 }
 
 /** Two callers never fetch, format or start at once. */
 function withLock(fn) {
-  return withDirLock(lockDir, { maxWaitMs: 10 * 60_000, pollMs: 200, fail: (m) => new KafkaError(m), describe: rel }, fn);
+  return withDirLock(lockDir, { maxWaitMs: 10 * 60_000, pollMs: 200, fail, describe: rel }, fn);
 }
 
 function run(cmd, args, what) {
@@ -161,11 +99,11 @@ function run(cmd, args, what) {
   const line = [cmd, ...args].map((a) => (/\s/.test(a) ? JSON.stringify(a) : a)).join(" ");
   if (res.error) {
     const hint = res.error.code === "ENOENT" ? ` (is \`${cmd}\` installed and on PATH?)` : "";
-    throw new KafkaError(`${what} failed: cannot run ${cmd}: ${res.error.message}${hint}\n  command: ${line}`);
+    throw fail(`${what} failed: cannot run ${cmd}: ${res.error.message}${hint}\n  command: ${line}`);
   }
   if (res.status !== 0) {
-    const out = tail(`${res.stdout ?? ""}\n${res.stderr ?? ""}`);
-    throw new KafkaError(
+    const out = tailOfText(`${res.stdout ?? ""}\n${res.stderr ?? ""}`);
+    throw fail(
       `${what} failed (exit ${res.status ?? res.signal})\n  command: ${line}\n  last lines of its output:\n${indent(out)}`,
     );
   }
@@ -203,7 +141,7 @@ function fetchInto(tmp, pomHash) {
   );
   const jars = existsSync(tmp) ? readdirSync(tmp).filter((f) => f.endsWith(".jar")) : [];
   if (!jars.some((f) => f.startsWith("kafka_2.13-"))) {
-    throw new KafkaError(`Maven finished but ${rel(tmp)} has no kafka_2.13 jar (found: ${jars.join(", ") || "nothing"})`);
+    throw fail(`Maven finished but ${rel(tmp)} has no kafka_2.13 jar (found: ${jars.join(", ") || "nothing"})`);
   }
   writeFileSync(join(tmp, ".pom.sha256"), `${pomHash}\n`);
   rmSync(libDir, { recursive: true, force: true });
@@ -294,22 +232,11 @@ function javaOpts() {
 }
 
 function launchBroker() {
-  const out = openSync(logFile, "w");
-  let child;
-  try {
-    child = spawn(
-      javaCommand(),
-      [...javaOpts(), `-Dlog4j2.configurationFile=${log4jFile}`, "-cp", join(libDir, "*"), "kafka.Kafka", propsFile],
-      { cwd: home, detached: true, stdio: ["ignore", out, out] },
-    );
-  } finally {
-    closeSync(out);
-  }
-  const state = { exited: false, code: null, signal: null, spawnError: null };
-  child.on("exit", (code, signal) => Object.assign(state, { exited: true, code, signal }));
-  child.on("error", (err) => Object.assign(state, { exited: true, spawnError: err }));
-  child.unref();
-  return { child, state };
+  return spawnService(
+    javaCommand(),
+    [...javaOpts(), `-Dlog4j2.configurationFile=${log4jFile}`, "-cp", join(libDir, "*"), "kafka.Kafka", propsFile],
+    { cwd: home, logFile },
+  );
 }
 
 /** The innermost "Caused by:" of the broker log, as a one-line summary (or ""). */
@@ -327,10 +254,8 @@ async function waitUntilReady(pid, state, timeoutMs) {
   let marker = false;
   while (Date.now() - started < timeoutMs) {
     if (state.exited || !isAlive(pid)) {
-      const how = state.spawnError
-        ? `could not start ${javaCommand()}: ${state.spawnError.message}`
-        : `exited (${state.signal ?? `code ${state.code ?? "?"}`}) before it was ready`;
-      throw new KafkaError(`Kafka broker ${how}${rootCause()}\n  log ${rel(logFile)}, last 40 lines:\n${indent(tailOfFile(logFile))}`);
+      const how = earlyExitReason(state, javaCommand());
+      throw fail(`Kafka broker ${how}${rootCause()}\n  log ${rel(logFile)}, last 40 lines:\n${indent(tailOfFile(logFile))}`);
     }
     if (!marker) {
       try {
@@ -342,7 +267,7 @@ async function waitUntilReady(pid, state, timeoutMs) {
     if (marker && (await canConnect(port()))) return Date.now() - started;
     await sleep(200);
   }
-  throw new KafkaError(
+  throw fail(
     `Kafka broker pid ${pid} not ready after ${timeoutMs / 1000} s ` +
       `(ready marker "${READY_MARKER}" ${marker ? "seen" : "not seen"}, port ${port()} ${(await canConnect(port())) ? "open" : "closed"})\n` +
       `  log ${rel(logFile)}, last 40 lines:\n${indent(tailOfFile(logFile))}`,
@@ -352,7 +277,7 @@ async function waitUntilReady(pid, state, timeoutMs) {
 async function startBroker() {
   const t0 = Date.now();
   if (await canConnect(controllerPort())) {
-    throw new KafkaError(
+    throw fail(
       `cannot start Kafka: controller port ${HOST}:${controllerPort()} is already in use by another process ` +
         `(set KAFKA_CONTROLLER_PORT, or KAFKA_PORT to move both)`,
     );
@@ -368,14 +293,14 @@ async function startBroker() {
   const pid = child.pid;
   if (pid === undefined) {
     await sleep(50);
-    throw new KafkaError(`could not start ${javaCommand()}: ${state.spawnError?.message ?? "no pid"}`);
+    throw fail(`could not start ${javaCommand()}: ${state.spawnError?.message ?? "no pid"}`);
   }
-  writeFileSync(pidFile, `${pid}\n`);
+  brokerPid.write(pid);
   try {
     await waitUntilReady(pid, state, intEnv("KAFKA_START_TIMEOUT_MS", 120_000));
   } catch (err) {
     await stopPid(pid, 5_000).catch(() => {});
-    removePidFile(pid);
+    brokerPid.remove(pid);
     throw err;
   }
   const secs = (ms) => (ms / 1000).toFixed(1);
@@ -404,7 +329,7 @@ async function startOrReuse({ tiedToThisProcess }) {
     if (await canConnect(port())) return { brokers, stop: noop };
     // A recorded broker that is alive but does not answer is stopping (or starting outside the
     // lock): give it a while to do either before deciding.
-    const starting = recordedBrokerPid();
+    const starting = brokerPid.read();
     if (starting !== undefined) {
       for (let i = 0; i < 175 && isAlive(starting); i++) {
         if (await canConnect(port())) return { brokers, stop: noop };
@@ -412,19 +337,13 @@ async function startOrReuse({ tiedToThisProcess }) {
       }
     }
     if (starting !== undefined && isAlive(starting)) {
-      throw new KafkaError(
+      throw fail(
         `a Kafka broker (pid ${starting}, from ${rel(pidFile)}) is running but ${brokers} does not answer; ` +
           `stop it with \`node scripts/kafka.mjs stop\` (log: ${rel(logFile)})`,
       );
     }
     const pid = await startBroker();
-    let stopped;
-    const untie = tiedToThisProcess ? tieToThisProcess(pid, () => stop(), { say, what: "broker" }) : () => {};
-    const stop = () => {
-      untie();
-      stopped ??= stopPid(pid).finally(() => removePidFile(pid));
-      return stopped.then(() => {});
-    };
+    const stop = ownedServiceStop(pid, { stopPid, record: brokerPid, tied: tiedToThisProcess, say, what: "broker" });
     return { brokers, stop };
   });
 }
@@ -437,21 +356,10 @@ async function cli(command) {
       process.stdout.write(`${kafka.brokers}\n`);
       return 0;
     }
-    case "stop": {
-      const pid = recordedBrokerPid();
-      if (pid === undefined) {
-        rmSync(pidFile, { force: true });
-        say(`no broker recorded in ${rel(pidFile)} is running`);
-        return 0;
-      }
-      const t0 = Date.now();
-      const how = await stopPid(pid);
-      removePidFile(pid);
-      say(`broker pid ${pid} ${how} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-      return 0;
-    }
+    case "stop":
+      return stopRecorded(brokerPid, { stopPid, say, what: "broker" });
     case "status": {
-      const pid = recordedBrokerPid();
+      const pid = brokerPid.read();
       const open = await canConnect(port());
       const who = pid === undefined ? `no broker recorded in ${rel(pidFile)}` : `broker pid ${pid}`;
       say(`${who}; ${brokersString()} ${open ? "answers" : "does not answer"}`);
@@ -463,12 +371,4 @@ async function cli(command) {
   }
 }
 
-if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  cli(process.argv[2]).then(
-    (code) => process.exit(code),
-    (err) => {
-      process.stderr.write(`kafka: ${err instanceof KafkaError ? err.message : (err?.stack ?? String(err))}\n`);
-      process.exit(1);
-    },
-  );
-}
+runAsProgram(import.meta.url, "kafka", cli);

@@ -1,7 +1,11 @@
 // What scripts/kafka.mjs, scripts/jaeger.mjs and scripts/prometheus.mjs share: reading their
-// environment knobs, and handling a service process that this repository started, by its own pid only. Plain Node ESM, no dependencies.
-import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+// environment knobs, spawning a service and recording its pid, stopping it by that pid only, their
+// command lines and their errors. Plain Node ESM, no dependencies.
+import { spawn } from "node:child_process";
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { connect } from "node:net";
+import { dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 
 const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
 
@@ -133,4 +137,161 @@ export async function withDirLock(dir, { maxWaitMs, pollMs, fail, describe = (p)
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** An error a service script shows its user as it is (no stack): "kafka: <message>". */
+export class LocalServiceError extends Error {
+  constructor(service, message) {
+    super(message);
+    this.name = "LocalServiceError";
+    this.service = service;
+  }
+}
+
+/** The last `lines` lines of `text`, terminal colours removed and lines `drop` matches left out. */
+export function tailOfText(text, { lines = 40, drop } = {}) {
+  let all = text.replace(/\x1b\[[0-9;]*m/g, "").split("\n");
+  if (drop) all = all.filter((l) => !drop.test(l));
+  return all.join("\n").trimEnd().split("\n").slice(-lines).join("\n");
+}
+
+export function tailOfFile(file, options) {
+  try {
+    return tailOfText(readFileSync(file, "utf8"), options);
+  } catch {
+    return "(no log)";
+  }
+}
+
+/** True when a TCP connection to host:port succeeds within timeoutMs. */
+export function canConnect(host, port, timeoutMs = 1000) {
+  return new Promise((done) => {
+    const socket = connect({ host, port });
+    const finish = (ok) => {
+      socket.removeAllListeners();
+      socket.destroy();
+      done(ok);
+    };
+    socket.setTimeout(timeoutMs, () => finish(false));
+    socket.once("connect", () => finish(true));
+    socket.once("error", () => finish(false));
+  });
+}
+
+/**
+ * The pid file of a service this repository starts. `read()` gives the recorded pid only while that
+ * process is alive and its command line contains `marker` (a pid reused by something else is not
+ * ours); `remove(pid)` deletes the file only if it still records that pid.
+ */
+export function pidRecord(file, marker) {
+  const read = () => {
+    let pid;
+    try {
+      pid = Number(readFileSync(file, "utf8").trim());
+    } catch {
+      return undefined;
+    }
+    if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid)) return undefined;
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(marker)) return undefined;
+    } catch {
+      // no /proc: trust the pid file
+    }
+    return pid;
+  };
+  const remove = (pid) => {
+    try {
+      if (Number(readFileSync(file, "utf8").trim()) === pid) rmSync(file);
+    } catch {
+      // already gone
+    }
+  };
+  const write = (pid) => writeFileSync(file, `${pid}\n`);
+  return { file, read, remove, write };
+}
+
+/**
+ * Spawns a service detached from this process (it may outlive it), its output into `logFile`.
+ * `state` follows the child: whether it exited, how, or why it could not be spawned.
+ */
+export function spawnService(command, args, { cwd, env, logFile }) {
+  const out = openSync(logFile, "w");
+  let child;
+  try {
+    child = spawn(command, args, { cwd, env, detached: true, stdio: ["ignore", out, out] });
+  } finally {
+    closeSync(out);
+  }
+  const state = { exited: false, code: null, signal: null, spawnError: null };
+  child.on("exit", (code, signal) => Object.assign(state, { exited: true, code, signal }));
+  child.on("error", (err) => Object.assign(state, { exited: true, spawnError: err }));
+  child.unref();
+  return { child, state };
+}
+
+/** "exited (code 1) before it was ready" or "could not start <command>: <reason>", from spawnService's state. */
+export function earlyExitReason(state, command) {
+  return state.spawnError
+    ? `could not start ${command}: ${state.spawnError.message}`
+    : `exited (${state.signal ?? `code ${state.code ?? "?"}`}) before it was ready`;
+}
+
+/**
+ * The `stop()` of a service this call started: it stops that pid once (however often it is called)
+ * and removes its pid file. With `tied`, the service is also stopped when this process is
+ * interrupted or exits (tieToThisProcess); without, it is left running (`… start`).
+ */
+export function ownedServiceStop(pid, { stopPid, record, tied, say, what }) {
+  let stopped;
+  const untie = tied ? tieToThisProcess(pid, () => stop(), { say, what }) : () => {};
+  const stop = () => {
+    untie();
+    stopped ??= stopPid(pid).finally(() => record.remove(pid));
+    return stopped.then(() => {});
+  };
+  return stop;
+}
+
+/** `… stop`: stops the recorded pid only, and says how it went. */
+export async function stopRecorded(record, { stopPid, say, what }) {
+  const pid = record.read();
+  if (pid === undefined) {
+    rmSync(record.file, { force: true });
+    say(`no ${what} recorded in ${relative(process.cwd(), record.file) || "."} is running`);
+    return 0;
+  }
+  const t0 = Date.now();
+  const how = await stopPid(pid);
+  record.remove(pid);
+  say(`${what} pid ${pid} ${how} in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  return 0;
+}
+
+/**
+ * Runs `cli(process.argv[2])` when the script at `moduleUrl` is the program (not imported), and
+ * exits with its code; a LocalServiceError is printed as its message, anything else with its stack.
+ */
+export function runAsProgram(moduleUrl, service, cli) {
+  if (!process.argv[1] || resolve(process.argv[1]) !== fileURLToPath(moduleUrl)) return;
+  cli(process.argv[2]).then(
+    (code) => process.exit(code),
+    (err) => {
+      process.stderr.write(`${service}: ${err instanceof LocalServiceError ? err.message : (err?.stack ?? String(err))}\n`);
+      process.exit(1);
+    },
+  );
+}
+
+/** The small tools every service script uses, named for `service` ("kafka", "jaeger", "prometheus"). */
+export function serviceTools(service) {
+  const fail = (message) => new LocalServiceError(service, message);
+  return {
+    fail,
+    say: (line) => process.stderr.write(`${service}: ${line}\n`),
+    intEnv: (name, fallback) =>
+      positiveIntEnv(name, fallback, (message) => {
+        throw fail(message);
+      }),
+    rel: (p) => relative(process.cwd(), p) || ".",
+  };
 }

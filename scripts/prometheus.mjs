@@ -23,12 +23,24 @@
 // PROMETHEUS_START_TIMEOUT_MS (60000).
 //
 // Only node built-ins; plain ESM so that it runs before anything is compiled.
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { closeSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { dirname, join, relative, resolve } from "node:path";
+import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { indent, isAlive, stopPid as stopOwnPid, tieToThisProcess, withDirLock, positiveIntEnv } from "./local-process.mjs";
+import {
+  earlyExitReason,
+  indent,
+  isAlive,
+  ownedServiceStop,
+  pidRecord,
+  runAsProgram,
+  serviceTools,
+  spawnService,
+  stopPid as stopOwnPid,
+  stopRecorded,
+  tailOfFile,
+  withDirLock,
+} from "./local-process.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const defaultHome = () => resolve(process.env.PROMETHEUS_HOME || join(root, ".tools", "prometheus"));
@@ -54,21 +66,7 @@ const TARGETS_REFRESH = "1s";
 
 const noop = async () => {};
 const sleep = (ms) => new Promise((done) => setTimeout(done, ms));
-const say = (line) => process.stderr.write(`prometheus: ${line}\n`);
-const rel = (p) => relative(process.cwd(), p) || ".";
-
-class PrometheusError extends Error {
-  constructor(message) {
-    super(message);
-    this.name = "PrometheusError";
-  }
-}
-
-function intEnv(name, fallback) {
-  return positiveIntEnv(name, fallback, (message) => {
-    throw new PrometheusError(message);
-  });
-}
+const { fail, say, intEnv, rel } = serviceTools("prometheus");
 
 const defaultPort = () => intEnv("PROMETHEUS_PORT", 19090);
 const urlOf = (p) => `http://${HOST}:${p}`;
@@ -92,14 +90,6 @@ function configText(targets) {
   ].join("\n");
 }
 
-function tailOfFile(file, lines = 40) {
-  try {
-    return readFileSync(file, "utf8").trimEnd().split("\n").slice(-lines).join("\n");
-  } catch {
-    return "(no log)";
-  }
-}
-
 /** The running server's answer to /-/ready, or null when nothing answers. */
 async function probe(listenPort = defaultPort(), timeoutMs = 1000) {
   try {
@@ -121,33 +111,11 @@ async function runningConfig() {
   }
 }
 
-/** The pid in prometheus.pid if that process is alive and is a Prometheus, else undefined. */
-function recordedPid() {
-  let pid;
-  try {
-    pid = Number(readFileSync(paths().pid, "utf8").trim());
-  } catch {
-    return undefined;
-  }
-  if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid)) return undefined;
-  try {
-    if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("prometheus")) return undefined; // pid reused
-  } catch {
-    // no /proc: trust the pid file
-  }
-  return pid;
-}
-
-function removePidFile(pid) {
-  try {
-    if (Number(readFileSync(paths().pid, "utf8").trim()) === pid) rmSync(paths().pid);
-  } catch {
-    // already gone
-  }
-}
+/** The pid file of the server in `home`; a recorded pid counts only while it runs a prometheus. */
+const serverPid = (h = defaultHome()) => pidRecord(paths(h).pid, "prometheus");
 
 function stopPid(pid, graceMs = 15_000) {
-  return stopOwnPid(pid, { graceMs, pollMs: 100, say, fail: (message) => new PrometheusError(message) });
+  return stopOwnPid(pid, { graceMs, pollMs: 100, say, fail });
 }
 
 /** Target files are named <writer pid>-<random>.json; a dead writer's files are stale. */
@@ -193,44 +161,34 @@ async function startServer(p, listenPort, freshData = true) {
   // Old samples would only confuse a test that reads "the last value": start from empty storage.
   if (freshData) rmSync(p.data, { recursive: true, force: true });
   mkdirSync(p.data, { recursive: true });
-  const out = openSync(p.log, "w");
-  let child;
-  try {
-    child = spawn(
-      binary(),
-      [
-        `--config.file=${p.config}`,
-        `--storage.tsdb.path=${p.data}`,
-        `--web.listen-address=${HOST}:${listenPort}`,
-        "--web.enable-lifecycle",
-        "--storage.tsdb.retention.time=1d",
-        "--log.level=warn",
-      ],
-      { cwd: p.home, detached: true, stdio: ["ignore", out, out] },
-    );
-  } finally {
-    closeSync(out);
-  }
-  const state = { exited: false, code: null, signal: null, spawnError: null };
-  child.on("exit", (code, signal) => Object.assign(state, { exited: true, code, signal }));
-  child.on("error", (err) => Object.assign(state, { exited: true, spawnError: err }));
-  child.unref();
+  const { child, state } = spawnService(
+    binary(),
+    [
+      `--config.file=${p.config}`,
+      `--storage.tsdb.path=${p.data}`,
+      `--web.listen-address=${HOST}:${listenPort}`,
+      "--web.enable-lifecycle",
+      "--storage.tsdb.retention.time=1d",
+      "--log.level=warn",
+    ],
+    { cwd: p.home, logFile: p.log },
+  );
   const pid = child.pid;
   if (pid === undefined) {
     await sleep(50);
-    throw new PrometheusError(
+    throw fail(
       `could not start ${binary()}: ${state.spawnError?.message ?? "no pid"} (install it: apt-get install -y prometheus)`,
     );
   }
-  writeFileSync(p.pid, `${pid}\n`);
+  const record = serverPid(p.home);
+  record.write(pid);
   const timeoutMs = intEnv("PROMETHEUS_START_TIMEOUT_MS", 60_000);
   while (Date.now() - t0 < timeoutMs) {
     if (state.exited || !isAlive(pid)) {
-      removePidFile(pid);
-      const how = state.spawnError
-        ? `could not start ${binary()}: ${state.spawnError.message} (install it: apt-get install -y prometheus)`
-        : `exited (${state.signal ?? `code ${state.code ?? "?"}`}) before it was ready`;
-      throw new PrometheusError(`Prometheus ${how}\n  log ${rel(p.log)}, last 40 lines:\n${indent(tailOfFile(p.log))}`);
+      record.remove(pid);
+      const install = state.spawnError ? " (install it: apt-get install -y prometheus)" : "";
+      const how = `${earlyExitReason(state, binary())}${install}`;
+      throw fail(`Prometheus ${how}\n  log ${rel(p.log)}, last 40 lines:\n${indent(tailOfFile(p.log))}`);
     }
     if ((await probe(listenPort))?.ready) {
       say(`pid ${pid} ready on ${urlOf(listenPort)} in ${((Date.now() - t0) / 1000).toFixed(1)} s; log ${rel(p.log)}`);
@@ -239,8 +197,8 @@ async function startServer(p, listenPort, freshData = true) {
     await sleep(200);
   }
   await stopPid(pid, 5_000).catch(() => {});
-  removePidFile(pid);
-  throw new PrometheusError(`Prometheus pid ${pid} not ready after ${timeoutMs / 1000} s\n  log ${rel(p.log)}:\n${indent(tailOfFile(p.log))}`);
+  record.remove(pid);
+  throw fail(`Prometheus pid ${pid} not ready after ${timeoutMs / 1000} s\n  log ${rel(p.log)}:\n${indent(tailOfFile(p.log))}`);
 }
 
 /**
@@ -258,19 +216,19 @@ async function startOrReuse({ tiedToThisProcess }) {
   if (fromEnv && fromEnv.trim()) return { url: fromEnv.trim().replace(/\/$/, ""), stop: noop };
   const p = paths();
   mkdirSync(p.home, { recursive: true });
-  return withDirLock(p.lock, { maxWaitMs: 90_000, pollMs: 200, fail: (m) => new PrometheusError(m), describe: rel }, async () => {
+  return withDirLock(p.lock, { maxWaitMs: 90_000, pollMs: 200, fail, describe: rel }, async () => {
     removeStaleTargets();
     const url = baseUrl();
     if (await probe()) {
       const yaml = await runningConfig();
       if (yaml === null) {
-        throw new PrometheusError(`${url} answers but is not a Prometheus that shows its config; set PROMETHEUS_PORT to a free port`);
+        throw fail(`${url} answers but is not a Prometheus that shows its config; set PROMETHEUS_PORT to a free port`);
       }
       if (!sameConfig(yaml)) {
         writeConfig();
         const reload = await fetch(`${url}/-/reload`, { method: "POST" }).catch((err) => ({ ok: false, status: String(err) }));
         if (!reload.ok) {
-          throw new PrometheusError(
+          throw fail(
             `the Prometheus on ${url} runs another config and refused a reload (${reload.status}); ` +
               `stop it (node scripts/prometheus.mjs stop, or its owner) or set PROMETHEUS_PORT`,
           );
@@ -280,13 +238,7 @@ async function startOrReuse({ tiedToThisProcess }) {
       return { url, stop: noop };
     }
     const pid = await startServer(p, defaultPort());
-    let stopped;
-    const untie = tiedToThisProcess ? tieToThisProcess(pid, () => stop(), { say, what: "Prometheus" }) : () => {};
-    const stop = () => {
-      untie();
-      stopped ??= stopPid(pid).finally(() => removePidFile(pid));
-      return stopped.then(() => {});
-    };
+    const stop = ownedServiceStop(pid, { stopPid, record: serverPid(), tied: tiedToThisProcess, say, what: "Prometheus" });
     return { url, stop };
   });
 }
@@ -316,20 +268,10 @@ async function cli(command) {
       process.stdout.write(`${prometheus.url}\n`);
       return 0;
     }
-    case "stop": {
-      const pid = recordedPid();
-      if (pid === undefined) {
-        rmSync(paths().pid, { force: true });
-        say(`no Prometheus recorded in ${rel(paths().pid)} is running`);
-        return 0;
-      }
-      const how = await stopPid(pid);
-      removePidFile(pid);
-      say(`pid ${pid} ${how}`);
-      return 0;
-    }
+    case "stop":
+      return stopRecorded(serverPid(), { stopPid, say, what: "Prometheus" });
     case "status": {
-      const pid = recordedPid();
+      const pid = serverPid().read();
       const answer = await probe();
       const who = pid === undefined ? `no Prometheus recorded in ${rel(paths().pid)}` : `Prometheus pid ${pid}`;
       say(`${who}; ${baseUrl()} ${answer ? (answer.ready ? "is ready" : "answers, not ready") : "does not answer"}`);
@@ -341,12 +283,4 @@ async function cli(command) {
   }
 }
 
-if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  cli(process.argv[2]).then(
-    (code) => process.exit(code),
-    (err) => {
-      process.stderr.write(`prometheus: ${err instanceof PrometheusError ? err.message : (err?.stack ?? String(err))}\n`);
-      process.exit(1);
-    },
-  );
-}
+runAsProgram(import.meta.url, "prometheus", cli);
