@@ -2,26 +2,15 @@
 // few milliseconds wide) waits for the group's next join: if this member kept the partition the
 // commit goes through in the new generation, otherwise it is refused as PARTITION_REVOKED.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
-import type { Admin, Consumer, ConsumerConfig, Kafka } from "kafkajs";
+import { test } from "node:test";
+import type { Consumer, ConsumerConfig, Kafka } from "kafkajs";
 import type { PartitionRef, SinkRecord } from "@sluice/runtime";
 import { KafkaIoFactory, KafkaSource, isKafkaIoError } from "../src/index.ts";
-import { brokerFromEnvOrStart, closeAll, committedOffsets, connectAdmin, pipelineSpec, sleep, uniqueName, waitFor, withTimeout, type KafkaHandle } from "./kafka-test-kit.ts";
+import { committedOffsets, pipelineSpec, sleep, uniqueName, useBroker, waitFor, withTimeout } from "./kafka-test-kit.ts";
 
 const encoder = new TextEncoder();
 
-let handle: KafkaHandle;
-let admin: Admin;
-const cleanup: (readonly [string, () => Promise<unknown>])[] = [];
-
-before(async () => {
-  handle = await brokerFromEnvOrStart();
-  ({ admin } = await connectAdmin(handle.brokers));
-});
-
-after(async () => {
-  await closeAll([...cleanup.reverse(), ["admin.disconnect", () => admin.disconnect()], ["broker", () => handle.stop()]]);
-});
+const broker = useBroker();
 
 interface Outcome {
   readonly partition: number;
@@ -54,21 +43,21 @@ test("a commit refused by a rebalance is retried after the next join, or refused
   const topic = uniqueName("sluice-commit-rebalance");
   const spec = pipelineSpec({
     pipeline: uniqueName("commit-rebalance"),
-    brokers: handle.brokers,
+    brokers: broker.brokers,
     streams: { events: { topic, partitions: 2 } },
     computations: { C: { inputs: ["events"] } },
   });
   const options = { logLevel: "nothing", source: { heartbeatIntervalMs: 500, sessionTimeoutMs: 10_000, rebalanceTimeoutMs: 5_000 } } as const;
   const factory = new KafkaIoFactory(spec, options);
   const other = new KafkaIoFactory(spec, options);
-  cleanup.push(["factory.close", () => factory.close()], ["other.close", () => other.close()], ["deleteTopics", () => admin.deleteTopics({ topics: [topic], timeout: 10_000 })]);
+  broker.cleanup.push(["factory.close", () => factory.close()], ["other.close", () => other.close()], ["deleteTopics", () => broker.admin.deleteTopics({ topics: [topic], timeout: 10_000 })]);
   await factory.ensureTopics();
   const records: SinkRecord[] = Array.from({ length: 200 }, (_, i) => ({ key: null, value: encoder.encode(String(i)), partition: i % 2 }));
   await withTimeout(factory.createSink(spec).send("events", records), 20_000, () => "send");
 
   const armed = { fail: false, failures: 0 };
   const source = new KafkaSource({ kafka: failingOnce(factory.kafka, armed), pipeline: spec, computation: "C" }, options.source);
-  cleanup.push(["source.close", () => source.close()]);
+  broker.cleanup.push(["source.close", () => source.close()]);
   const second = other.createSource("C", spec.computations["C"]!, spec);
   const assigned: PartitionRef[][] = [];
   // Written by the handler; a holder, so that control-flow narrowing does not pin it to null here.
@@ -109,7 +98,7 @@ test("a commit refused by a rebalance is retried after the next join, or refused
   assert.equal(armed.failures, 1);
   assert.ok(assigned.length >= 2, `the source joined again after the second member came: ${JSON.stringify(assigned)}`);
   const keeps = assigned[1]!.some((r) => r.partition === settled.partition);
-  const committed = await committedOffsets(admin, source.groupId, topic);
+  const committed = await committedOffsets(broker.admin, source.groupId, topic);
   if (keeps) {
     assert.equal(settled.result, "committed", "the partition stayed: the commit went through in the new generation");
     assert.equal(committed.get(settled.partition), settled.offset);

@@ -2,26 +2,14 @@
 // leaves existing topics as they are; a replication factor the cluster cannot meet is refused with
 // the topics and brokers named.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
-import type { Admin } from "kafkajs";
+import { test } from "node:test";
 import { KafkaIoFactory, isKafkaIoError } from "../src/index.ts";
-import { brokerFromEnvOrStart, closeAll, connectAdmin, createTopic, pipelineSpec, uniqueName, withTimeout, type KafkaHandle } from "./kafka-test-kit.ts";
+import { createTopic, pipelineSpec, uniqueName, useBroker, withTimeout } from "./kafka-test-kit.ts";
 
-let handle: KafkaHandle;
-let admin: Admin;
-const cleanup: (readonly [string, () => Promise<unknown>])[] = [];
-
-before(async () => {
-  handle = await brokerFromEnvOrStart();
-  ({ admin } = await connectAdmin(handle.brokers));
-});
-
-after(async () => {
-  await closeAll([...cleanup.reverse(), ["admin.disconnect", () => admin.disconnect()], ["broker", () => handle.stop()]]);
-});
+const broker = useBroker();
 
 async function partitionCounts(topics: readonly string[]): Promise<Record<string, number>> {
-  const metadata = await admin.fetchTopicMetadata({ topics: [...topics] });
+  const metadata = await broker.admin.fetchTopicMetadata({ topics: [...topics] });
   return Object.fromEntries(metadata.topics.map((t) => [t.name, t.partitions.length]));
 }
 
@@ -29,11 +17,11 @@ test("ensureTopics creates missing topics with the declared partitions and leave
   const existing = uniqueName("sluice-ensure-existing");
   const created3 = uniqueName("sluice-ensure-new3");
   const created1 = uniqueName("sluice-ensure-new1");
-  cleanup.push(["deleteTopics", () => admin.deleteTopics({ topics: [existing, created3, created1], timeout: 10_000 })]);
-  await createTopic(admin, existing, 2);
+  broker.cleanup.push(["deleteTopics", () => broker.admin.deleteTopics({ topics: [existing, created3, created1], timeout: 10_000 })]);
+  await createTopic(broker.admin, existing, 2);
   const spec = pipelineSpec({
     pipeline: uniqueName("ensure"),
-    brokers: handle.brokers,
+    brokers: broker.brokers,
     streams: {
       old: { topic: existing, partitions: 5 },
       wide: { topic: created3, partitions: 3 },
@@ -42,7 +30,7 @@ test("ensureTopics creates missing topics with the declared partitions and leave
     computations: { C: { inputs: ["old"], outputs: ["wide", "narrow"] } },
   });
   const factory = new KafkaIoFactory(spec, { logLevel: "nothing" });
-  cleanup.push(["factory.close", () => factory.close()]);
+  broker.cleanup.push(["factory.close", () => factory.close()]);
 
   const t0 = Date.now();
   const first = await withTimeout(factory.ensureTopics(), 30_000, () => "ensureTopics");
@@ -69,16 +57,16 @@ test("ensureTopics refuses a replication factor the cluster cannot meet, naming 
   const topic = uniqueName("sluice-ensure-rf");
   const spec = pipelineSpec({
     pipeline: uniqueName("ensure-rf"),
-    brokers: handle.brokers,
+    brokers: broker.brokers,
     streams: { s: { topic, partitions: 1 } },
     computations: { C: { inputs: ["s"] } },
   });
   const factory = new KafkaIoFactory(spec, { logLevel: "nothing", topics: { replicationFactor: 3 } });
-  cleanup.push(["factory.close", () => factory.close()]);
+  broker.cleanup.push(["factory.close", () => factory.close()]);
   await assert.rejects(withTimeout(factory.ensureTopics(), 30_000, () => "ensureTopics rf 3"), (error: unknown) => {
     assert.ok(isKafkaIoError(error, "TOPIC_SETUP_FAILED"), String(error));
-    assert.match(error.message, new RegExp(`"${topic}".*${handle.brokers.replaceAll(".", "\\.")}.*[Rr]eplication`));
+    assert.match(error.message, new RegExp(`"${topic}".*${broker.brokers.replaceAll(".", "\\.")}.*[Rr]eplication`));
     return true;
   });
-  assert.deepEqual(await admin.listTopics().then((all) => all.filter((t) => t === topic)), []);
+  assert.deepEqual(await broker.admin.listTopics().then((all) => all.filter((t) => t === topic)), []);
 });

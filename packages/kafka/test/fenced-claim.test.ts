@@ -5,34 +5,21 @@
 // fencing here is another producer taking the partition's transactional id (InitProducerId), on
 // the shared broker; a read_committed reader then sees every input exactly once. About 15 s.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
-import type { Admin, Kafka } from "kafkajs";
+import { test } from "node:test";
 import type { BatchHandler, SinkRecord } from "@sluice/runtime";
 import { KafkaIoFactory, isKafkaIoError, type KafkaIoError } from "../src/index.ts";
-import { brokerFromEnvOrStart, closeAll, connectAdmin, createTopic, pipelineSpec, uniqueName, waitFor, withTimeout, type KafkaHandle } from "./kafka-test-kit.ts";
+import { createTopic, pipelineSpec, uniqueName, useBroker, waitFor, withTimeout } from "./kafka-test-kit.ts";
 
 const COUNT = 400;
 const SESSION_TIMEOUT_MS = 6_000;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-let handle: KafkaHandle;
-let admin: Admin;
-let kafka: Kafka;
-const cleanup: (readonly [string, () => Promise<unknown>])[] = [];
-
-before(async () => {
-  handle = await brokerFromEnvOrStart();
-  ({ admin, kafka } = await connectAdmin(handle.brokers));
-});
-
-after(async () => {
-  await closeAll([...cleanup.reverse(), ["admin.disconnect", () => admin.disconnect()], ["broker", () => handle.stop()]]);
-});
+const broker = useBroker();
 
 /** Every value in `topic` a read_committed consumer sees, once `count` arrived (or the timeout passed). */
 async function readCommitted(topic: string, count: number, timeoutMs: number): Promise<string[]> {
-  const consumer = kafka.consumer({ groupId: uniqueName("reader"), readUncommitted: false });
+  const consumer = broker.kafka.consumer({ groupId: uniqueName("reader"), readUncommitted: false });
   const values: string[] = [];
   await consumer.connect();
   try {
@@ -52,7 +39,7 @@ test("a fenced lease still assigned here claims its partition back and relays ev
   const output = uniqueName("sluice-fenced-out");
   const spec = pipelineSpec({
     pipeline: uniqueName("fenced"),
-    brokers: handle.brokers,
+    brokers: broker.brokers,
     streams: { events: { topic: input, partitions: 1 }, out: { topic: output, partitions: 1 } },
     computations: { Relay: { inputs: ["events"], outputs: ["out"] } },
   });
@@ -61,9 +48,9 @@ test("a fenced lease still assigned here claims its partition back and relays ev
     logLevel: "nothing",
     source: { maxBytesPerPartition: 1_024, heartbeatIntervalMs: 500, sessionTimeoutMs: SESSION_TIMEOUT_MS, rebalanceTimeoutMs: 5_000, onError: (e) => errors.push(e) },
   });
-  cleanup.push(["factory.close", () => factory.close()], ["deleteTopics", () => admin.deleteTopics({ topics: [input, output], timeout: 10_000 })]);
-  await createTopic(admin, input, 1);
-  await createTopic(admin, output, 1);
+  broker.cleanup.push(["factory.close", () => factory.close()], ["deleteTopics", () => broker.admin.deleteTopics({ topics: [input, output], timeout: 10_000 })]);
+  await createTopic(broker.admin, input, 1);
+  await createTopic(broker.admin, output, 1);
   const records: SinkRecord[] = Array.from({ length: COUNT }, (_, i) => ({ key: null, value: encoder.encode(String(i)), partition: 0 }));
   // Eight sends, so eight record batches in the log: the broker hands a whole record batch to a
   // fetch, and the fence must fall between two of the source's batches.
@@ -77,7 +64,7 @@ test("a fenced lease still assigned here claims its partition back and relays ev
   const failures: unknown[] = [];
   const fenceFromOutside = async () => {
     // Takes the partition's transactional id over, as another member's claim would.
-    const intruder = kafka.producer({ transactionalId: `${groupId}-${input}-0`, idempotent: true, maxInFlightRequests: 1 });
+    const intruder = broker.kafka.producer({ transactionalId: `${groupId}-${input}-0`, idempotent: true, maxInFlightRequests: 1 });
     await intruder.connect();
     const transaction = await intruder.transaction();
     await transaction.abort();
@@ -101,7 +88,7 @@ test("a fenced lease still assigned here claims its partition back and relays ev
     }
   };
   await withTimeout(source.start(handler), 30_000, () => "source start");
-  cleanup.push(["source.close", () => source.close()]);
+  broker.cleanup.push(["source.close", () => source.close()]);
   await waitFor(() => relayed >= COUNT, 60_000, () => `all ${COUNT} inputs relayed (relayed ${relayed}; failures: ${failures.map(String).join(" | ")}; errors: ${errors.map((e) => e.message).join(" | ")})`);
   const resumedAfterMs = Date.now() - (fencedAt ?? Date.now());
   t.diagnostic(`fenced after ${COUNT / 4}+ inputs; ${failures.length} failed transaction(s); all relayed ${resumedAfterMs} ms after the fence`);

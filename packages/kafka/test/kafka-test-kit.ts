@@ -2,6 +2,7 @@
 // one started here with ensureKafka()), unique names, parsed specs, bounded waits, and an
 // independent murmur2 to check where keyed records land.
 import { randomUUID } from "node:crypto";
+import { after, before } from "node:test";
 import { Kafka, logLevel, type Admin } from "kafkajs";
 import { pipelineSpecSchema, type PipelineSpec } from "@sluice/spec";
 
@@ -109,6 +110,54 @@ export async function closeAll(steps: readonly (readonly [string, () => Promise<
       console.error(`cleanup: ${what}: ${String(error)}`);
     }
   }
+}
+
+type CleanupStep = readonly [string, () => Promise<unknown>];
+
+/** What a test file of broker tests shares: the broker, an admin, and what to close after its tests. */
+export interface BrokerFixture {
+  readonly brokers: string;
+  readonly admin: Admin;
+  readonly kafka: Kafka;
+  /** Steps run after the file's tests, last pushed first, each bounded; then the admin and the broker go. */
+  readonly cleanup: { push(...steps: CleanupStep[]): void };
+}
+
+/**
+ * Registers the file's before/after hooks: the broker and an admin are connected before its tests,
+ * and everything pushed to `cleanup` is closed after them. Its fields can be read once the tests run.
+ */
+export function useBroker(): BrokerFixture {
+  let handle: KafkaHandle | undefined;
+  let connected: { admin: Admin; kafka: Kafka } | undefined;
+  const steps: CleanupStep[] = [];
+  before(async () => {
+    handle = await brokerFromEnvOrStart();
+    connected = await connectAdmin(handle.brokers);
+  });
+  after(async () => {
+    await closeAll([
+      ...steps.reverse(),
+      ["admin.disconnect", async () => connected?.admin.disconnect()],
+      ["broker", async () => handle?.stop()],
+    ]);
+  });
+  const ready = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error("useBroker(): read before its before() hook connected the broker");
+    return value;
+  };
+  return {
+    get brokers() {
+      return ready(handle).brokers;
+    },
+    get admin() {
+      return ready(connected).admin;
+    },
+    get kafka() {
+      return ready(connected).kafka;
+    },
+    cleanup: { push: (...more) => void steps.push(...more) },
+  };
 }
 
 /**

@@ -3,22 +3,18 @@
 // one closing hands its partitions to the second, which finishes the stream. No record is lost;
 // a record is delivered twice only when it had been delivered but not committed before.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
-import type { Admin } from "kafkajs";
+import { test } from "node:test";
 import type { BatchHandler, PartitionRef, SinkRecord } from "@sluice/runtime";
 import { KafkaIoFactory, isKafkaIoError, type KafkaSource } from "../src/index.ts";
 import {
-  brokerFromEnvOrStart,
-  closeAll,
   committedOffsets,
-  connectAdmin,
   endOffsets,
   pipelineSpec,
   sleep,
   uniqueName,
+  useBroker,
   waitFor,
   withTimeout,
-  type KafkaHandle,
 } from "./kafka-test-kit.ts";
 
 const PARTITIONS = 3;
@@ -27,18 +23,7 @@ const COUNT = 3_000;
 const MS_PER_RECORD = 5;
 const encoder = new TextEncoder();
 
-let handle: KafkaHandle;
-let admin: Admin;
-const cleanup: (readonly [string, () => Promise<unknown>])[] = [];
-
-before(async () => {
-  handle = await brokerFromEnvOrStart();
-  ({ admin } = await connectAdmin(handle.brokers));
-});
-
-after(async () => {
-  await closeAll([...cleanup.reverse(), ["admin.disconnect", () => admin.disconnect()], ["broker", () => handle.stop()]]);
-});
+const broker = useBroker();
 
 interface Worker {
   readonly name: string;
@@ -55,7 +40,7 @@ test("two sources in one group split the partitions; when one closes the other t
   const topic = uniqueName("sluice-rebalance");
   const spec = pipelineSpec({
     pipeline: uniqueName("rebalance"),
-    brokers: handle.brokers,
+    brokers: broker.brokers,
     streams: { events: { topic, partitions: PARTITIONS } },
     computations: { Slow: { inputs: ["events"] } },
   });
@@ -66,10 +51,10 @@ test("two sources in one group split the partitions; when one closes the other t
   } as const;
   const factoryA = new KafkaIoFactory(spec, options);
   const factoryB = new KafkaIoFactory(spec, options);
-  cleanup.push(
+  broker.cleanup.push(
     ["factoryA.close", () => factoryA.close()],
     ["factoryB.close", () => factoryB.close()],
-    ["deleteTopics", () => admin.deleteTopics({ topics: [topic], timeout: 10_000 })],
+    ["deleteTopics", () => broker.admin.deleteTopics({ topics: [topic], timeout: 10_000 })],
   );
   await factoryA.ensureTopics();
   const records: SinkRecord[] = Array.from({ length: COUNT }, (_, i) => ({ key: null, value: encoder.encode(String(i)), partition: i % PARTITIONS }));
@@ -174,10 +159,10 @@ test("two sources in one group split the partitions; when one closes the other t
   const remainingAtHandOver = COUNT - seen.size;
 
   await waitFor(() => seen.size === COUNT, 40_000, () => `${seen.size} of ${COUNT} records delivered`);
-  const ends = await endOffsets(admin, topic);
+  const ends = await endOffsets(broker.admin, topic);
   await waitFor(() => [...ends].every(([p, end]) => committed.get(p) === BigInt(end)), 20_000, () => `commits at the end offsets (${JSON.stringify([...committed])})`);
   const tDone = Date.now();
-  assert.deepEqual(await committedOffsets(admin, b.source.groupId, topic), ends, "the group's committed offsets = end offsets");
+  assert.deepEqual(await committedOffsets(broker.admin, b.source.groupId, topic), ends, "the group's committed offsets = end offsets");
   assert.deepEqual(violations, []);
   assert.ok(refusedCommits > 0, "handlers in flight on lost partitions had their commits refused");
   assert.ok(remainingAtSplit > 0 && remainingAtHandOver > 0, `work was left at both rebalances (${remainingAtSplit}, ${remainingAtHandOver})`);

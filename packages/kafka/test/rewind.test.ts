@@ -2,39 +2,16 @@
 // offset committed through this lease, or to the earliest offset when nothing was ever committed.
 // A handler that throws is rewound the same way. Nothing is lost; only the rewound records repeat.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
-import type { Admin } from "kafkajs";
+import { test } from "node:test";
 import type { SinkRecord } from "@sluice/runtime";
 import { KafkaIoFactory, isKafkaIoError, type KafkaIoError } from "../src/index.ts";
-import {
-  brokerFromEnvOrStart,
-  closeAll,
-  committedOffsets,
-  connectAdmin,
-  endOffsets,
-  pipelineSpec,
-  uniqueName,
-  waitFor,
-  withTimeout,
-  type KafkaHandle,
-} from "./kafka-test-kit.ts";
+import { committedOffsets, endOffsets, pipelineSpec, uniqueName, useBroker, waitFor, withTimeout } from "./kafka-test-kit.ts";
 
 const PARTITIONS = 3;
 const PER_PARTITION = 200;
 const encoder = new TextEncoder();
 
-let handle: KafkaHandle;
-let admin: Admin;
-const cleanup: (readonly [string, () => Promise<unknown>])[] = [];
-
-before(async () => {
-  handle = await brokerFromEnvOrStart();
-  ({ admin } = await connectAdmin(handle.brokers));
-});
-
-after(async () => {
-  await closeAll([...cleanup.reverse(), ["admin.disconnect", () => admin.disconnect()], ["broker", () => handle.stop()]]);
-});
+const broker = useBroker();
 
 interface Delivery {
   readonly partition: number;
@@ -45,7 +22,7 @@ test("rewind() redelivers from the last commit (or the earliest offset), a throw
   const topic = uniqueName("sluice-rewind");
   const spec = pipelineSpec({
     pipeline: uniqueName("rewind"),
-    brokers: handle.brokers,
+    brokers: broker.brokers,
     streams: { events: { topic, partitions: PARTITIONS } },
     computations: { Replay: { inputs: ["events"] } },
   });
@@ -56,7 +33,7 @@ test("rewind() redelivers from the last commit (or the earliest offset), a throw
     sink: { maxRequestBytes: 1_024 },
     source: { maxBytesPerPartition: 2_048, heartbeatIntervalMs: 1_000, onError: (error) => errors.push(error) },
   });
-  cleanup.push(["factory.close", () => factory.close()], ["deleteTopics", () => admin.deleteTopics({ topics: [topic], timeout: 10_000 })]);
+  broker.cleanup.push(["factory.close", () => factory.close()], ["deleteTopics", () => broker.admin.deleteTopics({ topics: [topic], timeout: 10_000 })]);
   await factory.ensureTopics();
 
   const sink = factory.createSink(spec);
@@ -100,13 +77,13 @@ test("rewind() redelivers from the last commit (or the earliest offset), a throw
 
   const complete = () => [0, 1, 2].every((p) => (seen.get(p)?.size ?? 0) === PER_PARTITION);
   await waitFor(complete, 40_000, () => `all offsets seen: ${[0, 1, 2].map((p) => seen.get(p)?.size ?? 0).join("/")} of ${PER_PARTITION} each`);
-  const ends = await endOffsets(admin, topic);
+  const ends = await endOffsets(broker.admin, topic);
   // The last commit is awaited inside the handler; give it the moment it needs to land.
-  let committed = await committedOffsets(admin, source.groupId, topic);
+  let committed = await committedOffsets(broker.admin, source.groupId, topic);
   const deadline = Date.now() + 10_000;
   while ([...ends].some(([p, end]) => committed.get(p) !== end) && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 50));
-    committed = await committedOffsets(admin, source.groupId, topic);
+    committed = await committedOffsets(broker.admin, source.groupId, topic);
   }
   assert.deepEqual(committed, ends, "committed offsets = end offsets");
   const elapsed = Date.now() - t0;

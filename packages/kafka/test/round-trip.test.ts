@@ -2,22 +2,18 @@
 // commits after each batch; every record arrives exactly once, in offset order per partition, with
 // its timestamp, headers and byte size; the group's committed offsets end at the end offsets.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
-import type { Admin } from "kafkajs";
+import { test } from "node:test";
 import { recordByteSize, type PartitionRef, type SinkRecord, type SourceRecord } from "@sluice/runtime";
 import { KafkaIoFactory } from "../src/index.ts";
 import {
-  brokerFromEnvOrStart,
-  closeAll,
   committedOffsets,
-  connectAdmin,
   endOffsets,
   javaPartition,
   pipelineSpec,
   uniqueName,
+  useBroker,
   waitFor,
   withTimeout,
-  type KafkaHandle,
 } from "./kafka-test-kit.ts";
 
 const PARTITIONS = 3;
@@ -26,29 +22,18 @@ const SEND_SIZE = 100;
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-let handle: KafkaHandle;
-let admin: Admin;
-const cleanup: (readonly [string, () => Promise<unknown>])[] = [];
-
-before(async () => {
-  handle = await brokerFromEnvOrStart();
-  ({ admin } = await connectAdmin(handle.brokers));
-});
-
-after(async () => {
-  await closeAll([...cleanup.reverse(), ["admin.disconnect", () => admin.disconnect()], ["broker", () => handle.stop()]]);
-});
+const broker = useBroker();
 
 test("KafkaSink → KafkaSource round trip: 3 partitions, 3,000 keyed records, each exactly once and in order", { timeout: 60_000 }, async (t) => {
   const topic = uniqueName("sluice-rt");
   const spec = pipelineSpec({
     pipeline: uniqueName("rt"),
-    brokers: handle.brokers,
+    brokers: broker.brokers,
     streams: { events: { topic, partitions: PARTITIONS } },
     computations: { Count: { inputs: ["events"] } },
   });
   const factory = new KafkaIoFactory(spec, { logLevel: "nothing", source: { heartbeatIntervalMs: 1_000, rebalanceTimeoutMs: 5_000 } });
-  cleanup.push(["factory.close", () => factory.close()], ["deleteTopics", () => admin.deleteTopics({ topics: [topic], timeout: 10_000 })]);
+  broker.cleanup.push(["factory.close", () => factory.close()], ["deleteTopics", () => broker.admin.deleteTopics({ topics: [topic], timeout: 10_000 })]);
 
   const t0 = Date.now();
   const ensured = await factory.ensureTopics();
@@ -132,8 +117,8 @@ test("KafkaSink → KafkaSource round trip: 3 partitions, 3,000 keyed records, e
   assert.equal(seen.size, COUNT);
 
   // Commits are awaited by the handler, so they are durable by now.
-  const committed = await committedOffsets(admin, source.groupId, topic);
-  const ends = await endOffsets(admin, topic);
+  const committed = await committedOffsets(broker.admin, source.groupId, topic);
+  const ends = await endOffsets(broker.admin, topic);
   assert.deepEqual(committed, ends, "committed offsets = end offsets");
   const perPartition = [...ends.values()].join("/");
 

@@ -2,39 +2,26 @@
 // one produce request is split and arrives whole and in order, an explicit partition the topic
 // lacks and an undeclared stream are refused with the figures.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
-import type { Admin, Kafka } from "kafkajs";
+import { test } from "node:test";
 import type { SinkRecord } from "@sluice/runtime";
 import { KafkaIoFactory, isKafkaIoError } from "../src/index.ts";
-import { brokerFromEnvOrStart, closeAll, connectAdmin, endOffsets, pipelineSpec, uniqueName, waitFor, withTimeout, type KafkaHandle } from "./kafka-test-kit.ts";
+import { endOffsets, pipelineSpec, uniqueName, useBroker, waitFor, withTimeout } from "./kafka-test-kit.ts";
 
 const PARTITIONS = 3;
 const encoder = new TextEncoder();
 
-let handle: KafkaHandle;
-let admin: Admin;
-let kafka: Kafka;
-const cleanup: (readonly [string, () => Promise<unknown>])[] = [];
-
-before(async () => {
-  handle = await brokerFromEnvOrStart();
-  ({ admin, kafka } = await connectAdmin(handle.brokers));
-});
-
-after(async () => {
-  await closeAll([...cleanup.reverse(), ["admin.disconnect", () => admin.disconnect()], ["broker", () => handle.stop()]]);
-});
+const broker = useBroker();
 
 async function setup(prefix: string) {
   const topic = uniqueName(`sluice-sink-${prefix}`);
   const spec = pipelineSpec({
     pipeline: uniqueName(`sink-${prefix}`),
-    brokers: handle.brokers,
+    brokers: broker.brokers,
     streams: { out: { topic, partitions: PARTITIONS } },
     computations: { C: { inputs: ["out"] } },
   });
   const factory = new KafkaIoFactory(spec, { logLevel: "nothing" });
-  cleanup.push(["factory.close", () => factory.close()], ["deleteTopics", () => admin.deleteTopics({ topics: [topic], timeout: 10_000 })]);
+  broker.cleanup.push(["factory.close", () => factory.close()], ["deleteTopics", () => broker.admin.deleteTopics({ topics: [topic], timeout: 10_000 })]);
   await factory.ensureTopics();
   return { topic, spec, sink: factory.createSink(spec) };
 }
@@ -43,7 +30,7 @@ test("keyless records are spread over every partition", { timeout: 30_000 }, asy
   const { topic, sink } = await setup("spread");
   const records: SinkRecord[] = Array.from({ length: 300 }, (_, i) => ({ key: null, value: encoder.encode(String(i)) }));
   await withTimeout(sink.send("out", records), 20_000, () => "send");
-  const counts = [...(await endOffsets(admin, topic)).values()].map(Number);
+  const counts = [...(await endOffsets(broker.admin, topic)).values()].map(Number);
   assert.equal(counts.reduce((a, b) => a + b, 0), 300);
   for (const n of counts) assert.ok(n >= 50, `each partition gets a share: ${counts.join("/")}`);
   await sink.close();
@@ -58,11 +45,11 @@ test("an emit larger than one produce request (2,000 × 1 KiB to one partition) 
   const t0 = Date.now();
   await withTimeout(sink.send("out", records), 30_000, () => "send 2 MiB");
   const sendMs = Date.now() - t0;
-  const ends = await endOffsets(admin, topic);
+  const ends = await endOffsets(broker.admin, topic);
   assert.equal(ends.get(1), "2000");
 
-  const consumer = kafka.consumer({ groupId: uniqueName("sink-check"), maxWaitTimeInMs: 200 });
-  cleanup.push(["check consumer", () => consumer.disconnect()]);
+  const consumer = broker.kafka.consumer({ groupId: uniqueName("sink-check"), maxWaitTimeInMs: 200 });
+  broker.cleanup.push(["check consumer", () => consumer.disconnect()]);
   await consumer.connect();
   await consumer.subscribe({ topics: [topic], fromBeginning: true });
   const keys: string[] = [];

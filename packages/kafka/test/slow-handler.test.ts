@@ -2,22 +2,18 @@
 // timeout: the member stays in the group (no rejoin, no revocation, its commit is accepted), and the
 // other partitions keep flowing meanwhile instead of waiting for the slow one.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
-import type { Admin } from "kafkajs";
+import { test } from "node:test";
 import type { PartitionRef, SinkRecord } from "@sluice/runtime";
 import { KafkaIoFactory } from "../src/index.ts";
 import {
-  brokerFromEnvOrStart,
-  closeAll,
   committedOffsets,
-  connectAdmin,
   endOffsets,
   pipelineSpec,
   sleep,
   uniqueName,
+  useBroker,
   waitFor,
   withTimeout,
-  type KafkaHandle,
 } from "./kafka-test-kit.ts";
 
 const PARTITIONS = 3;
@@ -26,24 +22,13 @@ const WAIT_MS = 8_000;
 const SESSION_TIMEOUT_MS = 6_000;
 const encoder = new TextEncoder();
 
-let handle: KafkaHandle;
-let admin: Admin;
-const cleanup: (readonly [string, () => Promise<unknown>])[] = [];
-
-before(async () => {
-  handle = await brokerFromEnvOrStart();
-  ({ admin } = await connectAdmin(handle.brokers));
-});
-
-after(async () => {
-  await closeAll([...cleanup.reverse(), ["admin.disconnect", () => admin.disconnect()], ["broker", () => handle.stop()]]);
-});
+const broker = useBroker();
 
 test(`a handler waiting ${WAIT_MS / 1000} s with a ${SESSION_TIMEOUT_MS / 1000} s session timeout keeps its membership; other partitions keep flowing`, { timeout: 60_000 }, async (t) => {
   const topic = uniqueName("sluice-slow");
   const spec = pipelineSpec({
     pipeline: uniqueName("slow"),
-    brokers: handle.brokers,
+    brokers: broker.brokers,
     streams: { events: { topic, partitions: PARTITIONS } },
     computations: { Throttled: { inputs: ["events"] } },
   });
@@ -52,7 +37,7 @@ test(`a handler waiting ${WAIT_MS / 1000} s with a ${SESSION_TIMEOUT_MS / 1000} 
     sink: { maxRequestBytes: 1_024 },
     source: { sessionTimeoutMs: SESSION_TIMEOUT_MS, heartbeatIntervalMs: 1_000, rebalanceTimeoutMs: 5_000, maxBytesPerPartition: 2_048 },
   });
-  cleanup.push(["factory.close", () => factory.close()], ["deleteTopics", () => admin.deleteTopics({ topics: [topic], timeout: 10_000 })]);
+  broker.cleanup.push(["factory.close", () => factory.close()], ["deleteTopics", () => broker.admin.deleteTopics({ topics: [topic], timeout: 10_000 })]);
   await factory.ensureTopics();
   const records: SinkRecord[] = Array.from({ length: PARTITIONS * PER_PARTITION }, (_, i) => ({
     key: null,
@@ -102,8 +87,8 @@ test(`a handler waiting ${WAIT_MS / 1000} s with a ${SESSION_TIMEOUT_MS / 1000} 
 
   const total = () => [...delivered.values()].reduce((a, b) => a + b, 0);
   await waitFor(() => total() === PARTITIONS * PER_PARTITION, 40_000, () => `${total()} of ${PARTITIONS * PER_PARTITION} delivered`);
-  const ends = await endOffsets(admin, topic);
-  const committed = await committedOffsets(admin, source.groupId, topic);
+  const ends = await endOffsets(broker.admin, topic);
+  const committed = await committedOffsets(broker.admin, source.groupId, topic);
 
   assert.ok(slowEndedAt - slowStartedAt >= WAIT_MS - 50, `the handler waited ${slowEndedAt - slowStartedAt} ms`);
   assert.equal(abortedDuringWait, false, "the partition was not revoked during the wait");
