@@ -179,6 +179,15 @@ export function fromGrpcError(error: unknown, site: CallSite): SluiceError {
   }
 }
 
+/** A call made on, or cut short by, a client that was closed: every transport says the same. */
+export function clientClosedError(address: string, method: string): SluiceError {
+  return new SluiceError(
+    "CONTROLLER_UNAVAILABLE",
+    `${method} to the controller at ${address} was not sent or not answered: this client was closed`,
+    { address, method },
+  );
+}
+
 /**
  * The client's own deadline passed before an answer came. Both transports produce exactly this, so
  * callers see one QUOTA_TIMEOUT whichever side noticed first.

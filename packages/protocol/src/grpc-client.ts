@@ -3,7 +3,7 @@ import { cancelledError, SluiceError, systemClock } from "@sluice/core";
 import { sendCallerDeadline } from "./call-deadline.ts";
 import { toGrpcMetadata } from "./call-metadata.ts";
 import { toGrpcDeadline } from "./grpc-deadline.ts";
-import { fromGrpcError, streamEndedStatus, type CallSite } from "./error-mapping.ts";
+import { type CallSite, clientClosedError, fromGrpcError, streamEndedStatus } from "./error-mapping.ts";
 import { quotaServiceDefinition, type QuotaServiceDefinition, type WireDynamicSpecUpdate } from "./proto-definition.ts";
 import { paceFieldsOf, reportWatermarksResultOf, type CallOptions, type DynamicSpecUpdate, type QuotaServiceClient } from "./quota-service.ts";
 import { clientChannelCredentials, diagnoseConnection, type ClientTlsOptions } from "./tls-credentials.ts";
@@ -41,12 +41,7 @@ export function createGrpcQuotaClient(address: string, options: GrpcQuotaClientO
   const active = new Set<ActiveCall>();
   let closed = false;
 
-  const closedError = (method: string) =>
-    new SluiceError(
-      "CONTROLLER_UNAVAILABLE",
-      `${method} to the controller at ${address} was not sent or not answered: this client was closed`,
-      { address, method },
-    );
+  const closedError = (method: string) => clientClosedError(address, method);
 
   function unary<Method extends keyof QuotaServiceDefinition>(
     method: Method,

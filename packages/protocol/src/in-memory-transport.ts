@@ -1,5 +1,5 @@
 import { cancelledError, SluiceError, systemClock, type Clock } from "@sluice/core";
-import { deadlineExceededError, fromGrpcError, streamEndedStatus, toServiceError, type CallSite } from "./error-mapping.ts";
+import { type CallSite, clientClosedError, deadlineExceededError, fromGrpcError, streamEndedStatus, toServiceError } from "./error-mapping.ts";
 import type {
   CallContext,
   CallMetadata,
@@ -33,12 +33,7 @@ export function createInMemoryQuotaClient(handler: QuotaServiceHandler, options:
   const active = new Set<{ fail(): void }>();
   let closed = false;
 
-  const closedError = (method: string) =>
-    new SluiceError(
-      "CONTROLLER_UNAVAILABLE",
-      `${method} to the controller at ${address} was not sent or not answered: this client was closed`,
-      { address, method },
-    );
+  const closedError = (method: string) => clientClosedError(address, method);
 
   function unary<T>(method: string, callOptions: CallOptions | undefined, run: (context: CallContext) => Promise<T>): Promise<T> {
     const signal = callOptions?.signal;

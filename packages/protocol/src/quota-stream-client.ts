@@ -2,7 +2,7 @@ import { Client } from "@grpc/grpc-js";
 import { cancelledError, SluiceError, systemClock } from "@sluice/core";
 import { DEADLINE_ANSWER_GRACE_MS } from "./call-deadline.ts";
 import { toGrpcMetadata } from "./call-metadata.ts";
-import { deadlineExceededError, type CallSite } from "./error-mapping.ts";
+import { type CallSite, clientClosedError, deadlineExceededError } from "./error-mapping.ts";
 import { createGrpcQuotaClient, QUOTA_CLIENT_CHANNEL_OPTIONS, transportError, type GrpcQuotaClientOptions } from "./grpc-client.ts";
 import { quotaServiceDefinition, type WireQuotaStreamAnswer, type WireQuotaStreamCall } from "./proto-definition.ts";
 import { fromStreamError } from "./quota-stream-errors.ts";
@@ -39,12 +39,7 @@ export function createStreamQuotaClient(address: string, options: GrpcQuotaClien
   let nextCallId = 0;
   let closed = false;
 
-  const closedError = (name: string) =>
-    new SluiceError(
-      "CONTROLLER_UNAVAILABLE",
-      `${name} to the controller at ${address} was not sent or not answered: this client was closed`,
-      { address, method: name },
-    );
+  const closedError = (method: string) => clientClosedError(address, method);
 
   const currentSession = (): QuotaStreamSession => {
     if (session && !session.isEnded) return session;
