@@ -1,22 +1,21 @@
 // Seed 004 end to end (issue 11): examples/cluster-admission run by `sluice run` admits tasks to a
-// simulated cluster through a concurrency throttler whose limit follows the cluster's CPU, read from
-// a real Prometheus (Debian's prometheus, started here as a server of this test's own so that it
-// can be stopped mid-run without disturbing other tests). Measured, with stated tolerances:
-//   1. slow start from initial_limit 2 reaches the band [0.90, 0.95] within 60 s (expected ~20 s);
-//   2. afterwards, the share of the loop's readings inside the band is measured and printed (goal
-//      ≥ 80 %, not asserted: one reading's noise on this cluster is about as wide as the band, so
-//      even the best fixed limit reads inside it only ~58 % of the time — see
-//      test/adaptive-law-cluster-sim.test.ts; with the near zone of the law four runs measured
-//      50–75 %, the law before it 13–75 %); asserted: ≥ 75 % of readings within the band widened
-//      by 0.05 each side (measured 100 % in four runs; was ≥ 50 %), and no overload (tasks asking more cores than
-//      the cluster has) lasting more than one interval;
+// simulated cluster through a concurrency throttler whose limit (in cores: a task takes one unit per
+// core it asks) follows the cluster's CPU, read from a real Prometheus (Debian's prometheus, started
+// here as a server of this test's own so that it can be stopped mid-run without disturbing other
+// tests). Measured, with stated tolerances:
+//   1. slow start from initial_limit 4 reaches the band [0.90, 0.95] within 60 s (expected ~20 s);
+//   2. afterwards, over 12 intervals: the share of the loop's readings inside the band is ≥ 80 %
+//      (the issue's goal) with an allowance of one reading — on a loaded 2-core machine one late
+//      scrape or a stalled event loop spoils one reading now and then, which the law then corrects;
+//      the virtual-time test (test/adaptive-law-cluster-sim.test.ts) proves the law itself at
+//      ≥ 80 % in every run without allowance; and no overload (tasks asking more cores than the
+//      cluster has) lasting more than one interval;
 //   3. the cluster loses half its capacity → a reading within 0.05 of the band within 5 intervals
-//      (+2 s for the decision to show in DescribeThrottlers). Within 0.05, not inside: at half
-//      capacity one task (~2 of 32 cores) is 6 % of the cluster, wider than the band itself, so
-//      whole tasks cannot always land in it; the first reading strictly inside is printed;
+//      (+2 s for the decision to show in DescribeThrottlers); the first reading inside is printed;
 //   4. dry_run: the limit in force stays while the suggested limit moves;
-//   5. Prometheus stopped → the limit holds, then falls to min_limit, tasks keep completing;
+//   5. Prometheus stopped → the limit holds, then falls to min_limit (3), tasks keep completing;
 //      Prometheus back → the loop raises the limit again.
+// About 2.5 minutes.
 //
 //   pnpm test test/adaptive-cluster-admission.test.ts
 import assert from "node:assert/strict";
@@ -115,29 +114,32 @@ describe("adaptive concurrency limit on a simulated cluster, load from a real Pr
     assert.ok(sampler && run);
     const startedAt = Date.now();
     const first = await waitUntil("first adaptive decision", 30_000, () => sampler?.decisions()[0]);
-    assert.ok((first.limit ?? 0) <= 3, `slow start: the first limit is ${first.limit}, not a jump`);
+    assert.ok((first.limit ?? 0) <= 6, `slow start: the first limit is ${first.limit}, not a jump`);
     const reached = await waitUntil("a reading inside the band", 60_000, () => sampler?.decisions().find((d) => inBand(d.load)));
     bandReachedAt = reached.at;
     const seconds = (reached.at - startedAt) / 1000;
     const limits = sampler.decisions().map((d) => d.limit);
     console.log(`# slow start: band reached after ${seconds.toFixed(1)} s at limit ${reached.limit}; limits ${limits.join(" ")}`);
-    assert.ok(run.stdout.includes(`adaptive ${THROTTLER}: raise limit 2 -> 3: load`), "each change is logged with its reading");
+    assert.match(run.stdout, /adaptive cluster_tasks: raise limit 4 -> \d+: load [\d.]+ below \[0\.9, 0\.95\], use \d+/, "each change is logged with its reading");
   });
 
-  it("holds the load in the band afterwards, without a lasting overload", async () => {
+  it("holds the load in the band afterwards (≥ 80 % of readings, one reading's allowance), without a lasting overload", async () => {
     assert.ok(sampler);
     const from = Math.max(bandReachedAt, Date.now());
-    await new Promise((done) => setTimeout(done, 8 * INTERVAL_MS + 500));
-    const readings = sampler.decisions(from).map((d) => d.load);
-    const share = readings.filter((l) => inBand(l)).length / readings.length;
+    await new Promise((done) => setTimeout(done, 12 * INTERVAL_MS + 500));
+    const decisions = sampler.decisions(from);
+    const readings = decisions.map((d) => d.load);
+    const inside = readings.filter((l) => inBand(l)).length;
+    const share = inside / readings.length;
     const near = readings.filter((l) => inBand(l, 0.05)).length / readings.length;
     const overloadMs = longestOverloadMs(from);
     console.log(
       `# steady: ${readings.length} readings, ${(share * 100).toFixed(0)} % in [${LOW}, ${HIGH}], ${(near * 100).toFixed(0)} % within ±0.05; ` +
-        `longest overload ${overloadMs} ms; readings ${readings.map(fmt).join(" ")}`,
+        `longest overload ${overloadMs} ms; load@limit/in use ${decisions.map((d) => `${fmt(d.load)}@${d.limit}/${d.inUse}`).join(" ")}`,
     );
-    assert.ok(readings.length >= 6, `only ${readings.length} decisions in 8 intervals`);
-    assert.ok(near >= 0.75, `only ${(near * 100).toFixed(0)} % of readings within 0.05 of the band (${(share * 100).toFixed(0)} % inside it)`);
+    assert.ok(readings.length >= 10, `only ${readings.length} decisions in 12 intervals`);
+    // Stated tolerance: one reading of the run may fall outside beyond the goal's 20 %.
+    assert.ok((inside + 1) / readings.length >= 0.8, `only ${inside} of ${readings.length} readings inside the band (${(share * 100).toFixed(0)} %)`);
     assert.ok(overloadMs <= INTERVAL_MS, `overload lasted ${overloadMs} ms (> one interval)`);
   });
 
@@ -191,12 +193,12 @@ describe("adaptive concurrency limit on a simulated cluster, load from a real Pr
     const held = (await sampler.now()).limit;
     const stoppedAt = Date.now();
     await script.stopPrometheus(prometheus.pid);
-    const fellAt = await waitUntil("the fallback to min_limit", 6 * INTERVAL_MS, async () => ((await sampler?.now())?.limit === 1 ? Date.now() : undefined));
+    const fellAt = await waitUntil("the fallback to min_limit", 6 * INTERVAL_MS, async () => ((await sampler?.now())?.limit === 3 ? Date.now() : undefined));
     const during = sampler.samples.filter((s) => s.at >= stoppedAt && s.at < fellAt - 500).map((s) => s.limit);
     console.log(`# Prometheus down: limit ${held} held for ${((fellAt - stoppedAt) / 1000).toFixed(1)} s, then min_limit`);
     assert.ok(during.length > 0 && during.every((l) => l === held), `the limit did not hold first: ${during.join(" ")}`);
     assert.ok(fellAt - stoppedAt >= 2 * INTERVAL_MS - 500, "it fell before two failed readings");
-    assert.match(run.stdout, /adaptive cluster_tasks: fallback limit [\d.]+ -> 1: 3 failed readings in a row \(Prometheus at http:\/\/127\.0\.0\.1:\d+ did not answer/);
+    assert.match(run.stdout, /adaptive cluster_tasks: fallback limit [\d.]+ -> 3: 3 failed readings in a row \(Prometheus at http:\/\/127\.0\.0\.1:\d+ did not answer/);
     const completed = cluster.stats().completed;
     await new Promise((done) => setTimeout(done, INTERVAL_MS));
     assert.ok(cluster.stats().completed > completed, "tasks keep completing at min_limit");
@@ -204,7 +206,7 @@ describe("adaptive concurrency limit on a simulated cluster, load from a real Pr
     prometheus = await script.startPrometheus({ home: prometheusHome, port: prometheusPort, freshData: false });
     const resumed = await waitUntil("the loop raising the limit again", 30_000, async () => {
       const now = await sampler?.now();
-      return now && (now.limit ?? 0) > 1 ? now : undefined;
+      return now && (now.limit ?? 0) > 3 ? now : undefined;
     });
     console.log(`# Prometheus back: limit ${resumed.limit} after ${((Date.now() - stoppedAt) / 1000).toFixed(1)} s`);
     assert.equal(run.process.exitCode, null, "the pipeline kept running");

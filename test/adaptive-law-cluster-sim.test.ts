@@ -5,12 +5,13 @@
 // decision every 2 s. Deterministic (the tasks are a function of their index), so the figures are
 // the same on every run and machine; 8 runs of 240 s, each starting at a different task index.
 //
-// The noise ceiling: with the best fixed limit (32) the readings are inside [0.90, 0.95] only ~58 %
-// of the time, because one reading's noise is about as wide as the band (and one task is ~3 % of
-// the load). The law before the near zone measured 38 % in band (±0.05: 81 %, longest overload
-// 2.45 s); with it 42 % (±0.05: 85 %, longest overload 1.95 s), reaching the band as fast (20–26 s).
+// Units: the example's tasks take one unit per core they ask (examples/cluster-admission/admitter.ts).
+// With one unit per task (the example before) the load depends on the task mix the limit happens to
+// admit: one reading's noise is about as wide as the band, and even the best fixed number of tasks
+// (32) read inside [0.90, 0.95] only ~58 % of the time (the law: 42 %) — measured below. Counted in
+// cores, the load follows the limit: the law reads inside the band ≥ 80 % of the time after reaching it.
 //
-//   pnpm test test/adaptive-law-cluster-sim.test.ts      (about 3 s)
+//   pnpm test test/adaptive-law-cluster-sim.test.ts      (about 4 s)
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { decideLimit, initialLawState, type AdaptiveBounds, type AdaptiveLawState } from "@sluice/controller";
@@ -18,7 +19,9 @@ import { taskAt } from "../examples/cluster-admission/tasks.ts";
 
 const TICK_MS = 50;
 const CORES = 64;
-const bounds: AdaptiveBounds = { low: 0.9, high: 0.95, minLimit: 1, maxLimit: 200, wholeUnits: true };
+const bounds: AdaptiveBounds = { low: 0.9, high: 0.95, minLimit: 3, maxLimit: 200, wholeUnits: true };
+/** The example's units: a task takes as many units as it asks cores ("cores"), or one unit ("tasks", before). */
+type Units = "cores" | "tasks";
 
 interface Run {
   readonly readings: { at: number; load: number; limit: number }[];
@@ -29,8 +32,9 @@ interface Run {
 }
 
 /** One run of `seconds`; `fixedLimit` replaces the law (for the noise ceiling). */
-function run(seconds: number, firstTask: number, fixedLimit?: number, halveAtS?: number): Run {
-  let state: AdaptiveLawState = initialLawState(2, bounds);
+function run(seconds: number, firstTask: number, fixedLimit?: number, halveAtS?: number, units: Units = "cores"): Run {
+  let state: AdaptiveLawState = initialLawState(units === "cores" ? 4 : 2, bounds);
+  const inUse = () => (units === "cores" ? tasks.reduce((sum, task) => sum + task.cores, 0) : tasks.length);
   const tasks: { cores: number; remaining: number }[] = [];
   let next = firstTask;
   const busy: number[] = [];
@@ -43,8 +47,9 @@ function run(seconds: number, firstTask: number, fixedLimit?: number, halveAtS?:
   for (let t = 0; t < seconds * 1000; t += TICK_MS) {
     if (t === (halveAtS ?? -1) * 1000) cores = CORES / 2;
     const limit = fixedLimit ?? state.limit;
-    while (tasks.length < limit) {
-      const task = taskAt(next++);
+    // The backlog's next task starts when its units fit under the limit (first come, first served).
+    for (let task = taskAt(next); inUse() + (units === "cores" ? task.cores : 1) <= limit; task = taskAt(next)) {
+      next++;
       tasks.push({ cores: task.cores, remaining: task.work });
     }
     // The example's cluster: beyond capacity every core also loses part of its work (thrash 0.5).
@@ -64,7 +69,7 @@ function run(seconds: number, firstTask: number, fixedLimit?: number, halveAtS?:
       const window = scrapes.filter((s) => s.at > t - 4_000);
       const load = window.reduce((a, s) => a + s.value, 0) / window.length;
       readings.push({ at: t, load, limit });
-      state = decideLimit(state, { ok: true, load }, { use: tasks.length, queued: true }, bounds).state;
+      state = decideLimit(state, { ok: true, load }, { use: inUse(), queued: true }, bounds).state;
     }
   }
   return { readings, longestOverloadMs, overloaded };
@@ -72,51 +77,63 @@ function run(seconds: number, firstTask: number, fixedLimit?: number, halveAtS?:
 
 const inside = (load: number) => load >= bounds.low && load <= bounds.high;
 const near = (load: number) => load >= bounds.low - 0.05 && load < 1;
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const pct = (xs: number[]) => xs.map((x) => `${Math.round(x * 100)}`).join(" ");
 
-test("on seed 004's cluster in virtual time the law reaches the band within 40 s and keeps most readings in or near it", (t) => {
+/** Share of readings inside the band after the first one inside it, and when that was (s). */
+function steadyShare(readings: Run["readings"]): { share: number; reachedS: number } {
+  const reached = readings.findIndex((r) => inside(r.load));
+  if (reached < 0) return { share: 0, reachedS: Number.POSITIVE_INFINITY };
+  const steady = readings.slice(reached + 1);
+  return { share: steady.filter((r) => inside(r.load)).length / steady.length, reachedS: (readings[reached]?.at ?? 0) / 1000 };
+}
+
+test("on seed 004's cluster in virtual time the law reaches the band within 40 s and then reads inside it at least 80 % of the time in every run", (t) => {
   const shares: number[] = [];
-  const nearShares: number[] = [];
   const reachedS: number[] = [];
   const overloads: number[] = [];
   for (let i = 0; i < 8; i++) {
     const { readings, longestOverloadMs } = run(240, i * 100_000);
-    const reached = readings.findIndex((r) => inside(r.load));
-    assert.ok(reached >= 0, `run ${i} never reached the band`);
-    reachedS.push((readings[reached]?.at ?? 0) / 1000);
-    const steady = readings.slice(reached + 1);
-    shares.push(steady.filter((r) => inside(r.load)).length / steady.length);
-    nearShares.push(steady.filter((r) => near(r.load)).length / steady.length);
+    const { share, reachedS: at } = steadyShare(readings);
+    shares.push(share);
+    reachedS.push(at);
     overloads.push(longestOverloadMs);
   }
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-  const ceiling = run(240, 0, 32).readings.slice(10);
-  const ceilingShare = ceiling.filter((r) => inside(r.load)).length / ceiling.length;
-  const pct = (xs: number[]) => xs.map((x) => `${Math.round(x * 100)}`).join(" ");
-  t.diagnostic(
-    `in band: ${pct(shares)} % (mean ${Math.round(mean(shares) * 100)} %); within 0.05: ${pct(nearShares)} % (mean ${Math.round(mean(nearShares) * 100)} %); ` +
-      `band reached at ${reachedS.join(" ")} s; longest overload ${overloads.join(" ")} ms; best fixed limit 32: ${Math.round(ceilingShare * 100)} % in band`,
-  );
+  t.diagnostic(`in band: ${pct(shares)} % (mean ${Math.round(mean(shares) * 100)} %); band reached at ${reachedS.join(" ")} s; longest overload ${overloads.join(" ")} ms`);
   assert.ok(Math.max(...reachedS) <= 40, `band reached at ${reachedS.join(" ")} s`);
-  assert.ok(mean(shares) >= 0.4, `mean share in band ${mean(shares)}`);
-  assert.ok(mean(nearShares) >= 0.83 && Math.min(...nearShares) >= 0.75, `within 0.05 of the band: ${pct(nearShares)} %`);
+  assert.ok(Math.min(...shares) >= 0.8, `share in band after reaching it: ${pct(shares)} %`);
   // No overload lasting longer than one interval (2 s), as the e2e test asserts on the real cluster.
   assert.ok(Math.max(...overloads) <= 2_000, `longest overload ${Math.max(...overloads)} ms`);
 });
 
+test("with one unit per task instead of per core, no limit holds the band: the best fixed number of tasks reads inside it well under 80 % of the time", (t) => {
+  const law = Array.from({ length: 8 }, (_, i) => steadyShare(run(240, i * 100_000, undefined, undefined, "tasks").readings).share);
+  let best = { limit: 0, share: 0 };
+  for (let limit = 26; limit <= 38; limit++) {
+    const share = steadyShare(run(240, 0, limit, undefined, "tasks").readings.slice(10)).share;
+    if (share > best.share) best = { limit, share };
+  }
+  t.diagnostic(`one unit per task: the law ${pct(law)} % in band (mean ${Math.round(mean(law) * 100)} %); best fixed limit ${best.limit}: ${Math.round(best.share * 100)} %`);
+  assert.ok(best.share < 0.7, `the best fixed number of tasks reads ${Math.round(best.share * 100)} % in band`);
+});
+
 test("on seed 004's cluster in virtual time, after the cluster loses half its cores the law is back within 0.05 of the band within 5 intervals", (t) => {
   const backAfter: number[] = [];
+  const insideAfter: number[] = [];
   for (let i = 0; i < 8; i++) {
     const { readings } = run(180, i * 100_000, undefined, 120);
     // Readings whose 4 s window lies wholly after the loss (the first one is 2 intervals after it).
     const after = readings.filter((r) => r.at >= 124_000);
     const back = after.findIndex((r) => near(r.load) && r.load <= bounds.high + 0.05);
     backAfter.push(back < 0 ? Number.POSITIVE_INFINITY : back + 2);
+    const inBand = after.findIndex((r) => inside(r.load));
+    insideAfter.push(inBand < 0 ? Number.POSITIVE_INFINITY : inBand + 2);
   }
-  t.diagnostic(`back within 0.05 of the band after ${backAfter.join(" ")} intervals`);
+  t.diagnostic(`back within 0.05 of the band after ${backAfter.join(" ")} intervals; inside it after ${insideAfter.join(" ")}`);
   assert.ok(backAfter.every((n) => n >= 1 && n <= 5), `back after ${backAfter.join(" ")} intervals`);
 });
 
-test("against a fixed limit set to what the band needs at the start (a peer's static configuration): the fixed one, chosen in hindsight, holds the band better until the cluster loses half its cores, then overloads it for good", (t) => {
+test("against a fixed limit set to what the band needs at the start (a peer's static configuration): the fixed one holds the band until the cluster loses half its cores, then overloads it for good", (t) => {
   const share = (readings: Run["readings"], from: number, to: number) => {
     const some = readings.filter((r) => r.at >= from && r.at < to);
     return some.filter((r) => inside(r.load)).length / some.length;
@@ -127,20 +144,19 @@ test("against a fixed limit set to what the band needs at the start (a peer's st
   };
   const rows: string[] = [];
   const figures: Record<string, { before: number; after: number; overloadAfter: number }> = {};
-  for (const [name, fixed] of [["adaptive", undefined], ["fixed 32", 32]] as const) {
+  for (const [name, fixed] of [["adaptive", undefined], ["fixed 59", 59]] as const) {
     const runs = Array.from({ length: 4 }, (_, i) => run(240, i * 100_000, fixed, 120));
-    const mean = (f: (r: Run) => number) => runs.reduce((a, r) => a + f(r), 0) / runs.length;
-    const before = mean((r) => share(r.readings, 40_000, 120_000));
-    const after = mean((r) => share(r.readings, 140_000, 240_000));
-    const overloadAfter = mean((r) => overloadShare(r.overloaded, 140_000));
+    const meanOf = (f: (r: Run) => number) => runs.reduce((a, r) => a + f(r), 0) / runs.length;
+    const before = meanOf((r) => share(r.readings, 40_000, 120_000));
+    const after = meanOf((r) => share(r.readings, 140_000, 240_000));
+    const overloadAfter = meanOf((r) => overloadShare(r.overloaded, 140_000));
     figures[name] = { before, after, overloadAfter };
     rows.push(`${name}: in band ${Math.round(before * 100)} % before the loss, ${Math.round(after * 100)} % after; overloaded ${Math.round(overloadAfter * 100)} % of the time after`);
   }
   t.diagnostic(rows.join("; "));
   const adaptive = figures["adaptive"];
-  const fixed = figures["fixed 32"];
+  const fixed = figures["fixed 59"];
   assert.ok(adaptive && fixed);
   assert.ok(fixed.after === 0 && fixed.overloadAfter > 0.9, "a fixed limit cannot follow the cluster: it overloads it for good");
-  // At half the cores one task is ~6 % of the load, wider than the band: fewer readings land inside.
-  assert.ok(adaptive.after >= 0.2 && adaptive.overloadAfter < 0.25, `adaptive after the loss: ${JSON.stringify(adaptive)}`);
+  assert.ok(adaptive.after >= 0.6 && adaptive.overloadAfter < 0.1, `adaptive after the loss: ${JSON.stringify(adaptive)}`);
 });

@@ -14,7 +14,10 @@
 //                        a small step: one unit (concurrency) or half way in ratio,
 //                        limit' = base × (mid / load)^0.5 — a cut at once, a raise only when the
 //                        reading before was below the band too
-//   low ≤ load ≤ high    hold
+//   low ≤ load ≤ high    hold; in whole units, two readings in a row in the outer quarter of the
+//                        band on the same side move one unit towards the middle
+//   (a raise scales from use — for a concurrency throttler with a request waiting, from the limit:
+//   the limit binds there, and the use read at one instant is short of it by the tasks just ended)
 //   no demand            hold (nobody is asking for more: raising would only bank headroom)
 //   bad reading          hold; after FALLBACK_AFTER_FAILURES in a row: min_limit
 //   and always within [min_limit, max_limit].
@@ -67,6 +70,13 @@ export const ADAPTIVE_LAW = Object.freeze({
   nearAboveWidths: 0.5,
   /** The step in the near zone: (mid / load)^0.5 of use (rate throttlers); one unit (concurrency). */
   nearExponent: 0.5,
+  /**
+   * Inside the band, the outer share of its width on either side: two readings in a row there, on
+   * the same side, move the limit one unit (concurrency) towards the middle. A limit whose load
+   * sits at an edge of the band is thrown out of it by every reading's noise; one unit (here 1.5 %
+   * of the load) is less than the middle's width (half the band), so the move cannot cross it.
+   */
+  edgeWidths: 0.25,
   /** Consecutive failed readings after which the limit falls to min_limit. */
   fallbackAfterFailures: 3,
 });
@@ -97,6 +107,8 @@ export interface AdaptiveLawState {
   readonly inBandAfterRaise?: boolean;
   /** The side of the band the last reading fell on when it was in the near zone (two below in a row raise). */
   readonly near?: "above" | "below";
+  /** The edge of the band the last reading fell on when it was inside, near that edge (two in a row move a unit). */
+  readonly edge?: "low" | "high";
 }
 
 export type LoadReading = { readonly ok: true; readonly load: number } | { readonly ok: false; readonly reason: string };
@@ -166,9 +178,7 @@ export function decideLimit(state: AdaptiveLawState, reading: LoadReading, usage
     if (next >= limit) return { state: { limit, failures: 0, raisedLast: false }, action: "hold", reason: `load ${fmt(load)} above ${band} but already at min_limit` };
     return { state: { limit: next, failures: 0, raisedLast: false, cutLast: true }, action: "cut", reason: `load ${fmt(load)} above ${band}, use ${fmt(use)}` };
   }
-  if (load >= bounds.low) {
-    return { state: { limit, failures: 0, raisedLast: false, inBandAfterRaise: state.raisedLast }, action: "hold", reason: `load ${fmt(load)} inside ${band}` };
-  }
+  if (load >= bounds.low) return insideBand(state, limit, load, use, usage, bounds);
   const demand = usage.queued || use >= limit * ADAPTIVE_LAW.demandShare;
   if (!demand) {
     return {
@@ -178,8 +188,9 @@ export function decideLimit(state: AdaptiveLawState, reading: LoadReading, usage
     };
   }
   const exponent = state.raisedLast ? ADAPTIVE_LAW.raiseExponentAfterRaise : 1;
-  const towardsMid = load > 0 ? use * (mid / load) ** exponent : Number.POSITIVE_INFINITY;
-  const raised = Math.min(limit * ADAPTIVE_LAW.maxRaise, towardsMid, use * ADAPTIVE_LAW.maxRaise + ADAPTIVE_LAW.minRaiseStep);
+  const base = raiseBase(limit, use, usage, bounds);
+  const towardsMid = load > 0 ? base * (mid / load) ** exponent : Number.POSITIVE_INFINITY;
+  const raised = Math.min(limit * ADAPTIVE_LAW.maxRaise, towardsMid, base * ADAPTIVE_LAW.maxRaise + ADAPTIVE_LAW.minRaiseStep);
   const whole = Math.max(Math.round(raised), Math.floor(limit) + 1);
   const next = clamp(bounds.wholeUnits ? (raised > limit ? whole : limit) : roundLimit(raised), bounds);
   if (next <= limit) {
@@ -187,6 +198,40 @@ export function decideLimit(state: AdaptiveLawState, reading: LoadReading, usage
     return { state: { limit, failures: 0, raisedLast: false }, action: "hold", reason: `load ${fmt(load)} below ${band} but ${why}` };
   }
   return { state: { limit: next, failures: 0, raisedLast: true }, action: "raise", reason: `load ${fmt(load)} below ${band}, use ${fmt(use)}` };
+}
+
+/**
+ * A reading inside the band holds — unless it and the one before both sat in the outer quarter of
+ * the band on the same side (ADAPTIVE_LAW.edgeWidths) while the limit counts whole units: then one
+ * unit towards the middle, if the use says that unit is used (a raise needs demand).
+ */
+function insideBand(state: AdaptiveLawState, limit: number, load: number, use: number, usage: ThrottlerUsage, bounds: AdaptiveBounds): AdaptiveDecision {
+  const band = `[${fmt(bounds.low)}, ${fmt(bounds.high)}]`;
+  const edgeWidth = (bounds.high - bounds.low) * ADAPTIVE_LAW.edgeWidths;
+  const edge = load < bounds.low + edgeWidth ? "low" : load > bounds.high - edgeWidth ? "high" : undefined;
+  const hold: AdaptiveDecision = {
+    state: { limit, failures: 0, raisedLast: false, inBandAfterRaise: state.raisedLast, ...(edge ? { edge } : {}) },
+    action: "hold",
+    reason: `load ${fmt(load)} inside ${band}`,
+  };
+  if (!bounds.wholeUnits || edge === undefined || state.edge !== edge) return hold;
+  const demand = usage.queued || use >= limit * ADAPTIVE_LAW.demandShare;
+  const next = clamp(edge === "low" ? limit + 1 : Math.floor(limit) - 1, bounds);
+  if ((edge === "low" && (!demand || next <= limit)) || (edge === "high" && next >= limit)) return hold;
+  const reason = `load ${fmt(load)} inside ${band} but near its ${edge} edge twice in a row, use ${fmt(use)}: one unit towards the middle`;
+  return edge === "low"
+    ? { state: { limit: next, failures: 0, raisedLast: true }, action: "raise", reason }
+    : { state: { limit: next, failures: 0, raisedLast: false }, action: "cut", reason };
+}
+
+/**
+ * What a raise scales from: the use — or, for a concurrency throttler with someone waiting, the
+ * limit itself. There the limit binds (the units free under it are too few for the next request, or
+ * were handed out a moment ago): the use read at one instant is short of it by the tasks that just
+ * ended, and scaling from it would hold a limit the load says is too low.
+ */
+function raiseBase(limit: number, use: number, usage: ThrottlerUsage, bounds: AdaptiveBounds): number {
+  return bounds.wholeUnits === true && usage.queued ? Math.max(use, limit) : use;
 }
 
 /**
