@@ -15,6 +15,7 @@ import { DEFAULT_CLASS_ID, type DynamicSpec, type ThrottlerSpec } from "@sluice/
 import { AdaptiveLimits, type BucketUsageSample } from "./adaptive/adaptive-limits.ts";
 import { AlignmentGroups } from "./alignment/alignment-groups.ts";
 import type { LoadSource, LoadSpec } from "./adaptive/load-source.ts";
+import type { PersistedAdaptive } from "./adaptive/persisted-adaptive.ts";
 import { bucketRequestOf } from "./bucket-request.ts";
 import { checkReleaseAmount, refuseNeverFitting } from "./concurrency/concurrency-admission.ts";
 import { ConcurrencyLeases } from "./concurrency/concurrency-leases.ts";
@@ -59,6 +60,8 @@ export interface ControllerOptions {
   readonly baseDir?: string;
   /** Builds an adaptive throttler's load source (tests); default: Prometheus over HTTP or the module. */
   readonly loadSourceOf?: (throttlerId: string, load: LoadSpec) => LoadSource;
+  /** Called after every decision of an adaptive loop (a failover leader persists their state then). */
+  readonly onAdaptiveDecision?: () => void;
   /** Watermark alignment: how long a partition no worker reports any more keeps holding its group (default 10 s). */
   readonly alignmentEntryTtlMs?: number;
 }
@@ -102,6 +105,7 @@ export class Controller implements QuotaServiceHandler {
       log: this.log,
       baseDir: options.baseDir,
       sourceOf: options.loadSourceOf,
+      decided: options.onAdaptiveDecision,
       setLimit: (id, limit) => this.setLimit(id, limit),
       sample: (id) => this.usageSample(id),
     });
@@ -243,6 +247,16 @@ export class Controller implements QuotaServiceHandler {
    */
   restoreLeases(leases: Readonly<Record<string, PersistedLeases>>): Record<string, number> {
     return this.leases.restore(leases);
+  }
+
+  /** The adaptive loops' state, persisted beside the balances by a failover leader (DESIGN §7.3, §7.4). */
+  adaptiveState(): Record<string, PersistedAdaptive> {
+    return this.adaptive.persisted();
+  }
+
+  /** Adaptive loops go on from another controller's state instead of initial_limit; returns their limits. */
+  restoreAdaptive(states: Readonly<Record<string, PersistedAdaptive>>): Record<string, number> {
+    return this.adaptive.restore(states);
   }
 
   /** Limits, balances, queues, counters, classes and observed rates of every throttler. */

@@ -22,3 +22,4 @@ export { AdaptiveLimitLoop, type AdaptiveSnapshot, type AdaptiveLoopOptions } fr
 export { decideLimit, initialLawState, ADAPTIVE_LAW, type AdaptiveDecision, type AdaptiveLawState, type LoadReading, type ThrottlerUsage, type AdaptiveBounds } from "./adaptive/adaptive-law.ts";
 export { prometheusLoadSource, moduleLoadSource, loadSourceOf, loadOfQueryAnswer, type LoadSource, type LoadSpec } from "./adaptive/load-source.ts";
 export type { PersistedLeases, PersistedRequestId } from "./concurrency/persisted-leases.ts";
+export type { PersistedAdaptive } from "./adaptive/persisted-adaptive.ts";

@@ -1,4 +1,5 @@
 import type { LeaderRecord, PersistedBuckets, PersistedSpec } from "@sluice/controller";
+import { decodeAdaptive, encodeAdaptive } from "./controller-state-adaptive.ts";
 import { decodeLeases, encodeLeases } from "./controller-state-leases.ts";
 
 // The records of `<pipeline>.controller-state` (DESIGN §7.4): one key per kind, JSON values in the
@@ -28,7 +29,14 @@ export function encodeBuckets(record: PersistedBuckets): string {
   const buckets: Record<string, { balance: number; at_ms: number }> = {};
   for (const [id, b] of Object.entries(record.buckets)) buckets[id] = { balance: b.balance, at_ms: b.atMs };
   const leases = record.leases ? encodeLeases(record.leases) : undefined;
-  return JSON.stringify({ buckets, ...(leases ? { leases } : {}), generation: record.generation, written_at_ms: record.writtenAtMs });
+  const adaptive = record.adaptive ? encodeAdaptive(record.adaptive) : undefined;
+  return JSON.stringify({
+    buckets,
+    ...(leases ? { leases } : {}),
+    ...(adaptive ? { adaptive } : {}),
+    generation: record.generation,
+    written_at_ms: record.writtenAtMs,
+  });
 }
 
 export function encodeLeader(record: LeaderRecord): string {
@@ -73,7 +81,9 @@ export function decodeStateRecord(key: string | null, value: string | null): Dec
         if (balance !== null && atMs !== null) buckets[id] = { balance, atMs };
       }
       const leases = decodeLeases(o["leases"]);
-      return { kind: "buckets", record: { buckets, ...(leases ? { leases } : {}), generation, writtenAtMs: num(o["written_at_ms"]) ?? 0 } };
+      const adaptive = decodeAdaptive(o["adaptive"]);
+      const record = { buckets, ...(leases ? { leases } : {}), ...(adaptive ? { adaptive } : {}), generation, writtenAtMs: num(o["written_at_ms"]) ?? 0 };
+      return { kind: "buckets", record };
     }
     case STATE_KEYS.leader: {
       const address = o["address"];

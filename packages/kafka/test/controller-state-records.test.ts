@@ -39,6 +39,27 @@ describe("controller state records", () => {
     });
   });
 
+  it("round-trip the adaptive loops' state inside the buckets record; old records without it and malformed entries still read", () => {
+    const adaptive = {
+      cluster_tasks: { limitInForce: 40, law: { limit: 42, failures: 2, raisedLast: true, near: "below" as const, edge: "low" as const }, decidedAtMs: 5_000 },
+      api: { limitInForce: 7.5, law: { limit: 7.5, failures: 0, raisedLast: false, cutLast: true, inBandAfterRaise: false }, decidedAtMs: null },
+    };
+    const buckets = { buckets: {}, adaptive, generation: 4, writtenAtMs: 1_000 };
+    const encoded = encodeBuckets(buckets);
+    assert.match(encoded, /"cluster_tasks":\{"limit_in_force":40,"suggested_limit":42,"failures":2,"raised_last":true,"near":"below","edge":"low","decided_at_ms":5000\}/);
+    assert.deepEqual(decodeStateRecord("buckets", encoded), { kind: "buckets", record: buckets });
+    assert.doesNotMatch(encodeBuckets({ buckets: {}, adaptive: {}, generation: 4, writtenAtMs: 1 }), /adaptive/);
+    const bad = JSON.stringify({
+      buckets: {},
+      adaptive: { a: { limit_in_force: -1, suggested_limit: 3, failures: 0, raised_last: false }, b: { limit_in_force: 3, suggested_limit: 3, failures: 1, raised_last: false, near: "sideways" }, c: 9 },
+      generation: 1,
+    });
+    assert.deepEqual(decodeStateRecord("buckets", bad), {
+      kind: "buckets",
+      record: { buckets: {}, adaptive: { b: { limitInForce: 3, law: { limit: 3, failures: 1, raisedLast: false }, decidedAtMs: null } }, generation: 1, writtenAtMs: 0 },
+    });
+  });
+
   it("reports a malformed record instead of throwing", () => {
     assert.equal(decodeStateRecord("buckets", "not json").kind, "unknown");
     assert.equal(decodeStateRecord("leader", JSON.stringify({ generation: 1 })).kind, "unknown");

@@ -3,6 +3,7 @@ import type { AdaptiveSpec, ThrottlerSpec } from "@sluice/spec";
 import type { ThrottlerUsage } from "./adaptive-law.ts";
 import { AdaptiveLimitLoop, type AdaptiveSnapshot } from "./adaptive-loop.ts";
 import { loadSourceOf, type LoadSource, type LoadSpec } from "./load-source.ts";
+import type { PersistedAdaptive } from "./persisted-adaptive.ts";
 
 /** The counters of a bucket the loop measures use from. */
 export interface BucketUsageSample {
@@ -25,6 +26,8 @@ export interface AdaptiveLimitsOptions {
   readonly setLimit: (throttlerId: string, limit: number) => void;
   /** The throttler's counters now; undefined when it is gone. */
   readonly sample: (throttlerId: string) => BucketUsageSample | undefined;
+  /** Called after every decision of a loop (a failover leader persists the loops' state then). */
+  readonly decided?: (() => void) | undefined;
 }
 
 /** One adaptive loop per throttler that declares `adaptive`, kept in step with the dynamic_spec. */
@@ -68,6 +71,7 @@ export class AdaptiveLimits {
         apply: (limit) => this.options.setLimit(id, limit),
         log: this.options.log,
         wholeUnits: throttler.kind === "concurrency",
+        ...(this.options.decided ? { decided: this.options.decided } : {}),
       });
       this.loops.set(id, { loop, spec: adaptive });
       loop.start();
@@ -76,6 +80,25 @@ export class AdaptiveLimits {
 
   snapshot(throttlerId: string): AdaptiveSnapshot | undefined {
     return this.loops.get(throttlerId)?.loop.snapshot();
+  }
+
+  /** Every loop's state, for a failover leader to persist (persisted-adaptive.ts). */
+  persisted(): Record<string, PersistedAdaptive> {
+    const out: Record<string, PersistedAdaptive> = {};
+    for (const [id, { loop }] of this.loops) out[id] = loop.persisted();
+    return out;
+  }
+
+  /** Restores the loops that still exist from a predecessor's state; returns the limits they go on from. */
+  restore(states: Readonly<Record<string, PersistedAdaptive>>): Record<string, number> {
+    const restored: Record<string, number> = {};
+    for (const [id, state] of Object.entries(states)) {
+      const running = this.loops.get(id);
+      if (!running) continue;
+      running.loop.restore(state);
+      restored[id] = running.loop.limitInForce;
+    }
+    return restored;
   }
 
   close(): void {

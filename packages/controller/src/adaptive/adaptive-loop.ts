@@ -5,11 +5,13 @@ import {
   initialLawState,
   type AdaptiveAction,
   type AdaptiveBounds,
+  type AdaptiveDecision,
   type AdaptiveLawState,
   type LoadReading,
   type ThrottlerUsage,
 } from "./adaptive-law.ts";
 import type { LoadSource } from "./load-source.ts";
+import type { PersistedAdaptive } from "./persisted-adaptive.ts";
 
 /** What DescribeThrottlers, /metrics, the dashboard and `sluice top` show of an adaptive throttler. */
 export interface AdaptiveSnapshot {
@@ -52,6 +54,8 @@ export interface AdaptiveLoopOptions {
   readonly log: (line: string) => void;
   /** A concurrency throttler: limits in whole units. */
   readonly wholeUnits?: boolean;
+  /** Called after every decision (a failover leader persists the loop's state then). */
+  readonly decided?: () => void;
 }
 
 function boundsOf(spec: AdaptiveSpec, wholeUnits = false): AdaptiveBounds {
@@ -139,6 +143,29 @@ export class AdaptiveLimitLoop {
     return initialLawState(initialLimitOf(spec), boundsOf(spec)).limit;
   }
 
+  /** What a successor needs to go on from here (see persisted-adaptive.ts). */
+  persisted(): PersistedAdaptive {
+    return { limitInForce: this.inForce, law: this.law, decidedAtMs: this.lastDecisionAt };
+  }
+
+  /**
+   * Goes on from a predecessor's state instead of initial_limit: its limit (moved into this spec's
+   * bounds), failed readings in a row and slow-start memory. Under dry_run the limit in force is
+   * the predecessor's too; otherwise the law's limit is put in force.
+   */
+  restore(state: PersistedAdaptive): void {
+    const bounds = boundsOf(this.spec, this.options.wholeUnits);
+    const limit = initialLawState(state.law.limit, bounds).limit;
+    this.law = { ...state.law, limit, failures: Math.max(0, Math.floor(state.law.failures)) };
+    this.inForce = this.spec.dry_run ? initialLawState(state.limitInForce, bounds).limit : limit;
+    this.lastDecisionAt = state.decidedAtMs;
+    this.options.apply(this.inForce);
+    this.options.log(
+      `adaptive ${this.options.throttlerId}: going on from the previous leader's state: limit ${this.inForce}` +
+        `${this.spec.dry_run ? ` (dry run; suggested ${limit})` : ""}, ${this.law.failures} failed readings in a row`,
+    );
+  }
+
   snapshot(): AdaptiveSnapshot {
     const spec = this.spec;
     return {
@@ -214,6 +241,11 @@ export class AdaptiveLimitLoop {
     if (decision.action === "raise") this.counters.raises++;
     if (decision.action === "cut") this.counters.cuts++;
     if (decision.action === "fallback") this.counters.fallbacks++;
+    this.logAndApply(decision, reading, before);
+    this.options.decided?.();
+  }
+
+  private logAndApply(decision: AdaptiveDecision, reading: LoadReading, before: number): void {
     const id = this.options.throttlerId;
     if (decision.action === "hold") {
       // Failed readings are worth a line each (an operator wants to see Prometheus is gone); a

@@ -1,3 +1,4 @@
+import type { PersistedAdaptive } from "../adaptive/persisted-adaptive.ts";
 import type { PersistedLeases } from "../concurrency/persisted-leases.ts";
 import type { BucketBalance } from "../controller.ts";
 
@@ -14,11 +15,13 @@ export interface PersistedSpec {
 
 /**
  * Every limited bucket's balance, each with the time it was read (epoch ms), and the leases of the
- * concurrency throttlers (absent in records written before leases were persisted).
+ * concurrency throttlers and the state of the adaptive loops (each absent in records written before
+ * it was persisted).
  */
 export interface PersistedBuckets {
   readonly buckets: Readonly<Record<string, BucketBalance>>;
   readonly leases?: Readonly<Record<string, PersistedLeases>>;
+  readonly adaptive?: Readonly<Record<string, PersistedAdaptive>>;
   readonly generation: number;
   readonly writtenAtMs: number;
 }

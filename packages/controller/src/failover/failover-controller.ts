@@ -1,4 +1,3 @@
-import type { Tracer } from "@opentelemetry/api";
 import { SluiceError, type Clock } from "@sluice/core";
 import type {
   CallContext,
@@ -11,35 +10,19 @@ import type {
   RequestQuotaResult,
   RenewLeasesCall,
 } from "@sluice/protocol";
-import type { DynamicSpec } from "@sluice/spec";
 import { Controller, type ControllerSnapshot } from "../controller.ts";
-import type { ControllerElection, ElectionResult } from "./controller-election.ts";
-import type { ControllerState, ControllerStateStore } from "./controller-state-store.ts";
+import type { ElectionResult } from "./controller-election.ts";
+import type { ControllerState } from "./controller-state-store.ts";
 import type { FailoverRole, FailoverStatus } from "./failover-status.ts";
 import { GroupCommit } from "./group-commit.ts";
 import { LeaderLease } from "./leader-lease.ts";
 import { notLeaderError } from "./not-leader-error.ts";
+import type { FailoverControllerOptions } from "./failover-options.ts";
+import { restorePersistedState } from "./restore-state.ts";
+
+export type { FailoverControllerOptions } from "./failover-options.ts";
 import { specInForce } from "./spec-in-force.ts";
 
-export interface FailoverControllerOptions {
-  readonly pipeline: string;
-  /** The spec file's dynamic_spec: in force only when the state topic holds none yet. */
-  readonly dynamicSpec: DynamicSpec;
-  readonly computations: readonly string[];
-  /** Epoch-ms clock: persisted balances carry its time, read by the next leader on its own. */
-  readonly clock: Clock;
-  /** host:port clients reach this controller at; the leader announces it, followers name it. */
-  readonly address: string;
-  readonly store: ControllerStateStore;
-  readonly election: ControllerElection;
-  /** How long a confirmed heartbeat lets the leader serve; below the session timeout (see LeaderLease). */
-  readonly leaseMs: number;
-  readonly log?: (line: string) => void;
-  readonly tracer?: Tracer;
-  readonly detachedGraceMs?: number;
-  /** Pause between attempts to read the state when taking over fails. Default 1000 ms. */
-  readonly retryDelayMs?: number;
-}
 
 /**
  * One controller of a failover group (DESIGN §7.4). It serves quota only while it leads: elected by
@@ -266,17 +249,15 @@ export class FailoverController implements QuotaServiceHandler {
       log: this.log,
       ...(this.options.tracer ? { tracer: this.options.tracer } : {}),
       ...(this.options.detachedGraceMs !== undefined ? { detachedGraceMs: this.options.detachedGraceMs } : {}),
+      ...(this.options.baseDir !== undefined ? { baseDir: this.options.baseDir } : {}),
+      ...(this.options.loadSourceOf ? { loadSourceOf: this.options.loadSourceOf } : {}),
+      // A decision of an adaptive loop changes persisted state even when no grant does.
+      onAdaptiveDecision: () => void this.persistAdaptive(inner),
     });
-    const restored = state.buckets ? inner.restoreBalances(state.buckets.buckets) : [];
-    const leased = Object.entries(state.buckets?.leases ? inner.restoreLeases(state.buckets.leases) : {});
+    const buckets = restorePersistedState(inner, state.buckets, this.clock.now());
     if (state.buckets) this.stateWrittenAtMs = state.buckets.writtenAtMs;
     this.inner = inner;
-    const buckets =
-      state.buckets === null
-        ? "no persisted balances (a new pipeline): buckets start full"
-        : `restored ${restored.length} bucket ${restored.length === 1 ? "balance" : "balances"} persisted ${Math.round(Math.max(0, this.clock.now() - state.buckets.writtenAtMs))} ms ago`;
-    const leases = leased.length === 0 ? "" : `; units still held by their holders: ${leased.map(([id, units]) => `${id}=${units}`).join(", ")}`;
-    this.log(`taking over generation ${generation}: dynamic_spec version ${version} (${origin}); ${buckets}${leases}`);
+    this.log(`taking over generation ${generation}: dynamic_spec version ${version} (${origin}); ${buckets}`);
     try {
       if (origin !== "persisted") {
         await this.options.store.saveSpec({ version, dynamicSpecJson: JSON.stringify(spec), generation, writtenAtMs: this.clock.now() });
@@ -344,8 +325,19 @@ export class FailoverController implements QuotaServiceHandler {
     // A deposed leader writes nothing: its write could land after its successor's.
     if (!inner || generation === null || !this.lease.valid(now)) throw this.notLeader();
     // The leases go in the same record: a successor sees balances and units in use of one moment.
-    await this.options.store.saveBuckets({ buckets: inner.bucketBalances(), leases: inner.leaseState(), generation, writtenAtMs: now });
+    const record = { buckets: inner.bucketBalances(), leases: inner.leaseState(), adaptive: inner.adaptiveState(), generation, writtenAtMs: now };
+    await this.options.store.saveBuckets(record);
     this.stateWrittenAtMs = now;
+  }
+
+  /** Persists after an adaptive decision while this controller leads with `inner`; a failed write waits for the next. */
+  private async persistAdaptive(inner: Controller): Promise<void> {
+    if (this.inner !== inner || this.role !== "leader") return;
+    try {
+      await this.commit.flush();
+    } catch (error) {
+      if (this.inner === inner) this.log(`persisting the adaptive limits failed (${describe(error)}); the next decision or grant writes them`);
+    }
   }
 
   private notLeader(): SluiceError {

@@ -1,0 +1,97 @@
+// An adaptive limit across a controller failover (DESIGN §7.3, §7.4), in virtual time with the
+// in-memory stand-ins: the leader persists its adaptive loop's state after every decision (even
+// with no grant to persist), and a successor goes on from that limit, failure count and slow-start
+// phase instead of starting over at initial_limit.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { ManualClock } from "@sluice/core";
+import type { CallContext } from "@sluice/protocol";
+import { validateDynamicSpec } from "@sluice/spec";
+import { FailoverController, type LoadReading } from "../src/index.ts";
+import { DrivenElection, MemoryStore } from "./failover-stand-ins.ts";
+
+const adaptive = {
+  load: { module: "./load.ts" },
+  target: { low: 0.9, high: 0.95 },
+  initial_limit: 2,
+  min_limit: 1,
+  max_limit: 100,
+  interval: "1s",
+};
+const parsed = validateDynamicSpec({ throttlers: { tasks: { kind: "concurrency", lease_timeout: "30s", adaptive } } });
+assert.ok(parsed.ok);
+const SPEC = parsed.value;
+
+const context = (): CallContext => ({ deadlineAt: null, signal: new AbortController().signal, metadata: {} });
+const settle = async () => {
+  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+};
+
+async function member(store: MemoryStore, clock: ManualClock, address: string, load: { reading: LoadReading }) {
+  const election = new DrivenElection();
+  const lines: string[] = [];
+  const controller = new FailoverController({
+    pipeline: "p",
+    dynamicSpec: SPEC,
+    computations: [],
+    clock,
+    address,
+    store,
+    election,
+    leaseMs: 60_000,
+    log: (line) => lines.push(line),
+    loadSourceOf: () => ({ description: "the test", read: async () => load.reading }),
+  });
+  await controller.start();
+  const lead = async (generation: number) => {
+    election.elect(generation, true, clock.now());
+    for (let i = 0; i < 10 && controller.status().role !== "leader"; i++) await settle();
+    assert.equal(controller.status().role, "leader");
+  };
+  const tasks = () => {
+    const t = controller.snapshot().throttlers.find((x) => x.id === "tasks");
+    assert.ok(t);
+    return t;
+  };
+  return { controller, lines, lead, tasks };
+}
+
+describe("adaptive limit across a controller failover (virtual time)", () => {
+  it("a successor goes on from the limit, failures and phase the leader persisted, not from initial_limit", async () => {
+    const clock = new ManualClock(1_700_000_000_000);
+    const store = new MemoryStore();
+    const load = { reading: { ok: true, load: 0.3 } as LoadReading };
+    const first = await member(store, clock, "127.0.0.1:7001", load);
+    await first.lead(1);
+    // A request for more than the limit waits: demand, so slow start raises every interval.
+    void first.controller.requestQuota({ throttlerId: "tasks", clientId: "w", amount: 60, timestampMs: 0, quotaClassId: "", requestId: "w-1" }, context()).catch(() => {});
+    for (let i = 0; i < 4; i++) {
+      await clock.advance(1_000);
+      await settle();
+    }
+    const reached = first.tasks().limit;
+    assert.ok(reached !== null && reached > 10, `slow start raised the limit: ${reached}`);
+    // Two failed readings: the third, on whichever controller, falls back to min_limit.
+    load.reading = { ok: false, reason: "Prometheus did not answer" };
+    for (let i = 0; i < 2; i++) {
+      await clock.advance(1_000);
+      await settle();
+    }
+    const persisted = store.state.buckets?.adaptive?.["tasks"];
+    assert.equal(persisted?.limitInForce, reached, "persisted after the decisions, with no grant to persist");
+    assert.equal(persisted?.law.failures, 2);
+
+    // The leader dies; another member takes over from the store.
+    await first.controller.close();
+    const second = await member(store, clock, "127.0.0.1:7002", load);
+    await second.lead(2);
+    assert.equal(second.tasks().limit, reached, "goes on from the predecessor's limit");
+    assert.equal(second.tasks().adaptive?.consecutiveFailures, 2);
+    assert.ok(second.lines.some((l) => l.includes(`adaptive limits going on from: tasks=${reached}`)), second.lines.join("\n"));
+    // The third failure in a row (the first on this leader) falls back, as it would have on the first.
+    await clock.advance(1_000);
+    await settle();
+    assert.equal(second.tasks().limit, 1, second.lines.join("\n"));
+    await second.controller.close();
+  });
+});
