@@ -8,8 +8,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, it } from "node:test";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
+import { createGrpcQuotaClient } from "@sluice/protocol";
 import { get } from "./helpers/prometheus.ts";
-import { ROOT, sluice, type Child } from "./helpers/processes.ts";
+import { NOOP_COMPUTATION, ROOT, sluice, writeSpec, type Child } from "./helpers/processes.ts";
 import { writeTwoClassPipeline } from "./helpers/two-class-pipeline.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -108,6 +109,57 @@ it("the dashboard of a running pipeline loads cleanly, moves, and shares the lim
   await tip.waitFor({ state: "visible", timeout: 5_000 });
   assert.match(await tip.innerText(), /limit 300[^]*interactive \d+[^]*granted \d+\/s in all/);
   assert.deepEqual(errors, [], "no console errors, page errors or failed requests");
+});
+
+it("a concurrency throttler's chart draws units in use and holders against the limit, not a rate", { skip, timeout: 60_000 }, async () => {
+  assert.ok(!missing, `${CHROMIUM} is missing: .ci/run installs Debian's chromium before the tests`);
+  const specPath = writeSpec({
+    pipeline: "held-units",
+    streams: { input: { topic: "input" } },
+    computations: { Noop: { module: NOOP_COMPUTATION, inputs: ["input"] } },
+    dynamic_spec: { throttlers: { tasks: { kind: "concurrency", limit: 5, lease_timeout: "60s" } } },
+  });
+  const controller: Child = sluice(["controller", specPath, "--port", "0", "--http-port", "0"]);
+  cleanups.push(async () => {
+    controller.kill("SIGKILL");
+    await controller.exited;
+  });
+  const address = `127.0.0.1:${(await controller.waitFor(/listening on 127\.0\.0\.1:(\d+)/))[1]}`;
+  const url = `http://127.0.0.1:${(await controller.waitFor(/dashboard on http:\/\/127\.0\.0\.1:(\d+)\//))[1]}/`;
+  // Two holders: 3 units and 1 unit in use of 5.
+  const client = createGrpcQuotaClient(address);
+  cleanups.push(() => client.close());
+  const hold = (clientId: string, amount: number) =>
+    client.requestQuota({ throttlerId: "tasks", clientId, amount, timestampMs: Date.now(), quotaClassId: "", requestId: `${clientId}-1` }, { deadlineAt: Date.now() + 5_000 });
+  await hold("a", 3);
+  await hold("b", 1);
+
+  const profile = mkdtempSync(join(tmpdir(), "sluice-chromium-"));
+  const browser: BrowserContext = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1440, height: 900 }, timeout: 30_000 });
+  cleanups.push(async () => {
+    await browser.close();
+    rmSync(profile, { recursive: true, force: true });
+  });
+  const page: Page = browser.pages()[0] ?? (await browser.newPage());
+  const errors: string[] = [];
+  page.on("pageerror", (error) => errors.push(`page: ${error.message}`));
+  await page.goto(url, { timeout: 15_000 });
+  const tasks = page.locator('[data-throttler="tasks"]');
+  await tasks.waitFor({ timeout: 10_000 });
+  await page.waitForTimeout(3_000); // a few samples, so the chart has lines to draw
+  assert.match(await tasks.locator('[data-title="rate"]').innerText(), /^Units in use vs limit/);
+  assert.match(await tasks.locator('[data-legend="rate"]').innerText(), /in use[^]*holders[^]*limit/);
+  const chart = await tasks.locator('[data-chart="rate"]').boundingBox();
+  assert.ok(chart);
+  await page.mouse.move(chart.x + chart.width * 0.97, chart.y + chart.height * 0.5);
+  const tip = tasks.locator('[data-chart="rate"] ~ .tip');
+  await tip.waitFor({ state: "visible", timeout: 5_000 });
+  const text = await tip.innerText();
+  assert.match(text, /limit 5/);
+  assert.match(text, /holders 2/);
+  assert.match(text, /in use 4/);
+  assert.doesNotMatch(text, /\/s in all/, "no granted rate on a concurrency chart");
+  assert.deepEqual(errors, []);
 });
 
 /** "1.2k units", "300/s", "75%" → 1200, 300, 75. */
