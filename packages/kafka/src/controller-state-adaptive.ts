@@ -4,7 +4,7 @@ import type { PersistedAdaptive } from "@sluice/controller";
 // adaptive loop's state, so a successor goes on from its predecessor's limit.
 //   "adaptive": { "<throttler>": { "limit_in_force": 40, "suggested_limit": 40, "failures": 0,
 //                 "raised_last": false, "cut_last": true, "in_band_after_raise": false,
-//                 "near": "below", "edge": "low", "decided_at_ms": 1700000000000 } }
+//                 "near": "below", "edge": "low", "last_use": 38, "decided_at_ms": 1700000000000 } }
 // Optional fields are written only when set. Records without `adaptive` (written before it existed) still read.
 
 export function encodeAdaptive(states: Readonly<Record<string, PersistedAdaptive>>): Record<string, unknown> | undefined {
@@ -19,6 +19,7 @@ export function encodeAdaptive(states: Readonly<Record<string, PersistedAdaptive
       ...(law.inBandAfterRaise !== undefined ? { in_band_after_raise: law.inBandAfterRaise } : {}),
       ...(law.near !== undefined ? { near: law.near } : {}),
       ...(law.edge !== undefined ? { edge: law.edge } : {}),
+      ...(law.lastUse !== undefined ? { last_use: law.lastUse } : {}),
       decided_at_ms: decidedAtMs,
     };
   }
@@ -38,6 +39,7 @@ export function decodeAdaptive(raw: unknown): Record<string, PersistedAdaptive> 
     const flag = (key: string) => (typeof v[key] === "boolean" ? (v[key] as boolean) : undefined);
     const cutLast = flag("cut_last");
     const inBandAfterRaise = flag("in_band_after_raise");
+    const lastUse = finite(v["last_use"]) && v["last_use"] >= 0 ? v["last_use"] : undefined;
     out[id] = {
       limitInForce: inForce,
       law: {
@@ -48,6 +50,7 @@ export function decodeAdaptive(raw: unknown): Record<string, PersistedAdaptive> 
         ...(inBandAfterRaise !== undefined ? { inBandAfterRaise } : {}),
         ...(near ? { near } : {}),
         ...(edge ? { edge } : {}),
+        ...(lastUse !== undefined ? { lastUse } : {}),
       },
       decidedAtMs: finite(v["decided_at_ms"]) ? v["decided_at_ms"] : null,
     };

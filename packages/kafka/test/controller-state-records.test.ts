@@ -41,12 +41,12 @@ describe("controller state records", () => {
 
   it("round-trip the adaptive loops' state inside the buckets record; old records without it and malformed entries still read", () => {
     const adaptive = {
-      cluster_tasks: { limitInForce: 40, law: { limit: 42, failures: 2, raisedLast: true, near: "below" as const, edge: "low" as const }, decidedAtMs: 5_000 },
+      cluster_tasks: { limitInForce: 40, law: { limit: 42, failures: 2, raisedLast: true, near: "below" as const, edge: "low" as const, lastUse: 38 }, decidedAtMs: 5_000 },
       api: { limitInForce: 7.5, law: { limit: 7.5, failures: 0, raisedLast: false, cutLast: true, inBandAfterRaise: false }, decidedAtMs: null },
     };
     const buckets = { buckets: {}, adaptive, generation: 4, writtenAtMs: 1_000 };
     const encoded = encodeBuckets(buckets);
-    assert.match(encoded, /"cluster_tasks":\{"limit_in_force":40,"suggested_limit":42,"failures":2,"raised_last":true,"near":"below","edge":"low","decided_at_ms":5000\}/);
+    assert.match(encoded, /"cluster_tasks":\{"limit_in_force":40,"suggested_limit":42,"failures":2,"raised_last":true,"near":"below","edge":"low","last_use":38,"decided_at_ms":5000\}/);
     assert.deepEqual(decodeStateRecord("buckets", encoded), { kind: "buckets", record: buckets });
     assert.doesNotMatch(encodeBuckets({ buckets: {}, adaptive: {}, generation: 4, writtenAtMs: 1 }), /adaptive/);
     const bad = JSON.stringify({

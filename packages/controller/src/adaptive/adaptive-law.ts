@@ -3,12 +3,16 @@
 //
 // The law (README "Adaptive limits" explains it to operators):
 //   mid = (low + high) / 2, use = what the throttler actually handed out during the last interval
-//   (units/s for a rate throttler).
+//   (units/s for a rate throttler; units in use now for a concurrency throttler, or the limit
+//   itself when a request waits: the limit binds there, and the use read at one instant is short
+//   of it by the tasks that just ended).
 //   load > high          cut:   limit' = max(limit × MAX_CUT, min(limit, use) × (mid / load)^CUT_EXPONENT),
 //                               and at most limit × SATURATED_CUT when the reading is saturated (≥ 0.99)
-//                               (e = 1, or 0.5 right after a raise; a saturated reading right after
-//                               a cut, or after a raise that landed inside the band, cuts to ×0.8)
-//   load < low, demand   raise: limit' = min(limit × MAX_RAISE, use × (mid / load)^e, use × MAX_RAISE + MIN_RAISE_STEP)
+//                               (a saturated reading right after a cut, or after a raise that landed
+//                               inside the band, cuts to ×0.8)
+//   load < low, demand   raise: limit' = min(limit × MAX_RAISE, shown × mid / load, use × MAX_RAISE + MIN_RAISE_STEP),
+//                               shown = use, or right after a raise the use at the decision before
+//                               (the use the reading still shows)
 //   near the band        a reading just outside it (below: [low − w, low), above: (high, high + w/2],
 //                        w = high − low, never a saturated one) moves the limit by
 //                        a small step: one unit (concurrency) or half way in ratio,
@@ -16,37 +20,28 @@
 //                        reading before was below the band too
 //   low ≤ load ≤ high    hold; in whole units, two readings in a row in the outer quarter of the
 //                        band on the same side move one unit towards the middle
-//   (a raise scales from use — for a concurrency throttler with a request waiting, from the limit:
-//   the limit binds there, and the use read at one instant is short of it by the tasks just ended)
 //   no demand            hold (nobody is asking for more: raising would only bank headroom)
 //   bad reading          hold; after FALLBACK_AFTER_FAILURES in a row: min_limit
 //   and always within [min_limit, max_limit].
 //
-// Why it does not oscillate: the band is a dead zone, widened for single readings by the near zone —
-// on seed 004's cluster one reading's noise is about as wide as the band itself (tasks of 1–3
-// cores, a 4 s average: a fixed, perfectly chosen limit reads inside the band only ~60 % of the
-// time), and one task is ~3 % of the load, so moving several units on one noisy reading next to
-// the band, as the proportional steps did, threw the load across it (bench/README.md has the
-// figures); far from the band a move aims at the middle of the band from
-// what was actually used (the measured load per unit of use), so on a plant whose load grows with
-// its admitted work a move lands inside the band instead of across it; a raise right after a raise goes
-// only half way (square root of the ratio), because that reading lags the work just admitted; raises are capped at
-// ×1.5 per interval (slow start: a few tasks first, then more in steps) so a reading that lags the
-// last change cannot drive the limit far past the band; cuts are steeper (squared) because a CPU
-// signal saturates at 1.0 and reads an overload smaller than it is (a saturated reading says nothing
-// of how far beyond capacity the demand is, so it cuts to ×0.6 at least) — and cutting too far is
-// the safe error, repaired by the next raise.
+// Why it does not oscillate: the band is a dead zone, widened for single readings by the near
+// zone, and every step near it (one unit, 1.5 % of the example's load) is narrower than the band's
+// middle, so no step can cross the band; far from the band a move aims at the middle of the band
+// from what was in use while the reading was taken (the measured load per unit), so on a plant
+// whose load grows with its admitted work a move lands inside the band instead of across it. Right
+// after a raise the reading lags it (the query's window and the scrapes still show the use before
+// the raise), so the raise scales that earlier use, not the new one — scaling the new use on a
+// lagging reading is what overshot the band in slow start. Raises are capped at ×1.5 per interval
+// (slow start: a few tasks first, then more in steps); cuts are steeper (squared) because a CPU
+// signal saturates at 1.0 and reads an overload smaller than it is (a saturated reading says
+// nothing of how far beyond capacity the demand is, so it cuts to ×0.6 at least) — and cutting too
+// far is the safe error, repaired by the next raise. The figures: test/adaptive-law-cluster-sim.test.ts.
 
 export const ADAPTIVE_LAW = Object.freeze({
   /** Largest raise per interval: ×1.5. */
   maxRaise: 1.5,
   /** Headroom above use, in units, that a raise may always reach: a throttler used at 0.4/s can still go to 1.6/s. */
   minRaiseStep: 1,
-  /**
-   * A raise right after a raise goes half way to the middle of the band (in ratio): that reading was
-   * taken while the last raise was still starting up, reads low, and a full step on it overshoots.
-   */
-  raiseExponentAfterRaise: 0.5,
   /** Largest cut per interval: halve. */
   maxCut: 0.5,
   /** Cuts follow (mid / load)^2. */
@@ -109,6 +104,8 @@ export interface AdaptiveLawState {
   readonly near?: "above" | "below";
   /** The edge of the band the last reading fell on when it was inside, near that edge (two in a row move a unit). */
   readonly edge?: "low" | "high";
+  /** The use at the last decision: a reading right after a raise still shows the use from before it. */
+  readonly lastUse?: number;
 }
 
 export type LoadReading = { readonly ok: true; readonly load: number } | { readonly ok: false; readonly reason: string };
@@ -145,6 +142,12 @@ export function initialLawState(limit: number, bounds: AdaptiveBounds): Adaptive
 }
 
 export function decideLimit(state: AdaptiveLawState, reading: LoadReading, usage: ThrottlerUsage, bounds: AdaptiveBounds): AdaptiveDecision {
+  const decision = decide(state, reading, usage, bounds);
+  if (!reading.ok) return decision;
+  return { ...decision, state: { ...decision.state, lastUse: raiseBase(state.limit, Math.max(0, usage.use), usage, bounds) } };
+}
+
+function decide(state: AdaptiveLawState, reading: LoadReading, usage: ThrottlerUsage, bounds: AdaptiveBounds): AdaptiveDecision {
   const limit = clamp(state.limit, bounds);
   if (!reading.ok) {
     const failures = state.failures + 1;
@@ -187,9 +190,11 @@ export function decideLimit(state: AdaptiveLawState, reading: LoadReading, usage
       reason: `load ${fmt(load)} below ${band} but no demand (use ${fmt(use)} of limit ${fmt(limit)}, nobody waiting)`,
     };
   }
-  const exponent = state.raisedLast ? ADAPTIVE_LAW.raiseExponentAfterRaise : 1;
   const base = raiseBase(limit, use, usage, bounds);
-  const towardsMid = load > 0 ? base * (mid / load) ** exponent : Number.POSITIVE_INFINITY;
+  // Right after a raise the reading still shows the use from before it (the query's window and
+  // the scrapes lag the work just admitted): scale what was in use then, not what is now.
+  const shown = state.raisedLast && state.lastUse !== undefined ? Math.min(base, state.lastUse) : base;
+  const towardsMid = load > 0 ? (shown * mid) / load : Number.POSITIVE_INFINITY;
   const raised = Math.min(limit * ADAPTIVE_LAW.maxRaise, towardsMid, base * ADAPTIVE_LAW.maxRaise + ADAPTIVE_LAW.minRaiseStep);
   const whole = Math.max(Math.round(raised), Math.floor(limit) + 1);
   const next = clamp(bounds.wholeUnits ? (raised > limit ? whole : limit) : roundLimit(raised), bounds);
