@@ -8,6 +8,8 @@ import { FailoverController } from "./failover-controller.ts";
 
 export interface StartFailoverControllerOptions {
   readonly spec: PipelineSpec;
+  /** Directory an adaptive throttler's `load.module` is resolved against (the spec file's). */
+  readonly baseDir?: string;
   /** Default 127.0.0.1. */
   readonly host?: string;
   /** 0 = any free port. */
@@ -73,6 +75,7 @@ export async function startFailoverController(options: StartFailoverControllerOp
     leaseMs: options.leaseMs,
     ...(options.log ? { log: options.log } : {}),
     ...(options.tracer ? { tracer: options.tracer } : {}),
+    ...(options.baseDir !== undefined ? { baseDir: options.baseDir } : {}),
   });
   let closing: Promise<void> | undefined;
   const close = () => {
