@@ -167,4 +167,34 @@ describe("adaptive control law in whole units (concurrency throttlers)", () => {
     const rate = decideLimit(decideLimit(initialLawState(100, bounds), { ok: true, load: 0.88 }, { use: 100, queued: true }, bounds).state, { ok: true, load: 0.88 }, { use: 100, queued: true }, bounds);
     assert.equal(rate.state.limit, Math.round(100 * Math.sqrt(0.925 / 0.88) * 100) / 100);
   });
+  it("with a request waiting, a raise scales the limit, not the instant's use (short of it by the tasks that just ended)", () => {
+    const raised = decideLimit(initialLawState(20, whole), { ok: true, load: 0.6 }, { use: 17, queued: true }, whole);
+    assert.equal(raised.state.limit, 30, "min(20 × 1.5, 20 × 0.925/0.6) — from the limit 20, not the 17 in use");
+    const idle = decideLimit(initialLawState(20, whole), { ok: true, load: 0.6 }, { use: 17, queued: false }, whole);
+    assert.equal(idle.state.limit, 26, "nobody waiting: from the use, 17 × 0.925/0.6 = 26.2");
+  });
+
+  it("right after a raise, scales the use the lagging reading still shows (the decision before), not the new one", () => {
+    const first = decideLimit(initialLawState(32, whole), { ok: true, load: 0.4 }, { use: 32, queued: true }, whole);
+    assert.equal(first.state.limit, 48);
+    assert.equal(first.state.lastUse, 32);
+    const next = decideLimit(first.state, { ok: true, load: 0.6 }, { use: 48, queued: true }, whole);
+    assert.equal(next.state.limit, 49, "32 × 0.925/0.6 = 49.3 — scaling 48 would give 74 (×1.5 cap: 72), past a 64-core cluster");
+  });
+
+  it("inside the band, two readings in a row near the same edge move one unit towards the middle; one, or readings in the middle, hold", () => {
+    const usage = { use: 60, queued: true };
+    const once = decideLimit(initialLawState(60, whole), { ok: true, load: 0.905 }, usage, whole);
+    assert.equal(once.action, "hold");
+    const twice = decideLimit(once.state, { ok: true, load: 0.908 }, usage, whole);
+    assert.equal(twice.action, "raise");
+    assert.equal(twice.state.limit, 61);
+    assert.match(twice.reason, /near its low edge twice in a row/);
+    const middle = decideLimit(decideLimit(initialLawState(60, whole), { ok: true, load: 0.92 }, usage, whole).state, { ok: true, load: 0.93 }, usage, whole);
+    assert.equal(middle.action, "hold");
+    const high = decideLimit(decideLimit(initialLawState(60, whole), { ok: true, load: 0.945 }, usage, whole).state, { ok: true, load: 0.947 }, usage, whole);
+    assert.equal(high.state.limit, 59, "near the high edge twice: one unit off");
+    const rate = decideLimit(decideLimit(initialLawState(60, bounds), { ok: true, load: 0.905 }, usage, bounds).state, { ok: true, load: 0.905 }, usage, bounds);
+    assert.equal(rate.action, "hold", "rate throttlers hold anywhere in the band");
+  });
 });
