@@ -13,11 +13,14 @@ export function summarizeSpec(spec: PipelineSpec): string {
 }
 
 function describeLimit(throttler: ThrottlerSpec): string {
+  // A concurrency throttler's limit counts units held at once, a rate throttler's units per second.
+  const unit = throttler.kind === "concurrency" ? " at once" : "/s";
   const adaptive = throttler.adaptive;
-  if (adaptive) return `adaptive ${adaptive.min_limit}..${adaptive.max_limit}/s${adaptive.dry_run ? " (dry run)" : ""}`;
+  if (adaptive) return `adaptive ${adaptive.min_limit}..${adaptive.max_limit}${unit}${adaptive.dry_run ? " (dry run)" : ""}`;
   const limit = effectiveLimit(throttler);
   if (limit === null) return "unlimited";
-  return throttler.use_class_weights_as_limit ? `${limit}/s from class weights` : `${limit}/s`;
+  const shaped = throttler.smooth ? ", smooth" : "";
+  return throttler.use_class_weights_as_limit ? `${limit}${unit} from class weights${shaped}` : `${limit}${unit}${shaped}`;
 }
 
 function count(n: number, noun: string): string {
