@@ -17,10 +17,10 @@ const PROCESSES = 2;
 const JOBS_PER_PROCESS = 4;
 const BURST_WINDOW_MS = 10;
 
-type Subject = "sluice smooth" | "sluice plain" | "p-throttle" | "bottleneck";
+export type Subject = "sluice smooth" | "sluice plain" | "p-throttle" | "bottleneck";
 const SUBJECTS: readonly Subject[] = ["sluice smooth", "sluice plain", "p-throttle", "bottleneck"];
 
-interface RunFigures {
+export interface RunFigures {
   /** Most units in any closed window of `period`, over both processes. */
   readonly maxInPeriod: number;
   readonly maxIn10ms: number;
@@ -140,7 +140,10 @@ function peerName(subject: Subject): string {
   return subject;
 }
 
-export async function measure(g: GroupContext, subject: Subject, windowMs: number, warmupMs: number): Promise<RunFigures> {
+/** Extra node arguments per process (`bench/profile-smooth.ts` passes `--cpu-prof`); none in the bench. */
+export type NodeArgsFor = (role: "controller" | `jobs-${number}`) => readonly string[];
+
+export async function measure(_g: GroupContext | null, subject: Subject, windowMs: number, warmupMs: number, nodeArgsFor: NodeArgsFor = () => []): Promise<RunFigures> {
   const sluice = subject === "sluice smooth" || subject === "sluice plain";
   const controller = sluice
     ? BenchChild.start("controller-process.ts", {
@@ -148,7 +151,7 @@ export async function measure(g: GroupContext, subject: Subject, windowMs: numbe
         spec: controllerSpec({
           paced: { limit: SMOOTH_LIMIT, period: `${PERIOD_MS}ms`, request_period: `${SMOOTH_REQUEST_PERIOD_MS}ms`, smooth: subject === "sluice smooth" },
         }),
-      })
+      }, { nodeArgs: nodeArgsFor("controller") })
     : null;
   const address = controller ? String((await controller.waitForType("ready", 30_000))["address"]) : "";
   const processes = Array.from({ length: PROCESSES }, (_, p) =>
@@ -158,7 +161,7 @@ export async function measure(g: GroupContext, subject: Subject, windowMs: numbe
       controller: address,
       throttlerId: "paced",
       ratePerProcess: SMOOTH_LIMIT / PROCESSES,
-    }),
+    }, { nodeArgs: nodeArgsFor(`jobs-${p}`) }),
   );
   try {
     await Promise.all(processes.map((child) => child.waitForType("ready", 30_000)));
