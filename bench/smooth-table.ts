@@ -62,15 +62,19 @@ async function measure(pdf: Record<string, unknown>): Promise<Figures> {
       env: { ...process.env, SMOOTH_TABLE_CALLS: callsFile },
       stdio: ["ignore", "ignore", "pipe"],
     });
+    const stop = () => child.kill("SIGTERM");
+    process.once("SIGINT", stop).once("SIGTERM", stop);
     let stderr = "";
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
     const code = await new Promise<number | null>((done) => child.on("exit", (exitCode) => done(exitCode)));
+    process.off("SIGINT", stop).off("SIGTERM", stop);
     if (code !== 0) throw new Error(`sluice run exited with ${code}\n${stderr.slice(-3000)}`);
     const times = readFileSync(callsFile, "utf8").split("\n").filter(Boolean).map(Number).sort((a, b) => a - b);
     if (times.length !== letters) throw new Error(`${times.length} calls for ${letters} letters\n${stderr.slice(-3000)}`);
     const first = times[0] ?? 0;
     const last = times[times.length - 1] ?? 0;
     const periodMs = periodOf(String(pdf["period"] ?? "1s"));
+    if (pdf["smooth"] === true) reportFullest(times, periodMs, (Number(pdf["limit"]) * periodMs) / 1000);
     return {
       calls: times.length,
       callsPerSecond: ((times.length - 1) * 1000) / (last - first),
@@ -81,6 +85,19 @@ async function measure(pdf: Record<string, unknown>): Promise<Figures> {
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Prints the calls of a closed window of `periodMs` that holds more than `bound` (a smooth throttler's promise broken). */
+function reportFullest(times: readonly number[], periodMs: number, bound: number): void {
+  let end = 0;
+  for (let start = 0; start < times.length; start++) {
+    const from = times[start] ?? 0;
+    while (end < times.length && (times[end] ?? 0) <= from + periodMs) end++;
+    if (end - start > bound) {
+      const window = times.slice(start, end).map((t) => `+${(t - from).toFixed(2)}`);
+      console.error(`  ${end - start} calls in the closed ${periodMs} ms window from ${from.toFixed(2)}: ${window.join(" ")} ms`);
+    }
   }
 }
 

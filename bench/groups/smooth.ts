@@ -32,6 +32,8 @@ export interface RunFigures {
   readonly rpcsPerPeriod: number | null;
   /** CPU ms (jobs' processes + controller) per 1,000 units. */
   readonly cpuMsPer1000: number;
+  /** The controller's share of it (Sluice only). */
+  readonly controllerCpuMsPer1000: number | null;
 }
 
 export const smooth: BenchGroup = {
@@ -52,7 +54,7 @@ export const smooth: BenchGroup = {
         g.log(
           `${subject}: ${formatNumber(figures.maxInPeriod)} most in any ${PERIOD_MS} ms, ${formatNumber(figures.maxIn10ms)} most in any ${BURST_WINDOW_MS} ms, ` +
             `utilisation ${formatNumber(figures.utilisation * 100)} %${figures.grantedUtilisation === null ? "" : ` (granted ${formatNumber(figures.grantedUtilisation * 100)} %)`}, ${figures.rpcsPerPeriod === null ? "no RPCs" : `${formatNumber(figures.rpcsPerPeriod)} RPCs per client per request_period`}, ` +
-            `${formatNumber(figures.cpuMsPer1000)} CPU ms per 1,000 units`,
+            `${formatNumber(figures.cpuMsPer1000)} CPU ms per 1,000 units${figures.controllerCpuMsPer1000 === null ? "" : ` (controller ${formatNumber(figures.controllerCpuMsPer1000)})`}`,
         );
       }
     }
@@ -186,6 +188,7 @@ export async function measure(_g: GroupContext | null, subject: Subject, windowM
       grantedUtilisation: grantedFrom && grantedTo ? (grantedTo.granted - grantedFrom.granted) / ((SMOOTH_LIMIT * (grantedTo.at - grantedFrom.at)) / 1000) : null,
       rpcsPerPeriod: sluice ? rpcs / (PROCESSES * JOBS_PER_PROCESS) / (windowMs / SMOOTH_REQUEST_PERIOD_MS) : null,
       cpuMsPer1000: (cpuMs * 1000) / Math.max(1, times.length),
+      controllerCpuMsPer1000: controller ? ((controllerTo - controllerFrom) * 1000) / Math.max(1, times.length) : null,
     };
   } finally {
     await Promise.all([...processes, ...(controller ? [controller] : [])].map((child) => child.stop()));
