@@ -17,10 +17,10 @@ const PROCESSES = 2;
 const JOBS_PER_PROCESS = 4;
 const BURST_WINDOW_MS = 10;
 
-type Subject = "sluice smooth" | "sluice plain" | "p-throttle" | "bottleneck";
+export type Subject = "sluice smooth" | "sluice plain" | "p-throttle" | "bottleneck";
 const SUBJECTS: readonly Subject[] = ["sluice smooth", "sluice plain", "p-throttle", "bottleneck"];
 
-interface RunFigures {
+export interface RunFigures {
   /** Most units in any closed window of `period`, over both processes. */
   readonly maxInPeriod: number;
   readonly maxIn10ms: number;
@@ -32,6 +32,8 @@ interface RunFigures {
   readonly rpcsPerPeriod: number | null;
   /** CPU ms (jobs' processes + controller) per 1,000 units. */
   readonly cpuMsPer1000: number;
+  /** The controller's share of it (Sluice only). */
+  readonly controllerCpuMsPer1000: number | null;
 }
 
 export const smooth: BenchGroup = {
@@ -52,7 +54,7 @@ export const smooth: BenchGroup = {
         g.log(
           `${subject}: ${formatNumber(figures.maxInPeriod)} most in any ${PERIOD_MS} ms, ${formatNumber(figures.maxIn10ms)} most in any ${BURST_WINDOW_MS} ms, ` +
             `utilisation ${formatNumber(figures.utilisation * 100)} %${figures.grantedUtilisation === null ? "" : ` (granted ${formatNumber(figures.grantedUtilisation * 100)} %)`}, ${figures.rpcsPerPeriod === null ? "no RPCs" : `${formatNumber(figures.rpcsPerPeriod)} RPCs per client per request_period`}, ` +
-            `${formatNumber(figures.cpuMsPer1000)} CPU ms per 1,000 units`,
+            `${formatNumber(figures.cpuMsPer1000)} CPU ms per 1,000 units${figures.controllerCpuMsPer1000 === null ? "" : ` (controller ${formatNumber(figures.controllerCpuMsPer1000)})`}`,
         );
       }
     }
@@ -140,7 +142,10 @@ function peerName(subject: Subject): string {
   return subject;
 }
 
-export async function measure(g: GroupContext, subject: Subject, windowMs: number, warmupMs: number): Promise<RunFigures> {
+/** Extra node arguments per process (`bench/profile-smooth.ts` passes `--cpu-prof`); none in the bench. */
+export type NodeArgsFor = (role: "controller" | `jobs-${number}`) => readonly string[];
+
+export async function measure(_g: GroupContext | null, subject: Subject, windowMs: number, warmupMs: number, nodeArgsFor: NodeArgsFor = () => []): Promise<RunFigures> {
   const sluice = subject === "sluice smooth" || subject === "sluice plain";
   const controller = sluice
     ? BenchChild.start("controller-process.ts", {
@@ -148,7 +153,7 @@ export async function measure(g: GroupContext, subject: Subject, windowMs: numbe
         spec: controllerSpec({
           paced: { limit: SMOOTH_LIMIT, period: `${PERIOD_MS}ms`, request_period: `${SMOOTH_REQUEST_PERIOD_MS}ms`, smooth: subject === "sluice smooth" },
         }),
-      })
+      }, { nodeArgs: nodeArgsFor("controller") })
     : null;
   const address = controller ? String((await controller.waitForType("ready", 30_000))["address"]) : "";
   const processes = Array.from({ length: PROCESSES }, (_, p) =>
@@ -158,7 +163,7 @@ export async function measure(g: GroupContext, subject: Subject, windowMs: numbe
       controller: address,
       throttlerId: "paced",
       ratePerProcess: SMOOTH_LIMIT / PROCESSES,
-    }),
+    }, { nodeArgs: nodeArgsFor(`jobs-${p}`) }),
   );
   try {
     await Promise.all(processes.map((child) => child.waitForType("ready", 30_000)));
@@ -183,6 +188,7 @@ export async function measure(g: GroupContext, subject: Subject, windowMs: numbe
       grantedUtilisation: grantedFrom && grantedTo ? (grantedTo.granted - grantedFrom.granted) / ((SMOOTH_LIMIT * (grantedTo.at - grantedFrom.at)) / 1000) : null,
       rpcsPerPeriod: sluice ? rpcs / (PROCESSES * JOBS_PER_PROCESS) / (windowMs / SMOOTH_REQUEST_PERIOD_MS) : null,
       cpuMsPer1000: (cpuMs * 1000) / Math.max(1, times.length),
+      controllerCpuMsPer1000: controller ? ((controllerTo - controllerFrom) * 1000) / Math.max(1, times.length) : null,
     };
   } finally {
     await Promise.all([...processes, ...(controller ? [controller] : [])].map((child) => child.stop()));

@@ -5,6 +5,7 @@ export { LocalThrottler, type LocalThrottlerOptions } from "./local-throttler.ts
 export { ManualClock } from "./manual-clock.ts";
 export { MinHeap } from "./min-heap.ts";
 export {
+  CALLER_DELAY_MARGIN_MS,
   PaceCursor,
   SMOOTH_RATE_FRACTION,
   SMOOTH_MAX_ANSWER_SPAN_MS,

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { PaceCursor, SlotSchedule, paceLeadMs, paceReachMs, smoothToleranceMs } from "../src/index.ts";
+import { CALLER_DELAY_MARGIN_MS, PaceCursor, SlotSchedule, paceLeadMs, paceReachMs, slotExpiryMs, smoothToleranceMs } from "../src/index.ts";
 
 describe("PaceCursor (DESIGN §7.1)", () => {
   const config = { limit: 10, requestPeriodMs: 1000 };
@@ -50,6 +50,13 @@ describe("PaceCursor (DESIGN §7.1)", () => {
     assert.ok(Math.abs(smoothToleranceMs(1000) - 41.666) < 0.01);
     // Slots 1/9.6 s apart over 1 s + tolerance: fewer than 10 gaps, so at most 10 slots.
     assert.ok((1000 + smoothToleranceMs(1000) - 1e-9) * 0.0096 < 10);
+  });
+
+  it("lets a unit expire early enough to leave room for the caller's own delay, at any period", () => {
+    assert.ok(Math.abs(slotExpiryMs(1000) - 37.5) < 1e-9, "90 % of the tolerance at 1 s");
+    // At 100 ms, 10 % of the tolerance would be 0.42 ms: the margin keeps 1.5 ms.
+    assert.ok(Math.abs(slotExpiryMs(100) - (smoothToleranceMs(100) - CALLER_DELAY_MARGIN_MS)) < 1e-9);
+    assert.equal(slotExpiryMs(10), 0, "a period whose whole tolerance is below the margin: units are handed out at their slot or not at all");
   });
 });
 

@@ -61,6 +61,14 @@ describe("smoothPrefetchWindow (DESIGN §7.1)", () => {
     assert.equal(smoothPrefetchWindow(throttler({ limit: 1000, request_period: "500ms", smooth: true })).maxPrefetchAmount, 500);
   });
 
+  it("aims at one refill per request_period or per second, whichever is longer (each RPC costs wake-ups on both sides)", () => {
+    const fast = smoothPrefetchWindow(throttler({ limit: 1000, request_period: "500ms", smooth: true }));
+    assert.equal(fast.targetRps, 1, "request_period 500 ms: one refill a second, answers twice as long, still within the cap");
+    assert.equal(fast.maxPrefetchAmount, 500);
+    assert.equal(smoothPrefetchWindow(throttler({ limit: 1000, request_period: "2s", smooth: true })).targetRps, 0.5);
+    assert.equal(prefetchWindow(throttler({ limit: 1000, request_period: "500ms" })).targetRps, 2, "a plain client keeps one per request_period");
+  });
+
   it("rebuilds a smooth client when max_grant_amount changes its cap, not a plain one", () => {
     const smooth: ThrottlerSpecInput = { limit: 100, request_period: "1s", smooth: true };
     assert.equal(clientConfigEquals(throttler(smooth), throttler({ ...smooth, max_grant_amount: 10 })), false);
