@@ -159,6 +159,8 @@ it("a concurrency throttler's chart draws units in use and holders against the l
   assert.match(text, /holders 2/);
   assert.match(text, /in use 4/);
   assert.doesNotMatch(text, /\/s in all/, "no granted rate on a concurrency chart");
+  const heldTile = tasks.locator('[data-stat="granted-rate"]').locator("..");
+  assert.match(await heldTile.innerText(), /^in use\s+4\s*units[^]*80% of the limit in use · 2 holders/i, "the tile shows units held, not a rate");
   assert.deepEqual(errors, []);
 });
 
