@@ -1,5 +1,5 @@
 import { trace, type Tracer } from "@opentelemetry/api";
-import { QUOTA_BUCKET_DEFAULTS, QuotaBucketDriver, SluiceError, type Clock, type QuotaBucketConfig } from "@sluice/core";
+import { QUOTA_BUCKET_DEFAULTS, SluiceError, type Clock, type QuotaBucketConfig, type QuotaBucketDriver } from "@sluice/core";
 import type {
   CallContext,
   DynamicSpecUpdate,
@@ -12,7 +12,7 @@ import type {
   ReportWatermarksResult,
 } from "@sluice/protocol";
 import { DEFAULT_CLASS_ID, type DynamicSpec, type ThrottlerSpec } from "@sluice/spec";
-import { AdaptiveLimits, type BucketUsageSample } from "./adaptive/adaptive-limits.ts";
+import { AdaptiveLimits } from "./adaptive/adaptive-limits.ts";
 import { AlignmentGroups } from "./alignment/alignment-groups.ts";
 import type { LoadSource, LoadSpec } from "./adaptive/load-source.ts";
 import type { PersistedAdaptive } from "./adaptive/persisted-adaptive.ts";
@@ -20,14 +20,13 @@ import { bucketRequestOf } from "./bucket-request.ts";
 import { checkReleaseAmount, refuseNeverFitting } from "./concurrency/concurrency-admission.ts";
 import { ConcurrencyLeases } from "./concurrency/concurrency-leases.ts";
 import type { PersistedLeases } from "./concurrency/persisted-leases.ts";
-import { bucketConfigOf, describeLimit, sameBucketConfig } from "./bucket-config.ts";
+import { bucketConfigOf } from "./bucket-config.ts";
 import type { BucketBalance, ControllerSnapshot, ControllerThrottlerSnapshot } from "./controller-snapshot.ts";
 import { parseDynamicSpecUpdate } from "./dynamic-spec-parse.ts";
 import { DynamicSpecWatchers } from "./dynamic-spec-watchers.ts";
-import { GRANTED_RATE_SAMPLE_MS, GrantedRates } from "./granted-rates.ts";
 import { releaseQuotaProblem, requestQuotaProblem, watchProblem } from "./request-limits.ts";
-import { RemovedThrottlers, removedError } from "./removed-throttlers.ts";
 import { traceRequestQuota } from "./request-quota-span.ts";
+import { ThrottlerDrivers } from "./throttler-drivers.ts";
 
 export type { BucketBalance, ControllerClassSnapshot, ControllerSnapshot, ControllerThrottlerSnapshot } from "./controller-snapshot.ts";
 
@@ -72,10 +71,7 @@ export interface ControllerOptions {
  * serve it with @sluice/protocol's serveQuotaService, or call it in memory.
  */
 export class Controller implements QuotaServiceHandler {
-  private readonly drivers = new Map<string, QuotaBucketDriver>();
-  private readonly configs = new Map<string, QuotaBucketConfig>();
-  private readonly removed = new RemovedThrottlers();
-  private readonly rates = new GrantedRates();
+  private readonly drivers: ThrottlerDrivers;
   private readonly sampling = new AbortController();
   private readonly clock: Clock;
   private readonly computations: readonly string[];
@@ -92,6 +88,7 @@ export class Controller implements QuotaServiceHandler {
 
   constructor(options: ControllerOptions) {
     this.clock = options.clock;
+    this.drivers = new ThrottlerDrivers(this.clock);
     this.computations = [...options.computations];
     this.log = options.log ?? (() => {});
     this.watchers = new DynamicSpecWatchers(this.log);
@@ -106,8 +103,8 @@ export class Controller implements QuotaServiceHandler {
       baseDir: options.baseDir,
       sourceOf: options.loadSourceOf,
       decided: options.onAdaptiveDecision,
-      setLimit: (id, limit) => this.setLimit(id, limit),
-      sample: (id) => this.usageSample(id),
+      setLimit: (id, limit) => this.drivers.setLimit(id, limit),
+      sample: (id) => this.drivers.usageSample(id),
     });
     this.leases = new ConcurrencyLeases({
       clock: this.clock,
@@ -122,10 +119,10 @@ export class Controller implements QuotaServiceHandler {
       rememberMs: this.detachedGraceMs,
     });
     for (const [id, throttler] of Object.entries(options.dynamicSpec.throttlers)) {
-      this.addDriver(id, this.configOf(id, throttler));
+      this.drivers.add(id, this.configOf(id, throttler));
     }
     this.adaptive.sync(options.dynamicSpec.throttlers);
-    void this.sampleRates(this.sampling.signal);
+    void this.drivers.sampleRates(this.sampling.signal);
   }
 
   /** Version of the dynamic_spec in force: 1 at start, +1 per applied update. */
@@ -143,7 +140,7 @@ export class Controller implements QuotaServiceHandler {
 
   /** `id=limit` of every throttler, e.g. `api=100/s, bytes=unlimited` (for startup and log lines). */
   describeLimits(): string {
-    return [...this.configs].map(([id, config]) => `${id}=${describeLimit(config)}`).join(", ");
+    return this.drivers.describeLimits();
   }
 
   requestQuota(call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult> {
@@ -212,13 +209,7 @@ export class Controller implements QuotaServiceHandler {
 
   /** Each limited bucket's balance now; unlimited buckets have none and are left out. */
   bucketBalances(): Record<string, BucketBalance> {
-    const atMs = this.clock.now();
-    const balances: Record<string, BucketBalance> = {};
-    for (const [id, driver] of this.drivers) {
-      const { balance } = driver.snapshot();
-      if (balance !== null && Number.isFinite(balance)) balances[id] = { balance, atMs };
-    }
-    return balances;
+    return this.drivers.balances();
   }
 
   /**
@@ -226,14 +217,7 @@ export class Controller implements QuotaServiceHandler {
    * balance plus what accrued since, never from full. Ids no longer declared are ignored.
    */
   restoreBalances(balances: Readonly<Record<string, BucketBalance>>): string[] {
-    const restored: string[] = [];
-    for (const [id, { balance, atMs }] of Object.entries(balances)) {
-      const driver = this.drivers.get(id);
-      if (!driver) continue;
-      driver.restoreBalance(balance, atMs);
-      restored.push(id);
-    }
-    return restored;
+    return this.drivers.restoreBalances(balances);
   }
 
   /** The concurrency throttlers' leases, persisted beside the balances by a failover leader (DESIGN §7.4). */
@@ -262,15 +246,16 @@ export class Controller implements QuotaServiceHandler {
   /** Limits, balances, queues, counters, classes and observed rates of every throttler. */
   snapshot(): ControllerSnapshot {
     const now = this.clock.now();
-    const throttlers = [...this.drivers.values()].map((driver): ControllerThrottlerSnapshot => {
+    const rates = this.drivers.grantedRates;
+    const throttlers = [...this.drivers.all()].map((driver): ControllerThrottlerSnapshot => {
       const bucket = driver.snapshot();
-      this.rates.sample(bucket, now);
+      rates.sample(bucket, now);
       const adaptive = this.adaptive.snapshot(bucket.id);
       const concurrency = this.leases.snapshot(bucket.id);
       return {
         ...bucket,
-        grantedRate: this.rates.rate(bucket.id, now),
-        classes: bucket.classes.map((c) => ({ ...c, grantedRate: this.rates.rate(bucket.id, now, c.id) })),
+        grantedRate: rates.rate(bucket.id, now),
+        classes: bucket.classes.map((c) => ({ ...c, grantedRate: rates.rate(bucket.id, now, c.id) })),
         ...(adaptive ? { adaptive } : {}),
         ...(concurrency ? { concurrency } : {}),
       };
@@ -290,7 +275,7 @@ export class Controller implements QuotaServiceHandler {
     this.sampling.abort();
     this.adaptive.close();
     this.leases.close();
-    for (const driver of this.drivers.values()) driver.close(error);
+    this.drivers.close(error);
     this.watchers.endAll(error);
   }
 
@@ -303,39 +288,14 @@ export class Controller implements QuotaServiceHandler {
     const nextConfigs = new Map<string, QuotaBucketConfig>();
     for (const [id, throttler] of Object.entries(next.throttlers)) nextConfigs.set(id, this.configOf(id, throttler));
 
-    const added: string[] = [];
-    const removed: string[] = [];
-    const changed: string[] = [];
-    for (const [id, driver] of this.drivers) {
-      if (nextConfigs.has(id)) continue;
-      removed.push(id);
-      // Final for its waiters (THROTTLER_REMOVED is not retried): retrying UNKNOWN_THROTTLER for the
-      // whole retry budget kept a waiting throttle() stranded for minutes.
-      driver.close(removedError(id, version, version));
-      this.removed.remember(id, version);
-      this.drivers.delete(id);
-      this.configs.delete(id);
-      this.rates.forget(id);
-    }
-    for (const [id, config] of nextConfigs) {
-      const driver = this.drivers.get(id);
-      const previous = this.configs.get(id);
-      if (!driver || !previous) {
-        added.push(id);
-        this.removed.forget(id);
-        this.addDriver(id, config);
-        continue;
-      }
-      if (!sameBucketConfig(previous, config)) changed.push(id);
-      driver.reconfigure(config);
-      this.configs.set(id, config);
-    }
+    const { added, removed, changed } = this.drivers.sync(nextConfigs, version);
     this.spec = next;
     this.currentVersion = version;
     this.adaptive.sync(next.throttlers);
 
-    const count = `${this.configs.size} ${this.configs.size === 1 ? "throttler" : "throttlers"}`;
-    const parts = [`dynamic_spec version ${version} applied: ${count}${this.configs.size > 0 ? ` (${this.describeLimits()})` : ""}`];
+    const size = this.drivers.size;
+    const count = `${size} ${size === 1 ? "throttler" : "throttlers"}`;
+    const parts = [`dynamic_spec version ${version} applied: ${count}${size > 0 ? ` (${this.describeLimits()})` : ""}`];
     if (added.length > 0) parts.push(`added ${added.join(", ")}`);
     if (removed.length > 0) parts.push(`removed ${removed.join(", ")}`);
     if (changed.length > 0) parts.push(`changed ${changed.join(", ")}`);
@@ -352,53 +312,9 @@ export class Controller implements QuotaServiceHandler {
     return adaptiveLimit === null ? config : { ...config, limit: adaptiveLimit };
   }
 
-  /** The adaptive loop moved a limit: the bucket takes it at once, the rest of its config unchanged. */
-  private setLimit(id: string, limit: number): void {
-    const driver = this.drivers.get(id);
-    const config = this.configs.get(id);
-    if (!driver || !config || config.limit === limit) return;
-    const next = { ...config, limit };
-    driver.reconfigure(next);
-    this.configs.set(id, next);
-  }
-
-  private usageSample(id: string): BucketUsageSample | undefined {
-    const bucket = this.drivers.get(id)?.snapshot();
-    if (!bucket) return undefined;
-    return {
-      granted: bucket.counters.granted,
-      released: bucket.counters.released,
-      pendingRequests: bucket.pendingRequests,
-      inUse: bucket.inUse ?? null,
-    };
-  }
-
-  private addDriver(id: string, config: QuotaBucketConfig): void {
-    const driver = new QuotaBucketDriver(id, config, this.clock);
-    this.drivers.set(id, driver);
-    this.configs.set(id, config);
-    this.rates.track(driver.snapshot());
-  }
-
   private driverFor(throttlerId: string): QuotaBucketDriver {
     this.throwIfClosed();
-    const driver = this.drivers.get(throttlerId);
-    if (driver) return driver;
-    const removed = this.removed.errorFor(throttlerId, this.currentVersion);
-    if (removed) throw removed;
-    // Only refusals list the declared throttlers: building that list on every call cost most of a
-    // busy controller's time with 1,000 throttlers (bench/README.md).
-    const declared = [...this.drivers.keys()];
-    const list = declared.length === 0 ? "none" : declared.map((id) => JSON.stringify(id)).join(", ");
-    if (throttlerId === "") {
-      throw new SluiceError("UNKNOWN_THROTTLER", `the throttler id is empty; declared throttlers: ${list}`, { declared });
-    }
-    throw new SluiceError(
-      "UNKNOWN_THROTTLER",
-      `throttler ${JSON.stringify(throttlerId)} is not declared on this controller (dynamic_spec version ${this.currentVersion}; ` +
-        `declared throttlers: ${list})`,
-      { throttlerId, declared, version: this.currentVersion },
-    );
+    return this.drivers.driverFor(throttlerId, this.currentVersion);
   }
 
   /** The class a request is served in: its own if declared on the throttler, else `default` (DESIGN §4.2). */
@@ -413,18 +329,5 @@ export class Controller implements QuotaServiceHandler {
 
   private currentUpdate(): DynamicSpecUpdate {
     return { version: this.currentVersion, dynamicSpecJson: JSON.stringify(this.spec) };
-  }
-
-  /** Feeds the granted-rate windows between describes, so each grant lands near its own time. */
-  private async sampleRates(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      try {
-        await this.clock.sleep(GRANTED_RATE_SAMPLE_MS, signal);
-      } catch {
-        return; // closed
-      }
-      const now = this.clock.now();
-      for (const driver of this.drivers.values()) this.rates.sample(driver.snapshot(), now);
-    }
   }
 }

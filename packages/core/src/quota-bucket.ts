@@ -1,8 +1,6 @@
-import { ClassScheduler, DEFAULT_CLASS } from "./class-scheduler.ts";
-import { ClassQueues, headOf } from "./class-queue.ts";
-import { DeadlineTimers } from "./deadline-timers.ts";
-import { EmptyQueueArrival } from "./empty-queue-arrival.ts";
-import { PaceCursor, type PaceSlots } from "./pace-cursor.ts";
+import { DEFAULT_CLASS } from "./class-scheduler.ts";
+import { headOf } from "./class-queue.ts";
+import { PaceCursor } from "./pace-cursor.ts";
 import {
   effectiveLimitOf,
   paceConfigOf,
@@ -12,17 +10,11 @@ import {
 } from "./quota-bucket-config.ts";
 import { checkAmount, reusedIdError, queueFullError, timeoutError, tooManyRememberedError } from "./quota-bucket-errors.ts";
 import { quotaBucketMemoryOf, quotaBucketSnapshotOf } from "./quota-bucket-report.ts";
-import {
-  newQuotaBucketCounters,
-  type QuotaBucketCounters,
-  type QuotaBucketMemory,
-  type QuotaBucketSnapshot,
-} from "./quota-bucket-snapshot.ts";
-import { chunkOf, laterDeadline, newQueuedEntry, requestKey, type Entry } from "./quota-entry.ts";
+import type { QuotaBucketMemory, QuotaBucketSnapshot } from "./quota-bucket-snapshot.ts";
+import { QuotaBucketState } from "./quota-bucket-state.ts";
+import { chunkOf, laterDeadline, newQueuedEntry, requestKey } from "./quota-entry.ts";
 import type { Admission, QuotaRequest, Settlement } from "./quota-request.ts";
-import { RememberedGrants } from "./remembered-grants.ts";
-import { reconfiguredUnitSource, unitSourceOf, type UnitSource } from "./unit-source.ts";
-import { WaitHistogram } from "./wait-histogram.ts";
+import { reconfiguredUnitSource } from "./unit-source.ts";
 
 export { MAX_REQUEST_AMOUNT, type Admission, type QuotaRequest, type Settlement } from "./quota-request.ts";
 export type { QuotaBucketCounters, QuotaBucketMemory, QuotaBucketSnapshot, QuotaClassSnapshot } from "./quota-bucket-snapshot.ts";
@@ -36,38 +28,7 @@ export type { QuotaBucketCounters, QuotaBucketMemory, QuotaBucketSnapshot, Quota
  * `reconfigure`, then `poll(now)` to collect what became due, and sleeps until `nextWakeAt(now)`.
  * There is no polling loop: nothing happens between the wake-ups the bucket asks for.
  */
-export class QuotaBucket {
-  readonly id: string;
-  private config: QuotaBucketConfig;
-  /** What grants are made from: a token bucket (rate) or units in use (concurrency). */
-  private tokens: UnitSource;
-  /** Present while the throttler is smooth: grants are slots on its timeline, not bursts. */
-  private pacer: PaceCursor | null;
-  private readonly scheduler: ClassScheduler;
-  private readonly classes: ClassQueues;
-  private readonly entries = new Map<string, Entry>();
-  /** Detached entries in detach order, so the oldest goes first when too many pile up. */
-  private readonly detached = new Map<string, Entry>();
-  /** Granted request ids, answered again (not granted again) when a retry comes within the grace. */
-  private readonly completed = new RememberedGrants();
-  private readonly timers = new DeadlineTimers();
-  private readonly waitTime = new WaitHistogram();
-  private readonly counters: QuotaBucketCounters = newQuotaBucketCounters();
-  private pendingRequests = 0;
-  private readonly arrival = new EmptyQueueArrival();
-  private seq = 0;
-
-  constructor(id: string, config: QuotaBucketConfig, now: number) {
-    this.id = id;
-    this.config = config;
-    this.tokens = unitSourceOf(config, now);
-    // A new bucket cannot know whether a predecessor's clients still hold slots: it starts one reach ahead.
-    this.pacer = config.smooth ? new PaceCursor(paceConfigOf(config), now) : null;
-    this.scheduler = new ClassScheduler(config.classWeights);
-    this.classes = new ClassQueues(this.scheduler);
-    this.classes.ensure([DEFAULT_CLASS, ...Object.keys(config.classWeights)]);
-  }
-
+export class QuotaBucket extends QuotaBucketState {
   get pending(): number {
     return this.pendingRequests;
   }
@@ -347,57 +308,6 @@ export class QuotaBucket {
       } else if (timer.kind === "grace" && entry.state === "detached" && entry.detachedUntil === timer.at) {
         this.forget(entry);
       }
-    }
-  }
-
-  private enqueue(entry: Entry): void {
-    this.pendingRequests += 1;
-    this.classes.add(entry);
-  }
-
-  /** Takes a queued entry out of the pending counts and refunds what it was granted. */
-  private unqueue(entry: Entry, now: number): void {
-    this.arrival.clear(entry);
-    const queue = this.classes.get(entry.classId);
-    queue.pendingRequests -= 1;
-    queue.pendingAmount -= entry.remaining;
-    this.pendingRequests -= 1;
-    if (entry.granted > 0) {
-      this.tokens.release(entry.granted, now);
-      this.scheduler.chargeVirtualTime(entry.classId, -entry.chargedVirtualTime);
-      queue.refunded += entry.granted;
-      this.counters.refunded += entry.granted;
-    }
-    entry.granted = 0;
-    entry.chargedVirtualTime = 0;
-  }
-
-  private reattach(entry: Entry, deadlineAt: number | null): void {
-    this.detached.delete(entry.id);
-    entry.state = "queued";
-    entry.detachedUntil = null;
-    entry.deadlineAt = deadlineAt;
-    if (!this.scheduler.has(entry.classId)) {
-      // Its class was retired and removed while it was away: it continues in `default`.
-      entry.classId = DEFAULT_CLASS;
-      entry.inHeap = false;
-    }
-    this.counters.reattached += 1;
-    this.enqueue(entry);
-    this.timers.armDeadline(entry);
-  }
-
-  private forget(entry: Entry): void {
-    entry.state = "done";
-    this.entries.delete(entry.id);
-    this.detached.delete(entry.id);
-  }
-
-  /** Detached entries are bounded like the queue: past `maxQueueSize`, the oldest lose their place. */
-  private boundDetached(): void {
-    for (const entry of this.detached.values()) {
-      if (this.detached.size <= this.config.maxQueueSize) return;
-      this.forget(entry);
     }
   }
 }
