@@ -16,7 +16,9 @@ export function bucketRequestOf(call: RequestQuotaCall, context: CallContext): A
     timestampMs: Number.isFinite(call.timestampMs) && call.timestampMs > 0 ? call.timestampMs : 0,
     classId: call.quotaClassId,
     deadlineAt: context.deadlineAt,
-    signal: context.signal,
+    // A transport's Cancellation when it offers one: reading `signal` would make an AbortSignal (and
+    // its listener) for every waiting call.
+    ...(context.cancellation ? { cancellation: context.cancellation } : { signal: context.signal }),
     onAbort: "detach",
   };
 }

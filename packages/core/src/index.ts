@@ -1,4 +1,5 @@
-export { cancelledError, asSluiceError } from "./abort.ts";
+export { cancelledError, cancelledErrorOf, asSluiceError } from "./abort.ts";
+export type { Cancellation, CancelListener } from "./cancellation.ts";
 export { ClassScheduler, DEFAULT_CLASS, type ClassView } from "./class-scheduler.ts";
 export { systemClock, type Clock } from "./clock.ts";
 export { LocalThrottler, type LocalThrottlerOptions } from "./local-throttler.ts";

@@ -1,4 +1,5 @@
-import { cancelledError } from "./abort.ts";
+import { cancelledErrorOf } from "./abort.ts";
+import type { Cancellation, CancelListener } from "./cancellation.ts";
 import type { Clock } from "./clock.ts";
 import type { PaceSlots } from "./pace-cursor.ts";
 import type { QuotaBucketConfig } from "./quota-bucket-config.ts";
@@ -15,6 +16,8 @@ export interface AcquireRequest {
   /** Absolute deadline on the driver's clock. */
   readonly deadlineAt?: number | null;
   readonly signal?: AbortSignal;
+  /** The same as `signal` without an EventTarget (a QuotaStream call's); used instead of it when set. */
+  readonly cancellation?: Cancellation;
   /**
    * What an abort means once no other caller waits on the same request id: "cancel" (the caller no
    * longer wants the quota: leave and refund) or "detach" (it may come back: refund, keep the place).
@@ -30,9 +33,51 @@ export interface Grant {
   readonly paceIntervalMs?: number;
 }
 
-interface Waiter {
-  resolve(grant: Grant): void;
-  reject(error: SluiceError): void;
+/**
+ * One caller waiting on a request id: a record with its methods on the class (no closures), and
+ * the listener of its own cancellation (an AbortSignal's `handleEvent`, or a Cancellation's
+ * `cancelled`). Callers joined on the same id form a list through `next`, not a Set per id.
+ */
+class Waiter implements CancelListener {
+  next: Waiter | null = null;
+
+  constructor(
+    private readonly driver: QuotaBucketDriver,
+    readonly requestId: string,
+    readonly onAbort: "cancel" | "detach",
+    private readonly resolveGrant: (grant: Grant) => void,
+    private readonly rejectGrant: (error: SluiceError) => void,
+    private readonly signal: AbortSignal | undefined,
+    private readonly cancellation: Cancellation | undefined,
+  ) {
+    if (cancellation) cancellation.onCancel(this);
+    else signal?.addEventListener("abort", this, { once: true });
+  }
+
+  resolve(grant: Grant): void {
+    this.stopListening();
+    this.resolveGrant(grant);
+  }
+
+  reject(error: SluiceError): void {
+    this.stopListening();
+    this.rejectGrant(error);
+  }
+
+  /** The AbortSignal fired (EventListener object: no closure per waiter). */
+  handleEvent(): void {
+    this.cancelled(this.signal?.reason);
+  }
+
+  cancelled(reason: unknown): void {
+    this.driver.waiterCancelled(this);
+    this.rejectGrant(cancelledErrorOf(reason, `quota request "${this.requestId}" on throttler "${this.driver.id}"`));
+  }
+
+  private stopListening(): void {
+    if (this.cancellation) this.cancellation.onCancel(null);
+    else this.signal?.removeEventListener("abort", this);
+  }
 }
 
 /**
@@ -41,7 +86,8 @@ interface Waiter {
  */
 export class QuotaBucketDriver {
   private readonly bucket: QuotaBucket;
-  private readonly waiters = new Map<string, Set<Waiter>>();
+  /** The first caller waiting on each request id; joined callers follow it through `next`. */
+  private readonly waiters = new Map<string, Waiter>();
   private wakeAt: number | null = null;
   private wakeTimer: AbortController | null = null;
   private closedWith: SluiceError | null = null;
@@ -56,8 +102,10 @@ export class QuotaBucketDriver {
 
   acquire(request: AcquireRequest): Promise<Grant> {
     if (this.closedWith) return Promise.reject(this.closedWith);
-    const { signal } = request;
-    if (signal?.aborted) return Promise.reject(cancelledError(signal, `quota request on throttler "${this.id}"`));
+    const { cancellation } = request;
+    const signal = cancellation ? undefined : request.signal;
+    if (cancellation?.isCancelled) return Promise.reject(cancelledErrorOf(cancellation.cancelReason, `quota request on throttler "${this.id}"`));
+    if (signal?.aborted) return Promise.reject(cancelledErrorOf(signal.reason, `quota request on throttler "${this.id}"`));
     const now = this.clock.now();
     const admission = this.bucket.submit(
       {
@@ -79,36 +127,17 @@ export class QuotaBucketDriver {
       const own = this.pump(requestId);
       if (own) return own.kind === "granted" ? Promise.resolve(this.grantOf(own)) : Promise.reject(own.error);
     }
+    const onAbort = request.onAbort ?? "cancel";
     const promise = new Promise<Grant>((resolve, reject) => {
-      const waiter: Waiter = {
-        resolve: (grant) => {
-          signal?.removeEventListener("abort", onAbort);
-          resolve(grant);
-        },
-        reject: (error) => {
-          signal?.removeEventListener("abort", onAbort);
-          reject(error);
-        },
-      };
-      const onAbort = () => {
-        const set = this.waiters.get(requestId);
-        set?.delete(waiter);
-        if (set?.size === 0) {
-          this.waiters.delete(requestId);
-          const at = this.clock.now();
-          if (request.onAbort === "detach") this.bucket.detach(requestId, at);
-          else this.bucket.cancel(requestId, at);
-          this.pump();
-        }
-        if (signal) reject(cancelledError(signal, `quota request "${requestId}" on throttler "${this.id}"`));
-      };
-      signal?.addEventListener("abort", onAbort, { once: true });
-      let set = this.waiters.get(requestId);
-      if (!set) {
-        set = new Set();
-        this.waiters.set(requestId, set);
+      const waiter = new Waiter(this, requestId, onAbort, resolve, reject, signal, cancellation);
+      const first = this.waiters.get(requestId);
+      if (!first) {
+        this.waiters.set(requestId, waiter);
+        return;
       }
-      set.add(waiter);
+      let last = first;
+      while (last.next) last = last.next;
+      last.next = waiter;
     });
     if (admission.kind !== "queued") this.pump(); // a new one was pumped above
     return promise;
@@ -151,7 +180,30 @@ export class QuotaBucketDriver {
     this.cancelWake();
     const waiting = [...this.waiters.values()];
     this.waiters.clear();
-    for (const set of waiting) for (const waiter of set) waiter.reject(error);
+    for (const first of waiting) for (let waiter: Waiter | null = first; waiter; waiter = waiter.next) waiter.reject(error);
+  }
+
+  /**
+   * A waiter's caller gave up (Waiter calls this; not for other callers). It leaves its request id's
+   * list; the last one to leave takes the request out of the bucket as its `onAbort` says.
+   */
+  waiterCancelled(waiter: Waiter): void {
+    const first = this.waiters.get(waiter.requestId);
+    if (first === undefined) return;
+    if (first === waiter) {
+      if (waiter.next) this.waiters.set(waiter.requestId, waiter.next);
+      else this.waiters.delete(waiter.requestId);
+    } else {
+      let before = first;
+      while (before.next && before.next !== waiter) before = before.next;
+      if (before.next === waiter) before.next = waiter.next;
+      return;
+    }
+    if (waiter.next) return;
+    const at = this.clock.now();
+    if (waiter.onAbort === "detach") this.bucket.detach(waiter.requestId, at);
+    else this.bucket.cancel(waiter.requestId, at);
+    this.pump();
   }
 
   /**
@@ -210,10 +262,10 @@ export class QuotaBucketDriver {
   }
 
   private settle(settlement: Settlement): void {
-    const set = this.waiters.get(settlement.requestId);
-    if (!set) return;
+    const first = this.waiters.get(settlement.requestId);
+    if (!first) return;
     this.waiters.delete(settlement.requestId);
-    for (const waiter of set) {
+    for (let waiter: Waiter | null = first; waiter; waiter = waiter.next) {
       if (settlement.kind === "granted") waiter.resolve(this.grantOf(settlement));
       else waiter.reject(settlement.error);
     }

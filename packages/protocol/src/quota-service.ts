@@ -1,3 +1,5 @@
+import type { Cancellation } from "@sluice/core";
+
 /**
  * The QuotaService contract in TypeScript terms, independent of the transport. The controller
  * implements `QuotaServiceHandler`; jobs call through a `QuotaServiceClient` — over gRPC
@@ -145,6 +147,12 @@ export interface CallContext {
   /** Aborts when the caller cancels, its deadline passes or the connection drops. */
   readonly signal: AbortSignal;
   readonly metadata: CallMetadata;
+  /**
+   * The same as `signal`, with one listener and no EventTarget: offered by a transport that holds
+   * many waiting calls (QuotaStream makes its `signal` only when something reads it). A handler
+   * that waits on the call listens here when it is present.
+   */
+  readonly cancellation?: Cancellation;
 }
 
 export interface QuotaServiceHandler {

@@ -17,11 +17,11 @@ import {
   RENEW_LEASES_UNIMPLEMENTED,
   renewLeasesCallOf,
   requestQuotaCallOf,
-  type CallContext,
   type CallMetadata,
   type QuotaServiceHandler,
 } from "./quota-service.ts";
 import { UndecodableRequest } from "./request-decoding.ts";
+import { StreamCall } from "./stream-call.ts";
 import { StreamCallDeadlines } from "./stream-call-deadlines.ts";
 import { toUint64 } from "./uint64.ts";
 import { wireRequestQuotaResponseOf } from "./wire-answers.ts";
@@ -72,34 +72,11 @@ const STREAM_ENDED = new Error("the client ended the quota stream or its connect
 const CALL_CANCELLED = new Error("the client cancelled the call");
 const DEADLINE_PASSED = new Error("the call's deadline passed");
 
-/**
- * One open call is its AbortController, nothing more: a worker may hold tens of thousands of
- * waiting requests on one stream, and everything kept per call is kept that many times. Its
- * deadline is a slot in the stream's heap, its context an instance of a class (no closures).
- */
-type OpenCall = AbortController;
-
-class StreamCallContext implements CallContext {
-  private merged: CallMetadata | undefined;
-
-  constructor(
-    readonly deadlineAt: number | null,
-    readonly signal: AbortSignal,
-    private readonly own: Record<string, string>,
-    private readonly stream: ServedQuotaStream,
-  ) {}
-
-  /** Read only by what needs it (a span's trace context): the call's own entries over the stream's. */
-  get metadata(): CallMetadata {
-    this.merged ??= Object.keys(this.own).length === 0 ? this.stream.metadata : { ...this.stream.metadata, ...this.own };
-    return this.merged;
-  }
-}
-
 class ServedQuotaStream {
-  private readonly calls = new Map<number, OpenCall>();
+  private readonly calls = new Map<number, StreamCall>();
   private readonly out: FrameBatcher<WireQuotaStreamAnswer>;
-  private readonly deadlines: StreamCallDeadlines<OpenCall>;
+  private readonly deadlines: StreamCallDeadlines<StreamCall>;
+  private readonly readMetadata = () => this.metadata;
   private readonly streamDeadlineAt: number | null;
   private streamMetadata: CallMetadata | undefined;
   private ended = false;
@@ -111,13 +88,13 @@ class ServedQuotaStream {
     private readonly open: OpenQuotaStreams,
   ) {
     this.out = new FrameBatcher((answers) => this.write(answers), answerSize);
-    this.deadlines = new StreamCallDeadlines<OpenCall>(
+    this.deadlines = new StreamCallDeadlines<StreamCall>(
       (callId, open) => this.calls.get(callId) === open,
       (callId, open, method, at) => {
         // The handler usually answers QUOTA_TIMEOUT itself first, with more to say; this is the
         // guarantee that a call is answered at its deadline whatever the handler does.
         this.finish(callId, open, { callId, error: toStreamError(deadlineAnswer(method, at)) });
-        open.abort(DEADLINE_PASSED);
+        open.cancel(DEADLINE_PASSED);
       },
       () => this.calls.size,
     );
@@ -164,15 +141,15 @@ class ServedQuotaStream {
       this.out.push({ callId, error: toStreamError(refusal) });
       return;
     }
-    const open: OpenCall = new AbortController();
-    this.calls.set(callId, open);
     const deadlineAt = streamCallDeadline(entry.timeoutMs, this.streamDeadlineAt, receivedAt);
+    const own = Object.keys(entry.metadata).length === 0 ? null : entry.metadata;
+    const open = new StreamCall(callId, deadlineAt, own, this.readMetadata);
+    this.calls.set(callId, open);
     if (deadlineAt !== null) this.deadlines.add(deadlineAt, callId, open, methodName(entry));
-    const context = new StreamCallContext(deadlineAt, open.signal, entry.metadata, this);
     // Whatever the handler does — throw synchronously, reject, return garbage — the call gets one
     // answer and the stream keeps serving the others.
     try {
-      this.run(entry, callId, open, context);
+      this.run(entry, callId, open);
     } catch (error) {
       this.failed(callId, open, error);
     }
@@ -182,7 +159,8 @@ class ServedQuotaStream {
    * Starts the handler's work for one call and answers it when it settles; may throw. One reaction
    * per call on the handler's promise: a waiting call keeps nothing more of the transport's.
    */
-  private run(entry: WireQuotaStreamCall, callId: number, open: OpenCall, context: CallContext): void {
+  private run(entry: WireQuotaStreamCall, callId: number, open: StreamCall): void {
+    const context = open;
     const handler = this.handler;
     const fail = (error: unknown) => this.failed(callId, open, error);
     if (entry.requestQuota) {
@@ -209,7 +187,7 @@ class ServedQuotaStream {
     }, fail);
   }
 
-  private async watch(clientId: string, callId: number, open: OpenCall, context: CallContext): Promise<WireQuotaStreamAnswer | undefined> {
+  private async watch(clientId: string, callId: number, open: StreamCall, context: StreamCall): Promise<WireQuotaStreamAnswer | undefined> {
     const ended = this.handler.watchDynamicSpec(
       clientId,
       (update) => {
@@ -261,15 +239,15 @@ class ServedQuotaStream {
     const open = this.calls.get(callId);
     if (!open) return; // answered already: the cancel crossed the answer on the wire
     this.forget(callId);
-    open.abort(CALL_CANCELLED);
+    open.cancel(CALL_CANCELLED);
   }
 
-  private failed(callId: number, open: OpenCall, error: unknown): void {
+  private failed(callId: number, open: StreamCall, error: unknown): void {
     this.finish(callId, open, { callId, error: toStreamError(error ?? new Error("the handler rejected without a reason")) });
   }
 
   /** Sends `answer` if the call is still open (the first answer wins: handler, deadline or cancel). */
-  private finish(callId: number, open: OpenCall, answer: WireQuotaStreamAnswer): void {
+  private finish(callId: number, open: StreamCall, answer: WireQuotaStreamAnswer): void {
     if (this.calls.get(callId) !== open) return;
     this.forget(callId);
     this.out.push(answer);
@@ -294,7 +272,7 @@ class ServedQuotaStream {
     this.deadlines.clear();
     const open = [...this.calls.values()];
     this.calls.clear();
-    for (const call of open) call.abort(STREAM_ENDED);
+    for (const call of open) call.cancel(STREAM_ENDED);
     if (this.call.cancelled || this.call.writableEnded) return;
     if (error) this.call.emit("error", toServiceError(error));
     else this.call.end();
