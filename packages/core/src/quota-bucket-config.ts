@@ -67,9 +67,10 @@ export function effectiveLimitOf(config: QuotaBucketConfig): number | null {
 export const GRANT_CHUNKS_PER_POLL = 4096;
 
 /**
- * Request ids a bucket holds at most, per unit of `max_queue_size`: waiting and detached requests plus
- * granted ids remembered for their whole grace. At the bound a new request with an id is refused with
- * QUEUE_FULL until the oldest remembered ids expire — forgetting one early could grant a retry twice.
+ * Granted request ids a bucket remembers at most, per unit of `max_queue_size`. Past the bound the
+ * oldest are forgotten before their grace ends (a retry of one is then granted again): a throttler
+ * granting more than bound ÷ grace new ids per second (16,700/s with the defaults) remembers each for
+ * less than the grace, and never refuses fresh work for its bookkeeping (README: "Request ids").
  */
 export const REQUEST_IDS_PER_QUEUE_SLOT = 100;
 

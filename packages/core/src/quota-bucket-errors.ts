@@ -39,19 +39,6 @@ export function queueFullError(throttlerId: string, pendingRequests: number, max
   );
 }
 
-/**
- * Remembered request ids are never dropped before their grace ends (a retry would be granted twice),
- * so at the bound a new idempotent request is refused instead, until the oldest ids expire.
- */
-export function tooManyRememberedError(throttlerId: string, remembered: number, bound: number, graceMs: number): SluiceError {
-  return new SluiceError(
-    "QUEUE_FULL",
-    `throttler "${throttlerId}" holds ${remembered} request ids (waiting, or granted within the last ${graceMs} ms and ` +
-      `remembered so that a retry is not granted twice); it holds at most ${bound}; retry with backoff`,
-    { throttlerId, rememberedRequestIds: remembered, maxRememberedRequestIds: bound, detachedGraceMs: graceMs },
-  );
-}
-
 export interface TimeoutContext {
   readonly throttlerId: string;
   readonly waitedMs: number;

@@ -46,7 +46,13 @@ export function quotaBucketSnapshotOf(parts: QuotaBucketParts, now: number): Quo
 
 /** The figures of QuotaBucketMemory, from the sizes of what the bucket holds. */
 export function quotaBucketMemoryOf(
-  held: { readonly requests: number; readonly queueEntries: number; readonly timers: number; readonly rememberedRequestIds: number },
+  held: {
+    readonly requests: number;
+    readonly queueEntries: number;
+    readonly timers: number;
+    readonly rememberedRequestIds: number;
+    readonly forgottenEarlyRequestIds: number;
+  },
   config: QuotaBucketConfig,
 ): QuotaBucketMemory {
   return { ...held, maxRequestIds: config.maxQueueSize * REQUEST_IDS_PER_QUEUE_SLOT };

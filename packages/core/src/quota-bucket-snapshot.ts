@@ -81,6 +81,11 @@ export interface QuotaBucketMemory {
   readonly timers: number;
   /** Granted request ids remembered for the grace, so that a retry is answered and not granted twice. */
   readonly rememberedRequestIds: number;
-  /** The most `requests + rememberedRequestIds` may reach; beyond, a new request with an id is refused. */
+  /**
+   * The most remembered ids: past it the oldest are forgotten before their grace ends (a retry of
+   * one is then granted again); new requests are never refused for it.
+   */
   readonly maxRequestIds: number;
+  /** Granted ids forgotten before their grace ended, to stay within `maxRequestIds` (since the start). */
+  readonly forgottenEarlyRequestIds: number;
 }

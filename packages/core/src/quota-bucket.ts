@@ -8,7 +8,7 @@ import {
   REQUEST_IDS_PER_QUEUE_SLOT,
   type QuotaBucketConfig,
 } from "./quota-bucket-config.ts";
-import { checkAmount, reusedIdError, queueFullError, timeoutError, tooManyRememberedError } from "./quota-bucket-errors.ts";
+import { checkAmount, reusedIdError, queueFullError, timeoutError } from "./quota-bucket-errors.ts";
 import { quotaBucketMemoryOf, quotaBucketSnapshotOf } from "./quota-bucket-report.ts";
 import type { QuotaBucketMemory, QuotaBucketSnapshot } from "./quota-bucket-snapshot.ts";
 import { QuotaBucketState } from "./quota-bucket-state.ts";
@@ -71,12 +71,6 @@ export class QuotaBucket extends QuotaBucketState {
     if (existing?.state === "detached") {
       this.reattach(existing, request.deadlineAt);
       return { kind: "reattached", requestId };
-    }
-    const idBound = this.config.maxQueueSize * REQUEST_IDS_PER_QUEUE_SLOT;
-    if (request.requestId !== "" && this.entries.size + this.completed.size >= idBound) {
-      this.counters.refusedQueueFull += 1;
-      const held = this.entries.size + this.completed.size;
-      return { kind: "refused", requestId, error: tooManyRememberedError(this.id, held, idBound, this.config.detachedGraceMs) };
     }
     const entry = newQueuedEntry({
       id: requestId,
@@ -232,7 +226,7 @@ export class QuotaBucket extends QuotaBucketState {
   /** What the bucket holds, in objects (see QuotaBucketMemory for the bounds). */
   memory(): QuotaBucketMemory {
     const held = { requests: this.entries.size, queueEntries: this.classes.heldEntries(), timers: this.timers.size };
-    return quotaBucketMemoryOf({ ...held, rememberedRequestIds: this.completed.size }, this.config);
+    return quotaBucketMemoryOf({ ...held, rememberedRequestIds: this.completed.size, forgottenEarlyRequestIds: this.completed.forgottenEarly }, this.config);
   }
 
   private drain(now: number, settlements: Settlement[]): void {
@@ -280,8 +274,12 @@ export class QuotaBucket extends QuotaBucketState {
         const waitedMs = now - entry.enqueuedAt;
         this.waitTime.record(waitedMs, now);
         // A request without an id cannot be retried as the same request: nothing to remember.
-        // Kept for the whole grace; memory is bounded by refusing new ids at the bound (see `submit`).
-        if (entry.requestId !== "") this.completed.remember(entry.id, entry.amount, waitedMs, now + this.config.detachedGraceMs, pace);
+        // Kept for the grace, or until REQUEST_IDS_PER_QUEUE_SLOT × max_queue_size newer ids were
+        // granted (RememberedGrants): fresh work is never refused for bookkeeping.
+        if (entry.requestId !== "") {
+          const bound = this.config.maxQueueSize * REQUEST_IDS_PER_QUEUE_SLOT;
+          this.completed.remember(entry.id, entry.amount, waitedMs, now + this.config.detachedGraceMs, bound, pace);
+        }
         settlements.push(pace ? { kind: "granted", requestId: entry.id, amount: entry.amount, waitedMs, pace } : { kind: "granted", requestId: entry.id, amount: entry.amount, waitedMs });
       }
       this.classes.refresh(classId);

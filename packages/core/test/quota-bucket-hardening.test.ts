@@ -68,28 +68,39 @@ describe("QuotaBucket: request ids", () => {
     assert.equal(snapshot.counters.replayed, 500);
   });
 
-  it("bounds remembered ids: at the bound a new id is refused with QUEUE_FULL until the oldest expire", () => {
+  it("bounds remembered ids by forgetting the oldest early, never by refusing a new request (virtual time)", () => {
     const bound = 10 * REQUEST_IDS_PER_QUEUE_SLOT;
     const bucket = makeBucket({ limit: null, maxQueueSize: 10, detachedGraceMs: 60_000 });
     for (let i = 0; i < bound; i++) {
-      assert.equal(bucket.submit(request(`r${i}`, 1), 0).kind, "queued");
-      bucket.poll(0);
-    }
-    const refused = bucket.submit(request("one-more", 1), 0);
-    assert.equal(refused.kind, "refused");
-    if (refused.kind === "refused") {
-      assert.equal(refused.error.code, "QUEUE_FULL");
-      assert.equal(refused.error.retriable, true);
-      assert.match(refused.error.message, new RegExp(`holds ${bound} request ids .*within the last 60000 ms.*at most ${bound}; retry with backoff`));
+      assert.equal(bucket.submit(request(`r${i}`, 1), i).kind, "queued");
+      assert.equal(granted(bucket.poll(i)).length, 1);
     }
     assert.equal(bucket.memory().rememberedRequestIds, bound);
-    // requests without an id are not idempotent: nothing to remember, nothing to refuse
-    assert.equal(bucket.submit(request("", 1), 0).kind, "queued");
-    assert.equal(granted(bucket.poll(0)).length, 1);
+    assert.equal(bucket.memory().maxRequestIds, bound);
+    // At the bound, within the grace: a retry is still answered from memory...
+    assert.equal(bucket.submit(request("r0", 1), bound).kind, "granted");
+    assert.equal(bucket.snapshot(bound).counters.replayed, 1);
+    // ...and a new id is granted (never QUEUE_FULL), the oldest id forgotten to make room.
+    assert.equal(bucket.submit(request("one-more", 1), bound).kind, "queued");
+    assert.equal(granted(bucket.poll(bound)).length, 1);
     assert.equal(bucket.memory().rememberedRequestIds, bound);
-    // once the grace has passed, the ids are forgotten and new ones are accepted again
-    assert.equal(bucket.submit(request("one-more", 1), 60_000).kind, "queued");
+    assert.equal(bucket.memory().forgottenEarlyRequestIds, 1);
+    // The price, stated in the README: a retry of a forgotten id is a new request, granted again.
+    assert.equal(bucket.submit(request("r0", 1), bound + 1).kind, "queued");
+    assert.equal(granted(bucket.poll(bound + 1)).length, 1);
+    assert.equal(bucket.snapshot(bound + 1).counters.granted, bound + 2, "r0 granted twice, one-more once");
+    assert.equal(bucket.memory().forgottenEarlyRequestIds, 2, "r1 made room for r0");
+    // Ids not yet pushed out are still answered, not granted again.
+    assert.equal(bucket.submit(request("r2", 1), bound + 2).kind, "granted");
+    assert.equal(bucket.snapshot(bound + 2).counters.granted, bound + 2);
+    // Requests without an id remember nothing and push nothing out.
+    assert.equal(bucket.submit(request("", 1), bound + 2).kind, "queued");
+    assert.equal(granted(bucket.poll(bound + 2)).length, 1);
+    assert.equal(bucket.memory().forgottenEarlyRequestIds, 2);
+    // Once the grace has passed, everything is forgotten in time, nothing early.
+    bucket.poll(60_000 + bound + 2);
     assert.equal(bucket.memory().rememberedRequestIds, 0);
+    assert.equal(bucket.memory().forgottenEarlyRequestIds, 2);
   });
 });
 

@@ -137,7 +137,9 @@ function checkInvariants(model: Model, real: Real): void {
   assert.equal(snapshot.detachedRequests, model.detachedOrder.length, "detached requests");
   assert.equal(memory.requests, model.held(), "requests held = waiting + detached");
   assert.equal(memory.rememberedRequestIds, model.remembered(), "remembered ids = ids granted within their grace");
-  assert.ok(memory.requests + memory.rememberedRequestIds <= model.maxQueueSizeEver * REQUEST_IDS_PER_QUEUE_SLOT, "ids within their bound");
+  assert.ok(memory.rememberedRequestIds <= model.maxQueueSizeEver * REQUEST_IDS_PER_QUEUE_SLOT, "remembered ids within their bound");
+  // The model remembers every id for its whole grace: it holds only while no id was forgotten early.
+  assert.equal(memory.forgottenEarlyRequestIds, 0, "the model's runs stay below the bound");
   assert.ok(memory.queueEntries <= 2 * snapshot.pendingRequests + 65 * (CLASSES.length + 1), `${memory.queueEntries} queue entries`);
   assert.ok(memory.timers <= 2 * memory.requests + 1024 + 1, `${memory.timers} timers for ${memory.requests} requests`);
   // Every request ends: none still waits past its own deadline.
@@ -187,7 +189,6 @@ class Submit implements fc.Command<Model, Real> {
     if (this.amount === 0 && !detached) return "granted";
     if (model.pending() >= model.config.maxQueueSize) return "refused";
     if (detached) return "reattached";
-    if (this.id !== "" && model.held() + model.remembered() >= model.config.maxQueueSize * REQUEST_IDS_PER_QUEUE_SLOT) return "refused";
     return "queued";
   }
   private apply(model: Model, admission: Admission, deadlineAt: number | null): void {
