@@ -20,7 +20,7 @@ const COMPACT_MIN = 1024;
  * of a forgotten id is a new request and is granted again. With the default bound (100 ×
  * max_queue_size = 1,000,000 ids) that happens only above ~16,700 grants/s of new ids per
  * throttler, and then an id is still remembered for 1,000,000 ÷ the grant rate seconds (10 s at
- * 100,000 grants/s), which covers a client retrying a lost answer (README: "Request ids").
+ * 100,000 grants/s), which covers a client retrying a lost answer (README: "Throttler semantics").
  *
  * Kept as parallel arrays in grant order (ids, amounts, waits, expiries: doubles stored unboxed)
  * with a Map from id to its position, not an object per id: this runs once per grant, and at a
