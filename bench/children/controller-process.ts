@@ -8,17 +8,21 @@
 //   once, all in one frame (the stream transport's floor).
 // Events: ready {address, pid}; usage {cpuMs, rssBytes, heapUsedBytes, at} on request (after a
 // full GC when asked and the process runs with --expose-gc); describe {snapshotJson} and update
-// {version} (sluice mode); held {count} and release {count} (grpc-hold mode).
+// {version} (sluice mode); timing-reset and timing {count, handlerP50Ms, handlerP99Ms,
+// loopDelayP99Ms} (sluice mode with timing: the controller's own share of each RequestQuota); held {count} and release {count} (grpc-hold mode).
 import { Server, ServerCredentials, type sendUnaryData, type ServerDuplexStream, type ServerUnaryCall } from "@grpc/grpc-js";
 import { startController, type RunningController } from "@sluice/controller";
 import { quotaServiceDefinition } from "@sluice/protocol";
 import { validatePipelineSpec } from "@sluice/spec";
 import { configArgument, emit, onCommands, resourceUsage } from "../lib/child-io.ts";
+import { ControllerTiming } from "../lib/controller-timing.ts";
 
 interface Config {
   readonly mode: "sluice" | "grpc-echo" | "grpc-hold";
   /** A pipeline spec (as a user writes it) for mode "sluice". */
   readonly spec?: unknown;
+  /** Mode "sluice": time each RequestQuota inside the controller (commands timing-reset, timing). */
+  readonly timing?: boolean;
 }
 
 interface WireRequest {
@@ -32,12 +36,14 @@ interface WireStreamFrame {
 const config = configArgument<Config>();
 let running: RunningController | null = null;
 let echo: Server | null = null;
+let timing: ControllerTiming | null = null;
 const held: (() => void)[] = [];
 
 if (config.mode === "sluice") {
   const parsed = validatePipelineSpec(config.spec);
   if (!parsed.ok) throw new Error(`controller spec invalid: ${JSON.stringify(parsed.issues)}`);
   running = await startController({ spec: parsed.value, port: 0 });
+  if (config.timing) timing = new ControllerTiming(running.controller);
   emit({ type: "ready", address: running.address, pid: process.pid });
 } else {
   const server = new Server();
@@ -69,6 +75,11 @@ onCommands(async (command) => {
     const gc = (globalThis as { gc?: () => void }).gc;
     if (command["collect"] === true && gc) gc();
     emit({ type: "usage", ...resourceUsage() });
+  } else if (command.type === "timing-reset") {
+    timing?.reset();
+    emit({ type: "timing-reset" });
+  } else if (command.type === "timing") {
+    emit({ type: "timing", ...(timing?.read() ?? {}) });
   } else if (command.type === "describe" && running) {
     const { snapshotJson } = await running.controller.describeThrottlers();
     emit({ type: "describe", snapshotJson });

@@ -4,7 +4,7 @@
 // answered; open loop: a fixed arrival rate, whatever the answers do) and when (epoch ms, so that
 // several generator processes start, measure and stop together).
 // Events: ready {pid}; result {calls, latenciesMs, lagsMs, errors, firstError} per run.
-import { createGrpcQuotaClient, type QuotaServiceClient } from "@sluice/protocol";
+import { createGrpcQuotaClient, createStreamQuotaClient, type QuotaServiceClient } from "@sluice/protocol";
 import { configArgument, emit, onCommands } from "../lib/child-io.ts";
 import { CALLERS_PER_CHANNEL } from "../lib/grpc-load.ts";
 
@@ -12,6 +12,8 @@ export interface LoadRun {
   readonly address: string;
   readonly throttlerId: string;
   readonly mode: "closed" | "open";
+  /** Unary RequestQuota calls (default), or a QuotaStream per channel (a worker's multiplexed stream). */
+  readonly transport?: "unary" | "stream";
   /** Closed loop: callers. Open loop: client ids the requests rotate over (one channel per 16). */
   readonly clients: number;
   /** Open loop: requests per second sent by this process. */
@@ -29,7 +31,9 @@ const epochNow = (): number => performance.timeOrigin + performance.now();
 onCommands(async (command) => {
   if (command.type !== "run") return;
   const run = command["run"] as LoadRun;
-  const channels: QuotaServiceClient[] = Array.from({ length: Math.max(1, Math.ceil(run.clients / CALLERS_PER_CHANNEL)) }, () => createGrpcQuotaClient(run.address));
+  const channels: QuotaServiceClient[] = Array.from({ length: Math.max(1, Math.ceil(run.clients / CALLERS_PER_CHANNEL)) }, () =>
+    run.transport === "stream" ? createStreamQuotaClient(run.address) : createGrpcQuotaClient(run.address),
+  );
   // Connect every channel before the start (a first call each): connection setup is not load.
   await Promise.all(channels.map((channel, i) => call(channel, run, `warm/${process.pid}/${i}`, `${config.name}-warm-${Date.now()}-${i}`).catch(() => undefined)));
   const result = run.mode === "closed" ? await closedLoop(run, channels) : await openLoop(run, channels);

@@ -19,7 +19,7 @@ const GENERATORS = 2;
 /** Issue #14's goal for the controller's own cost. */
 const GRANTS_PER_CPU_S_GOAL = 100_000;
 
-interface Sample {
+export interface Sample {
   readonly grantsPerS: number;
   readonly p50Ms: number;
   readonly p99Ms: number;
@@ -29,9 +29,18 @@ interface Sample {
   readonly grantsPerCpuS: number;
   /** Open loop: p99 of how late the generators sent after the planned time. */
   readonly lagP99Ms: number;
+  /** Timed runs: p99 of the controller's own time per RequestQuota (handler called → answer written). */
+  readonly controllerP99Ms?: number;
+  readonly controllerP50Ms?: number;
+  /** Timed runs: the longest event-loop delay, the longest GC pause, and GC's share of the window's wall time. */
+  readonly controllerLoopDelayMaxMs?: number;
+  readonly controllerGcMaxMs?: number;
+  readonly controllerGcShare?: number;
+  /** Timed runs: p99 of the controller's event-loop delay (how long an arrived frame waited to be read). */
+  readonly controllerLoopDelayP99Ms?: number;
 }
 
-interface Server {
+export interface Server {
   readonly name: string;
   readonly child: BenchChild;
   readonly address: string;
@@ -41,7 +50,7 @@ export async function measureControllerThroughput(g: GroupContext): Promise<void
   const reps = g.pick(3, 2);
   const warmupMs = g.pick(700, 150);
   const windowMs = g.pick(2500, 300);
-  const sluice = BenchChild.start("controller-process.ts", { mode: "sluice", spec: controllerSpec({ open: {} }) });
+  const sluice = BenchChild.start("controller-process.ts", { mode: "sluice", spec: controllerSpec({ open: {} }), timing: true });
   const echo = BenchChild.start("controller-process.ts", { mode: "grpc-echo" });
   const generators = Array.from({ length: GENERATORS }, (_, i) => BenchChild.start("quota-load-process.ts", { name: `g${i}` }));
   try {
@@ -76,10 +85,10 @@ export async function measureControllerThroughput(g: GroupContext): Promise<void
     g.log(`open loop: ${formatNumber(openRate)} requests/s (half of ${formatNumber(capacity)}: min of ${formatNumber(sustained)} sustained and ${formatNumber(perCore)} per controller CPU-second), ${openClients} client ids`);
     for (let rep = 0; rep < reps; rep++) {
       for (const server of rep % 2 === 0 ? servers : [...servers].reverse()) {
-        const sample = await measure(g, server, generators, { mode: "open", clients: openClients, ratePerS: openRate, warmupMs, windowMs });
+        const sample = await measure(g, server, generators, { mode: "open", clients: openClients, ratePerS: openRate, warmupMs, windowMs, timed: server.child === sluice });
         record(`${server.name}@open`, sample);
         g.log(
-          `run ${rep + 1} ${server.name} open loop at ${formatNumber(openRate)}/s: ${formatNumber(sample.grantsPerS)} answered/s, p50 ${formatNumber(sample.p50Ms)} ms, p99 ${formatNumber(sample.p99Ms)} ms (generator lag p99 ${formatNumber(sample.lagP99Ms)} ms), server at ${formatNumber(sample.serverCpu * 100)} % of a core`,
+          `run ${rep + 1} ${server.name} open loop at ${formatNumber(openRate)}/s: ${formatNumber(sample.grantsPerS)} answered/s, p50 ${formatNumber(sample.p50Ms)} ms, p99 ${formatNumber(sample.p99Ms)} ms (generator lag p99 ${formatNumber(sample.lagP99Ms)} ms${sample.controllerP99Ms !== undefined ? `; inside the controller p99 ${formatNumber(sample.controllerP99Ms)} ms, event-loop delay p99 ${formatNumber(sample.controllerLoopDelayP99Ms ?? NaN)} ms, longest GC pause ${formatNumber(sample.controllerGcMaxMs ?? NaN)} ms` : ""}), server at ${formatNumber(sample.serverCpu * 100)} % of a core`,
         );
       }
     }
@@ -90,11 +99,20 @@ export async function measureControllerThroughput(g: GroupContext): Promise<void
 }
 
 /** One timed run against one server: the generators start, measure and stop together (epoch schedule). */
-async function measure(
+export async function measure(
   g: GroupContext,
   server: Server,
   generators: readonly BenchChild[],
-  plan: { readonly mode: "closed" | "open"; readonly clients: number; readonly ratePerS?: number; readonly warmupMs: number; readonly windowMs: number },
+  plan: {
+    readonly mode: "closed" | "open";
+    readonly clients: number;
+    readonly ratePerS?: number;
+    readonly warmupMs: number;
+    readonly windowMs: number;
+    readonly transport?: "unary" | "stream";
+    /** Also read the controller's own timing of each RequestQuota (a controller-process with `timing`). */
+    readonly timed?: boolean;
+  },
 ): Promise<Sample> {
   const used = generators.slice(0, Math.max(1, Math.min(generators.length, plan.clients)));
   // Time for every generator to open and warm its channels before the start.
@@ -107,6 +125,7 @@ async function measure(
       address: server.address,
       throttlerId: "open",
       mode: plan.mode,
+      ...(plan.transport ? { transport: plan.transport } : {}),
       clients: Math.floor(plan.clients / used.length) + (i < plan.clients % used.length ? 1 : 0),
       ...(plan.ratePerS !== undefined ? { ratePerS: plan.ratePerS / used.length } : {}),
       startAt,
@@ -119,7 +138,11 @@ async function measure(
     return child.waitFor((event) => event.type === "result" && child.events.indexOf(event) >= seen, 60_000 + windowTo - Date.now(), `result of a ${plan.mode}-loop run`);
   });
   const usage = (at: number) => new Promise<ChildEvent>((resolve, reject) => setTimeout(() => server.child.request({ type: "usage" }).then(resolve, reject), Math.max(0, at - Date.now())));
+  const at = (when: number, type: string) =>
+    new Promise<ChildEvent>((resolve, reject) => setTimeout(() => server.child.request({ type }).then(resolve, reject), Math.max(0, when - Date.now())));
+  const timing = plan.timed ? Promise.all([at(windowFrom, "timing-reset"), at(windowTo, "timing")]) : null;
   const [before, after] = await Promise.all([usage(windowFrom), usage(windowTo)]);
+  const controllerTiming = timing ? (await timing)[1] : null;
   const outcomes = await Promise.all(results);
   const calls = outcomes.reduce((sum, o) => sum + Number(o["calls"]), 0);
   const errors = outcomes.reduce((sum, o) => sum + Number(o["errors"]), 0);
@@ -130,7 +153,24 @@ async function measure(
   const [lagP99 = NaN] = percentiles(lags, [0.99]);
   const grantsPerS = (calls * 1000) / plan.windowMs;
   const serverCpu = cpuShare(before, after);
-  return { grantsPerS, p50Ms: p50, p99Ms: p99, serverCpu, grantsPerCpuS: grantsPerS / serverCpu, lagP99Ms: lagP99 };
+  return {
+    grantsPerS,
+    p50Ms: p50,
+    p99Ms: p99,
+    serverCpu,
+    grantsPerCpuS: grantsPerS / serverCpu,
+    lagP99Ms: lagP99,
+    ...(controllerTiming
+      ? {
+          controllerP50Ms: Number(controllerTiming["handlerP50Ms"]),
+          controllerP99Ms: Number(controllerTiming["handlerP99Ms"]),
+          controllerLoopDelayP99Ms: Number(controllerTiming["loopDelayP99Ms"]),
+          controllerLoopDelayMaxMs: Number(controllerTiming["loopDelayMaxMs"]),
+          controllerGcMaxMs: Number(controllerTiming["gcMaxMs"]),
+          controllerGcShare: Number(controllerTiming["gcTotalMs"]) / plan.windowMs,
+        }
+      : {}),
+  };
 }
 
 function addFigures(g: GroupContext, samples: Map<string, Sample[]>, open: { readonly openRate: number; readonly capacity: number; readonly openClients: number }): void {
@@ -203,7 +243,12 @@ function addFigures(g: GroupContext, samples: Map<string, Sample[]>, open: { rea
     unit: "ms",
     better: "lower",
     sluice: runsOf("Sluice", "open", (s) => s.p99Ms),
-    peers: { [ECHO]: runsOf(ECHO, "open", (s) => s.p99Ms), "the generators' own send lag, p99": runsOf("Sluice", "open", (s) => s.lagP99Ms) },
+    peers: {
+      [ECHO]: runsOf(ECHO, "open", (s) => s.p99Ms),
+      "the generators' own send lag, p99": runsOf("Sluice", "open", (s) => s.lagP99Ms),
+      "inside the controller: handler called → answered, p99": runsOf("Sluice", "open", (s) => s.controllerP99Ms ?? NaN),
+      "inside the controller: event-loop delay, p99": runsOf("Sluice", "open", (s) => s.controllerLoopDelayP99Ms ?? NaN),
+    },
   });
   g.add({
     id: "controller.rpc.open_loop.per_cpu_second",
@@ -238,7 +283,7 @@ function addFigures(g: GroupContext, samples: Map<string, Sample[]>, open: { rea
   });
 }
 
-function cpuShare(before: ChildEvent | null, after: ChildEvent | null): number {
+export function cpuShare(before: ChildEvent | null, after: ChildEvent | null): number {
   if (!before || !after) return Number.NaN;
   const cpuMs = Number(after["cpuMs"]) - Number(before["cpuMs"]);
   const wallMs = Number(after["at"]) - Number(before["at"]);

@@ -1,21 +1,17 @@
 // Group 8: the QuotaStream transport (issue #14) next to unary gRPC, run for run.
 //   - memory: 100,000 requests waiting on QuotaStreams against 10,000 waiting as unary calls
 //     (what the scale group measures; 100,000 unary calls would need a GiB);
-//   - grants per controller CPU-second with closed-loop callers over each transport, against bare
-//     grpc-js echoing the same proto as unary calls and on a stream (each transport's floor).
+//   - grants per controller CPU-second and open-loop latency over each transport, the load from
+//     separate processes (quota-stream-throughput.ts).
 import { systemClock } from "@sluice/core";
 import { createGrpcQuotaClient, createStreamQuotaClient, type QuotaServiceClient } from "@sluice/protocol";
 import { BenchChild, type ChildEvent } from "../lib/child.ts";
 import { formatNumber } from "../lib/format.ts";
 import type { BenchGroup, GroupContext } from "../lib/group.ts";
-import { CALLERS_PER_CHANNEL, closedLoopLoad, sleep } from "../lib/grpc-load.ts";
+import { sleep } from "../lib/grpc-load.ts";
 import { controllerSpec } from "../lib/specs.ts";
-import { percentiles } from "../lib/stats.ts";
+import { measureStreamThroughput, STREAM, UNARY } from "./quota-stream-throughput.ts";
 
-const STREAM = "Sluice over QuotaStream";
-const UNARY = "Sluice over unary gRPC";
-const ECHO = "bare grpc-js echo (same proto, unary)";
-const STREAM_ECHO = "bare grpc-js echo on a stream (same frames)";
 /** Calls per stream in the memory run: ten workers' streams. */
 const STREAM_CALLS_PER_CLIENT = 10_000;
 /** As the scale group: one unary channel per 1,000 calls. */
@@ -26,7 +22,7 @@ export const quotaStream: BenchGroup = {
   title: "8. QuotaStream: a worker's quota traffic on one multiplexed stream, next to unary gRPC",
   async run(g) {
     await measureWaiting(g);
-    await measureThroughput(g);
+    await measureStreamThroughput(g);
   },
 };
 
@@ -133,109 +129,4 @@ async function waitingCount(child: BenchChild): Promise<number> {
 
 function usage(child: BenchChild, collect: boolean): Promise<ChildEvent> {
   return child.request({ type: "usage", collect });
-}
-
-interface Sample {
-  readonly grantsPerS: number;
-  readonly grantsPerCpuS: number;
-  readonly p50Ms: number;
-  readonly p99Ms: number;
-}
-
-const LEVELS = [16, 256] as const;
-
-async function measureThroughput(g: GroupContext): Promise<void> {
-  const reps = g.pick(2, 1);
-  const warmupMs = g.pick(500, 150);
-  const windowMs = g.pick(2000, 300);
-  const sluice = BenchChild.start("controller-process.ts", { mode: "sluice", spec: controllerSpec({ open: {} }) });
-  const echo = BenchChild.start("controller-process.ts", { mode: "grpc-echo" });
-  const [sluiceReady, echoReady] = await Promise.all([sluice.waitForType("ready", 30_000), echo.waitForType("ready", 30_000)]);
-  const sluiceAddress = String(sluiceReady["address"]);
-  const echoAddress = String(echoReady["address"]);
-  const subjects: { name: string; child: BenchChild; address: string; connect: Connect }[] = [
-    { name: STREAM, child: sluice, address: sluiceAddress, connect: createStreamQuotaClient },
-    { name: UNARY, child: sluice, address: sluiceAddress, connect: (address) => createGrpcQuotaClient(address) },
-    { name: STREAM_ECHO, child: echo, address: echoAddress, connect: createStreamQuotaClient },
-    { name: ECHO, child: echo, address: echoAddress, connect: (address) => createGrpcQuotaClient(address) },
-  ];
-  const samples = new Map<string, Sample[]>();
-  g.log(`${reps} runs × ${LEVELS.length} levels × ${subjects.length} subjects, ${windowMs} ms windows after ${warmupMs} ms warm-up`);
-  try {
-    for (let rep = 0; rep < reps; rep++) {
-      for (const clients of LEVELS) {
-        for (const subject of rep % 2 === 0 ? subjects : [...subjects].reverse()) {
-          let before: ChildEvent | null = null;
-          let after: ChildEvent | null = null;
-          const load = await closedLoopLoad({
-            address: subject.address,
-            throttlerId: "open",
-            clients,
-            warmupMs,
-            windowMs,
-            connect: subject.connect,
-            onWindow: async (edge) => {
-              const reading = await subject.child.request({ type: "usage" });
-              if (edge === "start") before = reading;
-              else after = reading;
-            },
-          });
-          if (load.errors > 0) g.note(`${subject.name} at ${clients} clients: ${load.errors} failed calls (first: ${load.firstError})`);
-          const [p50 = NaN, p99 = NaN] = percentiles(load.latenciesMs, [0.5, 0.99]);
-          const grantsPerS = (load.calls * 1000) / load.windowMs;
-          const cpu = cpuShare(before, after);
-          const sample: Sample = { grantsPerS, grantsPerCpuS: grantsPerS / cpu, p50Ms: p50, p99Ms: p99 };
-          const key = `${subject.name}@${clients}`;
-          samples.set(key, [...(samples.get(key) ?? []), sample]);
-          g.log(
-            `run ${rep + 1} ${subject.name} ${clients} clients: ${formatNumber(grantsPerS)} grants/s, server at ${formatNumber(cpu * 100)} % of a core → ` +
-              `${formatNumber(sample.grantsPerCpuS)} grants/CPU-s, p50 ${formatNumber(p50)} ms, p99 ${formatNumber(p99)} ms`,
-          );
-        }
-      }
-    }
-  } finally {
-    await Promise.all([sluice.stop(), echo.stop()]);
-  }
-  const runsOf = (name: string, clients: number, pick: (s: Sample) => number) => (samples.get(`${name}@${clients}`) ?? []).map(pick);
-  const peersOf = (clients: number, pick: (s: Sample) => number) => ({
-    [UNARY]: runsOf(UNARY, clients, pick),
-    [STREAM_ECHO]: runsOf(STREAM_ECHO, clients, pick),
-    [ECHO]: runsOf(ECHO, clients, pick),
-  });
-  for (const clients of LEVELS) {
-    const label = `${clients} closed-loop clients (a stream or channel per ${CALLERS_PER_CHANNEL})`;
-    g.add({
-      id: `stream.rpc.per_cpu_second.${clients}`,
-      label: `grants per server CPU-second, ${label}`,
-      unit: "grants/CPU-s",
-      better: "higher",
-      sluice: runsOf(STREAM, clients, (s) => s.grantsPerCpuS),
-      peers: peersOf(clients, (s) => s.grantsPerCpuS),
-      note: "grants/s ÷ the server process's CPU time per second; the load generator shares the 2 cores",
-    });
-    g.add({
-      id: `stream.rpc.throughput.${clients}`,
-      label: `RequestQuota grants/s, ${label}`,
-      unit: "grants/s",
-      better: "higher",
-      sluice: runsOf(STREAM, clients, (s) => s.grantsPerS),
-      peers: peersOf(clients, (s) => s.grantsPerS),
-    });
-    g.add({
-      id: `stream.rpc.p99.${clients}`,
-      label: `RequestQuota p99 latency, ${label}`,
-      unit: "ms",
-      better: "lower",
-      sluice: runsOf(STREAM, clients, (s) => s.p99Ms),
-      peers: peersOf(clients, (s) => s.p99Ms),
-    });
-  }
-}
-
-function cpuShare(before: ChildEvent | null, after: ChildEvent | null): number {
-  if (!before || !after) return Number.NaN;
-  const cpuMs = Number(after["cpuMs"]) - Number(before["cpuMs"]);
-  const wallMs = Number(after["at"]) - Number(before["at"]);
-  return wallMs > 0 ? cpuMs / wallMs : Number.NaN;
 }
