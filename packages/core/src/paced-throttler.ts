@@ -4,6 +4,7 @@ import { PacedWaitingCallers } from "./paced-waiting-callers.ts";
 import { TOLERANCE, fits, invalidAmount, validAmount } from "./prefetch-amounts.ts";
 import { PrefetchSizer } from "./prefetch-sizer.ts";
 import type { PrefetchConfig, PrefetchStats } from "./prefetching-throttler.ts";
+import { SharedWakeups } from "./shared-wakeups.ts";
 import { SlotSchedule } from "./slot-schedule.ts";
 import { SluiceError } from "./sluice-error.ts";
 import { RESOLVED, type ThrottleOptions, type Throttler } from "./throttler.ts";
@@ -13,7 +14,8 @@ import { RESOLVED, type ThrottleOptions, type Throttler } from "./throttler.ts";
  * left for the timer's own lateness on a busy machine (a unit older than the expiry is never handed out).
  * Each event-loop wake-up costs about 0.1 ms of CPU on a shared 2-core VM, whatever it then does,
  * so wake-ups are most of what a smooth client costs: at 1/6 (6.25 ms at a 1 s period) a process
- * spent ×1.6 the CPU per unit of 1/3 (in-process, 4 clients at 480 units/s).
+ * spent ×1.6 the CPU per unit of 1/3 (in-process, 4 clients at 480 units/s). The clients of one
+ * process share their wake-ups (SharedWakeups), so this spacing holds for the process, not per client.
  */
 const WAKE_SHARE_OF_EXPIRY = 1 / 3;
 
@@ -78,10 +80,14 @@ export class PacedThrottler implements Throttler {
   private backlogged = false;
   /** Last time a caller asked for quota: refills continue for a request_period after it. */
   private demandAt = Number.NEGATIVE_INFINITY;
-  /** Identifies the wake-up timer armed last; one that fires with an older number was replaced. */
-  private wakeSeq = 0;
-  private wakeAt: number | null = null;
-  /** When the last wake-up timer fired: the next one comes no sooner than WAKE_SHARE_OF_EXPIRY later. */
+  /** One timer for every paced client on this clock (a process's clients wake together). */
+  private readonly wakeups: SharedWakeups;
+  /** Called by the shared wake-ups; made once, not per wake-up. */
+  private readonly onWake = (): void => {
+    this.wokeAt = this.clock.now();
+    this.satisfy();
+  };
+  /** When this client was last woken: the next wake-up comes no sooner than WAKE_SHARE_OF_EXPIRY later. */
   private wokeAt = Number.NEGATIVE_INFINITY;
   private retryPending = false;
   /** Aborts the request in flight alone (a retired client withdrawing it), not the client. */
@@ -97,6 +103,7 @@ export class PacedThrottler implements Throttler {
     private readonly name = "throttler",
   ) {
     this.slots = new SlotSchedule(config.slotExpiryMs);
+    this.wakeups = SharedWakeups.of(clock);
     const { targetRps, minPrefetchAmount, maxPrefetchAmount, windowMs } = config;
     this.sizer = new PrefetchSizer({ targetRps, minPrefetchAmount, maxPrefetchAmount, windowMs });
   }
@@ -187,7 +194,7 @@ export class PacedThrottler implements Throttler {
     if (this.closedWith) return;
     this.closedWith = typeof reason === "string" ? new SluiceError("CANCELLED", `${this.name}: ${reason}`, { throttlerId: this.name }) : reason;
     this.lifetime.abort(this.closedWith);
-    this.cancelWake();
+    this.wakeups.cancel(this);
     this.waiting.failAll(this.closedWith);
     this.slots.clear();
   }
@@ -219,8 +226,8 @@ export class PacedThrottler implements Throttler {
   private armWake(now: number): void {
     const head = this.waiting.count > 0 ? this.waiting.firstLive() : undefined;
     const due = head ? this.slots.timeWhenAvailable(head.amount, now) : null;
-    // Nobody to wake for (or nothing held yet): a wake-up already armed is left to fire and find
-    // nothing, which is cheaper than aborting it — the caller just served is usually back at once.
+    // Nobody to wake for (or nothing held yet): a wake-up already asked for is left to come and find
+    // nothing, which is cheaper than cancelling it — the caller just served is usually back at once.
     if (due === null) return;
     // A process waking once per slot (1,000 times a second at 1,000 units/s) spends most of its CPU
     // on the wake-ups themselves. A unit may reach its caller up to the slot expiry after its slot
@@ -228,29 +235,11 @@ export class PacedThrottler implements Throttler {
     // every slot that came meanwhile: 12.5 ms at a 1 s period, about 12 units at once at 1,000/s.
     const expiryMs = Math.min(this.config.slotExpiryMs, this.slots.shortestExpiryMs() ?? this.config.slotExpiryMs);
     const at = Math.max(due, this.wokeAt + expiryMs * WAKE_SHARE_OF_EXPIRY);
-    if (this.wakeAt !== null && this.wakeAt <= at) return;
-    // A timer replaced by a sooner one is left to fire and find itself stale: cheaper than an
-    // AbortController per wake-up (9 µs made and aborted, against 1 µs for the timer itself). The
-    // client's lifetime signal (0.5 µs a listener) clears every pending timer when it closes, so a
-    // closed client never holds its process open until a far slot.
-    const timer = ++this.wakeSeq;
-    this.wakeAt = at;
-    this.clock.sleep(Math.max(0, at - now), this.lifetime.signal).then(
-      () => {
-        if (this.wakeSeq !== timer) return;
-        this.wakeAt = null;
-        this.wokeAt = this.clock.now();
-        this.satisfy();
-      },
-      () => {
-        /* the client closed */
-      },
-    );
-  }
-
-  private cancelWake(): void {
-    this.wakeSeq += 1;
-    this.wakeAt = null;
+    // Woken no sooner than the head's slot (never early) and no later than `at`: another client's
+    // wake-up in between serves this one too, at no lateness beyond what its own timer would add.
+    // The shared wake-ups hold no timer for a closed client (close cancels), so none holds the
+    // process open until a far slot.
+    this.wakeups.schedule(this, due, at, this.onWake);
   }
 
   /**
