@@ -6,8 +6,8 @@
 //   PacedThrottler for a smooth throttler, a PrefetchingThrottler otherwise), against a controller;
 //   "p-throttle", "bottleneck": one in-process limiter per process, paced at `ratePerProcess`, shared
 //   by this process's jobs (neither coordinates across processes without an external store).
-// Events: ready; result {times, rpcs, cpuMs, jobs} at the end.
-import { systemClock } from "@sluice/core";
+// Events: ready; result {times, rpcs, cpuMs, timers, jobs} at the end.
+import { type Clock, systemClock } from "@sluice/core";
 import { createGrpcQuotaClient } from "@sluice/protocol";
 import { DistributedThrottlerFactory, DynamicSpecWatcher } from "@sluice/runtime";
 import type { DynamicSpec } from "@sluice/spec";
@@ -37,6 +37,19 @@ const config = configArgument<Config>();
 process.once("SIGTERM", () => process.exit(0));
 const epochNow = () => performance.timeOrigin + performance.now();
 let rpcs = 0;
+/**
+ * Timers the clients armed (Sluice mode): each is one event-loop wake-up, which is most of what a
+ * smooth client costs. One counting clock for every client of the process, as one `systemClock`
+ * would be: paced clients on one clock share their wake-ups.
+ */
+let timers = 0;
+const countingClock: Clock = {
+  now: systemClock.now,
+  sleep: (ms, signal) => {
+    timers += 1;
+    return systemClock.sleep(ms, signal);
+  },
+};
 const closers: (() => void | Promise<void>)[] = [];
 
 /** Takes one unit: resolves when the caller may call the protected system. */
@@ -50,7 +63,7 @@ async function takers(): Promise<(() => Promise<unknown>)[]> {
     if (!current) throw new Error("no dynamic_spec from the controller");
     closers.push(() => watcher.close(), () => client.close());
     return config.clientIds.map((clientId) => {
-      const factory = new DistributedThrottlerFactory({ computation: "Bench", clientId, client: () => client, clock: systemClock, onRpc: () => (rpcs += 1) });
+      const factory = new DistributedThrottlerFactory({ computation: "Bench", clientId, client: () => client, clock: countingClock, onRpc: () => (rpcs += 1) });
       factory.reconfigure(current);
       closers.unshift(() => factory.close());
       const handle = factory.getThrottlerOrThrow(config.throttlerId ?? "");
@@ -82,6 +95,8 @@ let cpuFrom = 0;
 let cpuTo = 0;
 let rpcsFrom = 0;
 let rpcsTo = 0;
+let timersFrom = 0;
+let timersTo = 0;
 const cpuMs = () => {
   const usage = process.cpuUsage();
   return (usage.user + usage.system) / 1000;
@@ -90,10 +105,12 @@ const at = (epochMs: number, work: () => void) => setTimeout(work, Math.max(0, e
 at(schedule.windowFrom, () => {
   cpuFrom = cpuMs();
   rpcsFrom = rpcs;
+  timersFrom = timers;
 });
 at(schedule.windowTo, () => {
   cpuTo = cpuMs();
   rpcsTo = rpcs;
+  timersTo = timers;
 });
 await new Promise((resolve) => setTimeout(resolve, Math.max(0, schedule.startAt - Date.now())));
 let running = true;
@@ -107,6 +124,6 @@ await Promise.all(
     }
   }),
 );
-emit({ type: "result", times, rpcs: rpcsTo - rpcsFrom, cpuMs: cpuTo - cpuFrom, jobs: take.length });
+emit({ type: "result", times, rpcs: rpcsTo - rpcsFrom, timers: timersTo - timersFrom, cpuMs: cpuTo - cpuFrom, jobs: take.length });
 for (const close of closers) await close();
 process.exit(0);

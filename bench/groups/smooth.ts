@@ -34,6 +34,8 @@ export interface RunFigures {
   readonly cpuMsPer1000: number;
   /** The controller's share of it (Sluice only). */
   readonly controllerCpuMsPer1000: number | null;
+  /** Timers the jobs' clients armed per 1,000 units (Sluice only): each is an event-loop wake-up. */
+  readonly timersPer1000: number | null;
 }
 
 export const smooth: BenchGroup = {
@@ -54,7 +56,8 @@ export const smooth: BenchGroup = {
         g.log(
           `${subject}: ${formatNumber(figures.maxInPeriod)} most in any ${PERIOD_MS} ms, ${formatNumber(figures.maxIn10ms)} most in any ${BURST_WINDOW_MS} ms, ` +
             `utilisation ${formatNumber(figures.utilisation * 100)} %${figures.grantedUtilisation === null ? "" : ` (granted ${formatNumber(figures.grantedUtilisation * 100)} %)`}, ${figures.rpcsPerPeriod === null ? "no RPCs" : `${formatNumber(figures.rpcsPerPeriod)} RPCs per client per request_period`}, ` +
-            `${formatNumber(figures.cpuMsPer1000)} CPU ms per 1,000 units${figures.controllerCpuMsPer1000 === null ? "" : ` (controller ${formatNumber(figures.controllerCpuMsPer1000)})`}`,
+            `${formatNumber(figures.cpuMsPer1000)} CPU ms per 1,000 units${figures.controllerCpuMsPer1000 === null ? "" : ` (controller ${formatNumber(figures.controllerCpuMsPer1000)})`}` +
+            `${figures.timersPer1000 === null ? "" : `, ${formatNumber(figures.timersPer1000)} client timers per 1,000 units`}`,
         );
       }
     }
@@ -181,6 +184,7 @@ export async function measure(_g: GroupContext | null, subject: Subject, windowM
     const times = results.flatMap((event) => event["times"] as number[]).sort((a, b) => a - b);
     const cpuMs = results.reduce((sum, event) => sum + Number(event["cpuMs"]), 0) + (controllerTo - controllerFrom);
     const rpcs = results.reduce((sum, event) => sum + Number(event["rpcs"]), 0);
+    const timers = results.reduce((sum, event) => sum + Number(event["timers"] ?? 0), 0);
     return {
       maxInPeriod: mostInClosedWindow(times, PERIOD_MS),
       maxIn10ms: mostInClosedWindow(times, BURST_WINDOW_MS),
@@ -189,6 +193,7 @@ export async function measure(_g: GroupContext | null, subject: Subject, windowM
       rpcsPerPeriod: sluice ? rpcs / (PROCESSES * JOBS_PER_PROCESS) / (windowMs / SMOOTH_REQUEST_PERIOD_MS) : null,
       cpuMsPer1000: (cpuMs * 1000) / Math.max(1, times.length),
       controllerCpuMsPer1000: controller ? ((controllerTo - controllerFrom) * 1000) / Math.max(1, times.length) : null,
+      timersPer1000: sluice ? (timers * 1000) / Math.max(1, times.length) : null,
     };
   } finally {
     await Promise.all([...processes, ...(controller ? [controller] : [])].map((child) => child.stop()));
