@@ -319,26 +319,30 @@ export class Job {
     );
   }
 
+  /** The offset of the record being decoded, for `decodingWhere`. */
+  private decodingOffset = "";
   /**
-   * One iteration's records as the computation sees them, and their bytes. One loop and one closure
-   * for naming a bad record (it reads the record being decoded): a closure per record showed in the
-   * garbage a busy Kafka job makes.
+   * Names a record whose value does not decode. One closure per job, reading the record being
+   * decoded: a closure per record showed in the garbage of a busy Kafka job, and under tsx a named
+   * closure made per call costs an `Object.defineProperty` (esbuild's keepNames) besides.
    */
+  private readonly decodingWhere = (): string => `stream "${this.options.stream}" partition ${this.options.partition} offset ${this.decodingOffset}`;
+
+  /** One iteration's records as the computation sees them, and their bytes, in one loop. */
   private decode(records: readonly SourceRecord[]): { messages: Message[]; bytes: number } {
     const { stream, partition } = this.options;
     const format = this.options.pipeline.streams[stream]?.format ?? "json";
     const messages: Message[] = [];
     let bytes = 0;
-    let offset = "";
-    const where = () => `stream "${stream}" partition ${partition} offset ${offset}`;
     for (const record of records) {
-      offset = record.offset;
+      const offset = record.offset;
+      this.decodingOffset = offset;
       const byteSize = recordByteSize(record);
       bytes += byteSize;
       messages.push({
         stream,
         key: decodeText(record.key),
-        value: decodeValue(format, record.value, where),
+        value: decodeValue(format, record.value, this.decodingWhere),
         headers: decodeHeaders(record.headers),
         partition,
         offset,
