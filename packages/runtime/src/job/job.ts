@@ -114,7 +114,7 @@ export class Job {
     const iterations: { records: readonly SourceRecord[]; unprocessed: UnprocessedSpan }[] = [];
     for (let start = 0; start < batch.records.length; start += maxRows) {
       const records = batch.records.slice(start, start + maxRows);
-      iterations.push({ records, unprocessed: this.eventTimes.read(stream, streamDelayMs, records.map((r) => r.timestampMs)) });
+      iterations.push({ records, unprocessed: this.eventTimes.readRecords(stream, streamDelayMs, records) });
     }
     const alignment = this.options.alignment;
     alignment?.begin();
