@@ -6,7 +6,8 @@
 // message), DIR/<variant>-<round>.cpuprofile.
 // Memory log (default) variants: none, grpc, embedded (default: all three, interleaved per round).
 // With --kafka (KAFKA_BROKERS or 127.0.0.1:19092; one topic of N messages made for the run), variants:
-// bare (the bench's bare kafkajs eachBatch consumer), none, grpc (default: all three).
+// bare (the bench's bare kafkajs eachBatch consumer), none, grpc (default: all three). Both modes also
+// take none-grpc: no throttler, with the controller over gRPC all the same (what gRPC alone costs).
 import { randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { BenchChild } from "./lib/child.ts";
@@ -85,13 +86,14 @@ async function runBare(broker: Broker, topic: string, round: number): Promise<st
 }
 
 async function runPipeline(variant: string, address: string, round: number, broker: Broker | null, topic: string): Promise<string> {
-  const throttled = variant !== "none";
+  // "none-grpc": no throttler, but the dynamic_spec watched from the controller over gRPC, as "grpc" does.
+  const throttled = variant !== "none" && variant !== "none-grpc";
   const group = `profile-${variant}-${randomUUID().slice(0, 8)}`;
   const child = BenchChild.start(
     "pipeline-process.ts",
     {
       spec: spec(throttled, broker ? { brokers: broker.brokers, name: topic, group } : undefined),
-      controller: variant === "grpc" ? address : "embedded",
+      controller: variant === "grpc" ? address : variant === "none-grpc" ? unthrottledAddress : "embedded",
       finishAtRows: rows,
       ...windowProfile(variant, round),
       ...(broker
@@ -120,6 +122,9 @@ if (broker) {
 }
 const controller = BenchChild.start("controller-process.ts", { mode: "sluice", spec: spec(true) });
 const address = String((await controller.waitForType("ready", 30_000))["address"]);
+// A worker takes its dynamic_spec from the controller, so "none-grpc" needs one that throttles nothing.
+const unthrottling = variants.includes("none-grpc") ? BenchChild.start("controller-process.ts", { mode: "sluice", spec: spec(false) }) : null;
+const unthrottledAddress = unthrottling ? String((await unthrottling.waitForType("ready", 30_000))["address"]) : "";
 try {
   for (let round = 0; round < rounds; round++) {
     for (const variant of variants) {
@@ -129,5 +134,6 @@ try {
   }
 } finally {
   await controller.stop();
+  await unthrottling?.stop();
   await broker?.stop();
 }
