@@ -1,9 +1,11 @@
 // The baseline a Sluice worker is compared with: a bare kafkajs consumer group reading the same
 // topic with eachBatch, decoding each JSON value, committing after each batch (kafkajs's default
 // auto-commit), with as many partitions in flight as the topic has. No throttling, no framework.
-// Events: joined {at}; finished {at, rows} once `rows` messages were read.
+// Events: joined {at}; finished {at, rows} once `rows` messages were read; with `profileTo`, a CPU
+// profile of connect-to-finished written there, then profiled {path}.
 import { Kafka, logLevel } from "kafkajs";
 import { configArgument, emit } from "../lib/child-io.ts";
+import { startWindowProfile } from "../lib/window-profile.ts";
 
 interface Config {
   readonly brokers: readonly string[];
@@ -11,6 +13,7 @@ interface Config {
   readonly groupId: string;
   readonly partitions: number;
   readonly rows: number;
+  readonly profileTo?: string;
 }
 
 const config = configArgument<Config>();
@@ -19,6 +22,7 @@ const consumer = kafka.consumer({ groupId: config.groupId, maxWaitTimeInMs: 500 
 let rows = 0;
 let finished = false;
 consumer.on(consumer.events.GROUP_JOIN, () => emit({ type: "joined", at: performance.timeOrigin + performance.now() }));
+const profile = config.profileTo ? await startWindowProfile() : null;
 await consumer.connect();
 await consumer.subscribe({ topics: [config.topic], fromBeginning: true });
 await consumer.run({
@@ -31,6 +35,8 @@ await consumer.run({
     if (!finished && rows >= config.rows) {
       finished = true;
       emit({ type: "finished", at: performance.timeOrigin + performance.now(), rows });
+      const path = config.profileTo;
+      if (profile && path) void profile.stop(path).then(() => emit({ type: "profiled", path }));
     }
   },
 });

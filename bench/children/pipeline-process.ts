@@ -6,6 +6,8 @@
 // `probeSentAt`; sample {at, computations} on request or every `sampleEveryMs`; finished {at, rows}
 // once `finishAtRows` rows were processed; iterations {list} on request (per-iteration log).
 // Commands: sample; append {stream, partition, timestampMs?} (a probe message); iterations.
+// With `profileTo`: a CPU profile from just before worker.start() to `finished`, written there, then
+// the event profiled {path}.
 import { systemClock } from "@sluice/core";
 import { Controller } from "@sluice/controller";
 import { KafkaIoFactory } from "@sluice/kafka";
@@ -14,6 +16,7 @@ import { defineComputation, encodeValue, MemoryIoFactory, Worker, type Computati
 import { validatePipelineSpec } from "@sluice/spec";
 import { configArgument, emit, onCommands, resourceUsage } from "../lib/child-io.ts";
 import { CHILDREN_DIR } from "../lib/paths.ts";
+import { startWindowProfile, type WindowProfile } from "../lib/window-profile.ts";
 
 export interface PipelineProcessConfig {
   /** A pipeline spec as a user writes it. Its computations are replaced by the counting ones here. */
@@ -29,6 +32,8 @@ export interface PipelineProcessConfig {
   readonly logIterations?: boolean;
   /** Also emit every message, unchanged, to each output stream the spec gives the computation (what `delivery` applies to). */
   readonly relayToOutputs?: boolean;
+  /** A `.cpuprofile` path: profile the timed window (worker.start() to `finished`) only. */
+  readonly profileTo?: string;
 }
 
 export interface Prefill {
@@ -88,6 +93,10 @@ function counting(name: string): Computation {
       if (!finished && config.finishAtRows !== undefined && totalRows >= config.finishAtRows) {
         finished = true;
         emit({ type: "finished", at: now, rows: totalRows, metrics: worker.throttlerMetrics() });
+        if (profile && config.profileTo) {
+          const path = config.profileTo;
+          void profile.stop(path).then(() => emit({ type: "profiled", path }));
+        }
       }
     },
   });
@@ -123,6 +132,7 @@ if (spec.kafka) {
   }
 }
 
+const profile: WindowProfile | null = config.profileTo ? await startWindowProfile() : null;
 const worker = new Worker({ pipeline: spec, specDir: CHILDREN_DIR, io, quotaClient: () => client, workerId: "bench", loaded, log, dynamicSpecWaitMs: 10_000 });
 const startedAt = systemClock.now();
 await worker.start();

@@ -4,35 +4,9 @@ import { fits, invalidAmount, settleToZero, TOLERANCE, validAmount } from "./pre
 import { PrefetchSizer } from "./prefetch-sizer.ts";
 import { SluiceError } from "./sluice-error.ts";
 import { RESOLVED, type ThrottleOptions, type Throttler } from "./throttler.ts";
+import type { PrefetchConfig, QuotaRemote, PrefetchStats } from "./prefetch-config.ts";
 
-/** Where a prefetching client gets its quota from: the controller, over some transport. */
-export interface QuotaRemote {
-  /** Resolves once `amount` was granted in full; rejects with a SluiceError. */
-  acquire(amount: number, signal: AbortSignal): Promise<void>;
-  /**
-   * Gives unused quota back: the pool when the client closes, and what a landing refill brings
-   * above the pool's bound. Without it, that quota stays in the pool (there is nowhere to return it).
-   */
-  release?(amount: number): void | Promise<void>;
-}
-
-/** How the local pool is sized (the reference's TPrefetchingThrottlerConfig, ytflow.md §2.1). */
-export interface PrefetchConfig {
-  /** Refill RPCs per second to steer toward: 1 / request_period. */
-  readonly targetRps: number;
-  readonly minPrefetchAmount: number;
-  /**
-   * `ceil(limit × request_period)`: the largest refill, and the most quota the pool holds once
-   * waiting callers took theirs (more comes back to the remote at once).
-   */
-  readonly maxPrefetchAmount: number;
-  /** Refills older than this no longer count when sizing the next one. */
-  readonly windowMs: number;
-  /** Pause before asking again after a refill failed with a retriable error. */
-  readonly retryDelayMs?: number;
-  /** The throttler is unlimited: a young client sizes refills by its rate so far (see PrefetchSizing). */
-  readonly unbounded?: boolean;
-}
+export type { PrefetchConfig, PrefetchStats, QuotaRemote } from "./prefetch-config.ts";
 
 interface LocalRequest {
   readonly amount: number;
@@ -43,17 +17,6 @@ interface LocalRequest {
   reject(error: SluiceError): void;
 }
 
-export interface PrefetchStats {
-  readonly available: number;
-  readonly inFlight: number;
-  readonly queuedRequests: number;
-  readonly queuedAmount: number;
-  readonly prefetchAmount: number;
-  readonly refills: number;
-  readonly refillFailures: number;
-  /** Units given back to the remote: excess over the pool's bound when refills landed, and the pool on close. */
-  readonly returned: number;
-}
 
 /**
  * A client-side pool of quota (DESIGN §4.7). A `throttle(n)` that fits the pool and has nobody ahead
@@ -88,8 +51,10 @@ export class PrefetchingThrottler implements Throttler {
   private retiring = false;
   private closedWith: SluiceError | null = null;
   private readonly lifetime = new AbortController();
-  /** Only an unbounded client refills ahead: see `refillAhead`. */
+  /** Only an unbounded client refills ahead and lends: see `refillAhead` and `lend`. */
   private readonly refillsAhead: boolean;
+  /** A refill failed and none has landed since: nothing is lent (DESIGN §4.8, no silent fallback). */
+  private refillFailing = false;
 
   constructor(
     private readonly config: PrefetchConfig,
@@ -109,7 +74,29 @@ export class PrefetchingThrottler implements Throttler {
       if (this.refillsAhead && this.inFlight === 0 && this.available * 2 < this.sizer.prefetchAmount) this.refillAhead();
       return RESOLVED;
     }
+    if (this.refillsAhead && this.liveQueued === 0 && this.lend(amount, options?.signal)) return RESOLVED;
     return this.enqueue(amount, options?.signal);
+  }
+
+  /**
+   * An unlimited throttler's controller grants every request at once, so a caller the pool cannot
+   * cover need not wait for the round trip: it takes what the refills in flight will bring (the pool
+   * goes below 0, and the landing refills pay that back first), and a refill for whatever they do not
+   * cover goes out now. This removes the wait of a job's first RequestQuota and of every refill that
+   * lands late on a loaded controller. Not while a refill is failing (callers wait for the controller
+   * as with any throttler, DESIGN §4.8), nor when retiring or closed. What is lent is never more than
+   * what is in flight, so at most the refills in flight are used before the controller has answered.
+   */
+  private lend(amount: number, signal: AbortSignal | undefined): boolean {
+    if (this.refillFailing || this.retiring || this.closedWith !== null || !validAmount(amount) || signal?.aborted) return false;
+    const uncovered = amount - (this.available + this.inFlight);
+    if (uncovered > TOLERANCE * Math.max(1, amount)) {
+      // Sized as for a waiting caller: max(prefetch, deficit).
+      this.sizer.update(this.clock.now());
+      this.refill(Math.max(this.sizer.prefetchAmount, uncovered));
+    }
+    this.available -= amount;
+    return true;
   }
 
   tryAcquire(amount: number): boolean {
@@ -291,8 +278,12 @@ export class PrefetchingThrottler implements Throttler {
 
   private onRefilled(amount: number): void {
     this.inFlight = settleToZero(this.inFlight - amount);
+    this.refillFailing = false;
     if (this.closedWith) {
-      this.giveToRemote(amount);
+      // What was lent before the close is paid first; only the rest goes back.
+      const repaid = Math.min(amount, Math.max(0, -this.available));
+      this.available = settleToZero(this.available + repaid);
+      this.giveToRemote(amount - repaid);
       return;
     }
     const demandOutranPool = this.liveQueued > 0;
@@ -336,11 +327,16 @@ export class PrefetchingThrottler implements Throttler {
     this.inFlight = settleToZero(this.inFlight - amount);
     if (this.closedWith) return;
     this.refillFailures += 1;
+    this.refillFailing = true;
     const error = asSluiceError(thrown, (message) => new SluiceError("CONTROLLER_UNAVAILABLE", `${this.name}: ${message}`));
     if (error.retriable) {
+      // What was lent is asked for again with the retry (the pool below 0 counts as demand).
       this.retryLater();
       return;
     }
+    // The retry budget is spent: what was lent is written off (the throttler is unlimited, nobody
+    // else was short of it) rather than asked for again and again with no caller waiting for it.
+    if (this.available < 0 && this.inFlight === 0) this.available = 0;
     // Final error: the retry budget of this refill is spent, and with it the wait of every caller
     // that was already waiting when it was sent. Fail those, from the back, until the refills still
     // in flight cover the rest; a caller that came later has not waited its own budget yet.
@@ -379,8 +375,9 @@ export class PrefetchingThrottler implements Throttler {
   }
 
   private giveBack(): void {
-    const pool = this.available;
-    this.available = 0;
+    // A pool below 0 (lent ahead of refills in flight) stays so: those refills pay it when they land.
+    const pool = Math.max(0, this.available);
+    this.available -= pool;
     this.giveToRemote(pool);
   }
 

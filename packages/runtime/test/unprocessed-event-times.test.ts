@@ -18,6 +18,16 @@ describe("UnprocessedEventTimes (the lag timestamp, DESIGN §7.5)", () => {
     assert.equal(times.lagTimestamp(), 0, "processed: nothing outstanding");
   });
 
+  it("reads a span from records as from their times, ignoring unusable times", () => {
+    const times = new UnprocessedEventTimes();
+    const span = times.readRecords("a", 1_000, [{ timestampMs: 5_000 }, { timestampMs: Number.NaN }, { timestampMs: 0 }, { timestampMs: 3_000 }]);
+    assert.equal(times.lagTimestamp(), 4_000);
+    span.done();
+    assert.equal(times.lagTimestamp(), 0);
+    times.readRecords("a", 0, [{ timestampMs: -1 }]);
+    assert.equal(times.lagTimestamp(), 0, "no usable time: holds nothing back");
+  });
+
   it("counts iterations still to come: the oldest outstanding one decides", () => {
     const times = new UnprocessedEventTimes();
     const first = times.read("a", 0, [2_000, 2_500]);

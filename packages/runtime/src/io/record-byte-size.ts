@@ -6,6 +6,7 @@ import type { SourceRecord } from "../ports/source.ts";
  */
 export function recordByteSize(record: Pick<SourceRecord, "key" | "value" | "headers">): number {
   let size = (record.key?.byteLength ?? 0) + (record.value?.byteLength ?? 0);
-  for (const name of Object.keys(record.headers)) size += Buffer.byteLength(name, "utf8") + (record.headers[name]?.byteLength ?? 0);
+  // for…in, not Object.keys: most records have no headers, and this runs for every record.
+  for (const name in record.headers) if (Object.hasOwn(record.headers, name)) size += Buffer.byteLength(name, "utf8") + (record.headers[name]?.byteLength ?? 0);
   return size;
 }

@@ -5,6 +5,19 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 /**
+ * UTF-8 text of a value. A Buffer (what kafkajs hands over) is decoded by Buffer's own toString,
+ * which is cheaper than TextDecoder for the short values of a busy stream (a Kafka run of 1,000,000
+ * small JSON values spent ~0.3 s more in TextDecoder than the bare consumer in toString()). The
+ * result is the same, but for a leading byte order mark, which TextDecoder drops: such values go
+ * through TextDecoder.
+ */
+function utf8(bytes: Uint8Array): string {
+  // toString() without arguments: with an encoding argument Buffer looks the encoding up first.
+  if (Buffer.isBuffer(bytes) && !(bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf)) return bytes.toString();
+  return decoder.decode(bytes);
+}
+
+/**
  * Turns stored bytes into the value user code sees, by the stream's format. `where` names the record
  * in an error; it may be a function so that the hot path builds no message for every record.
  */
@@ -14,9 +27,9 @@ export function decodeValue(format: StreamFormat, bytes: Uint8Array | null, wher
     case "bytes":
       return bytes;
     case "string":
-      return decoder.decode(bytes);
+      return utf8(bytes);
     case "json": {
-      const text = decoder.decode(bytes);
+      const text = utf8(bytes);
       try {
         return JSON.parse(text);
       } catch (error) {
@@ -44,7 +57,7 @@ export function encodeValue(format: StreamFormat, value: unknown, where: string)
 }
 
 export function decodeText(bytes: Uint8Array | null): string | null {
-  return bytes === null ? null : decoder.decode(bytes);
+  return bytes === null ? null : utf8(bytes);
 }
 
 export function encodeText(text: string | null | undefined): Uint8Array | null {
@@ -55,14 +68,15 @@ export function encodeText(text: string | null | undefined): Uint8Array | null {
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
 export function decodeHeaders(headers: Readonly<Record<string, Uint8Array>>): Readonly<Record<string, string>> {
-  const names = Object.keys(headers);
-  if (names.length === 0) return NO_HEADERS;
-  const out: Record<string, string> = {};
-  for (const name of names) {
+  // for…in finds out that there are none without allocating Object.keys's array for every record.
+  let out: Record<string, string> | null = null;
+  for (const name in headers) {
+    if (!Object.hasOwn(headers, name)) continue;
     const value = headers[name];
+    out ??= {};
     if (value !== undefined) Object.defineProperty(out, name, { value: decoder.decode(value), enumerable: true, writable: true, configurable: true });
   }
-  return out;
+  return out ?? NO_HEADERS;
 }
 
 export function encodeHeaders(headers: Readonly<Record<string, string>> | undefined): Record<string, Uint8Array> | undefined {

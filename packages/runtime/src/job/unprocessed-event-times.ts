@@ -5,6 +5,8 @@ export interface UnprocessedSpan {
   done(): void;
 }
 
+const NOTHING_OUTSTANDING: UnprocessedSpan = { done: () => undefined };
+
 interface InputState {
   readonly delayMs: number;
   /** Oldest event time of each outstanding span of this input, by span id. */
@@ -35,7 +37,18 @@ export class UnprocessedEventTimes {
   read(input: string, streamDelayMs: number, eventTimesMs: Iterable<number>): UnprocessedSpan {
     let oldest = Number.POSITIVE_INFINITY;
     for (const t of eventTimesMs) if (Number.isFinite(t) && t > 0 && t < oldest) oldest = t;
-    if (oldest === Number.POSITIVE_INFINITY) return { done: () => undefined };
+    return this.outstanding(input, streamDelayMs, oldest);
+  }
+
+  /** As `read`, from the records themselves: a job's every iteration, without an array of their times. */
+  readRecords(input: string, streamDelayMs: number, records: readonly { readonly timestampMs: number }[]): UnprocessedSpan {
+    let oldest = Number.POSITIVE_INFINITY;
+    for (const { timestampMs: t } of records) if (Number.isFinite(t) && t > 0 && t < oldest) oldest = t;
+    return this.outstanding(input, streamDelayMs, oldest);
+  }
+
+  private outstanding(input: string, streamDelayMs: number, oldest: number): UnprocessedSpan {
+    if (oldest === Number.POSITIVE_INFINITY) return NOTHING_OUTSTANDING;
     const state = this.input(input, streamDelayMs);
     const id = this.nextSpanId++;
     state.spans.set(id, oldest);

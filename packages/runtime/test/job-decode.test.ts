@@ -1,0 +1,100 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { trace } from "@opentelemetry/api";
+import { systemClock } from "@sluice/core";
+import { DistributedThrottlerFactory } from "@sluice/client";
+import { validatePipelineSpec, type PipelineSpec } from "@sluice/spec";
+import { ComputationStats, defineComputation, Job, type BatchContext, type Message, type Sink, type SourceRecord } from "../src/index.ts";
+import { FakeQuotaClient } from "../../client/test/fake-quota-client.ts";
+
+// How a Job turns source records into the messages a computation sees: values by the stream's
+// format (Buffers, as kafkajs hands them over, and plain Uint8Arrays, as the memory log does),
+// headers, byte sizes, and the record named by offset when its value does not decode.
+
+function pipeline(): PipelineSpec {
+  const result = validatePipelineSpec({
+    pipeline: "decodetest",
+    streams: { input: { topic: "input", partitions: 1 } },
+    computations: { Reader: { module: "./unused.ts", inputs: ["input"], max_rows_per_batch: 10 } },
+  });
+  if (!result.ok) throw new Error(JSON.stringify(result.issues));
+  return result.value;
+}
+
+const sink: Sink = { send: async () => undefined, close: async () => undefined };
+const context = (): BatchContext => ({ signal: new AbortController().signal, commit: async () => undefined, rewind: () => undefined });
+
+function job(seen: Message[], errors: string[]): Job {
+  const spec = pipeline();
+  // No waits here: the restart backoff is 0, so the system clock's sleep(0) ends at once.
+  const clock = systemClock;
+  const throttlers = new DistributedThrottlerFactory({ computation: "Reader", clientId: "w/Reader/0", client: () => new FakeQuotaClient(), clock });
+  throttlers.reconfigure(spec.dynamic_spec);
+  return new Job({
+    pipeline: spec,
+    computationName: "Reader",
+    computation: defineComputation({ process: (batch) => void seen.push(...batch.messages) }),
+    stream: "input",
+    partition: 0,
+    workerId: "w",
+    sink,
+    throttlers,
+    dynamicSpec: () => spec.dynamic_spec,
+    stats: new ComputationStats("Reader"),
+    clock,
+    log: { info: () => {}, warn: () => {}, error: (line) => void errors.push(line) },
+    tracer: trace.getTracer("job-decode-test"),
+    restartBackoffMs: { min: 0, max: 0 },
+  });
+}
+
+const record = (offset: number, value: Uint8Array | null, headers: Record<string, Uint8Array> = {}): SourceRecord => ({
+  key: Buffer.from(`k${offset}`),
+  value,
+  headers,
+  offset: String(offset),
+  timestampMs: 1_000 + offset,
+});
+
+describe("Job decoding", () => {
+  it("decodes Buffer and Uint8Array values, keys and headers, and sums byte sizes as DESIGN §6 meters them", async () => {
+    const seen: Message[] = [];
+    const errors: string[] = [];
+    const j = job(seen, errors);
+    await j.handle(
+      {
+        stream: "input",
+        partition: 0,
+        records: [
+          record(0, Buffer.from('{"id":0}')),
+          record(1, new TextEncoder().encode('{"id":"é"}'), { trace: Buffer.from("abc") }),
+          record(2, Buffer.from([0xef, 0xbb, 0xbf, ...Buffer.from('{"bom":true}')])),
+          record(3, null),
+        ],
+      },
+      context(),
+    );
+    await j.close();
+    assert.deepEqual(errors, []);
+    assert.deepEqual(
+      seen.map((m) => [m.key, m.value, m.headers, m.offset, m.byteSize]),
+      [
+        ["k0", { id: 0 }, {}, "0", 2 + 8],
+        ["k1", { id: "é" }, { trace: "abc" }, "1", 2 + 11 + 5 + 3],
+        ["k2", { bom: true }, {}, "2", 2 + 15],
+        ["k3", null, {}, "3", 2],
+      ],
+    );
+  });
+
+  it("names the record whose value is not JSON by stream, partition and offset, and processes nothing of its iteration", async () => {
+    const seen: Message[] = [];
+    const errors: string[] = [];
+    const j = job(seen, errors);
+    await j.handle({ stream: "input", partition: 0, records: [record(6, Buffer.from("{}")), record(7, Buffer.from("not json"))] }, context());
+    await j.close();
+    assert.equal(seen.length, 0);
+    assert.equal(errors.length, 1);
+    assert.match(errors[0] ?? "", /stream "input" partition 0 offset 7: the stream's format is "json" but the value is not JSON/);
+  });
+});
