@@ -1,3 +1,5 @@
+import { HashedGrantTable } from "./hashed-grant-table.ts";
+import { hashRequestId, type IdHasher } from "./id-hash.ts";
 import type { PaceSlots } from "./pace-cursor.ts";
 
 /** What a retry of an already granted request id is answered with. */
@@ -9,9 +11,6 @@ export interface RememberedGrant {
   readonly pace?: PaceSlots;
 }
 
-/** Below this many forgotten slots at the front, the arrays are not compacted (a copy would cost more than it frees). */
-const COMPACT_MIN = 1024;
-
 /**
  * Granted request ids, answered again (not granted again) when a retry comes within the grace.
  *
@@ -22,27 +21,24 @@ const COMPACT_MIN = 1024;
  * throttler, and then an id is still remembered for 1,000,000 ÷ the grant rate seconds (10 s at
  * 100,000 grants/s), which covers a client retrying a lost answer (README: "Throttler semantics").
  *
- * Kept as parallel arrays in grant order (ids, amounts, waits, expiries: doubles stored unboxed)
- * with a Map from id to its position, not an object per id: this runs once per grant, and at a
- * million ids a record each was most of the controller's garbage (bench/README.md, group 8).
+ * Only a 64-bit hash of each id is kept (id-hash.ts), in typed arrays (hashed-grant-table.ts): no
+ * string, map entry or record per id survives for the GC to mark — at a million ids those made the
+ * controller's p99 follow its mark-compact pauses (bench/README.md, group 8). The cost is a false
+ * positive: a new id whose 64-bit hash equals a remembered one's is taken for a retry of it
+ * (answered with that grant when the amounts match, refused as a reused id when they differ), with
+ * probability ≈ remembered ids / 2^64 per new id (5.4 × 10⁻¹⁴ at a million).
  */
 export class RememberedGrants {
-  /** Id → its sequence number (its position is `seq - firstSeq`). */
-  private readonly byId = new Map<string, number>();
-  private ids: string[] = [];
-  private amounts: number[] = [];
-  private waits: number[] = [];
-  private expiries: number[] = [];
-  /** The slots of smooth grants only (most throttlers are not smooth). */
-  private readonly paces = new Map<number, PaceSlots>();
-  /** Sequence number of `ids[0]`. */
-  private firstSeq = 0;
-  /** Position of the oldest slot still in use. */
-  private head = 0;
+  private readonly table = new HashedGrantTable();
+  /** Where the hash of the id at hand is written (no array per call). */
+  private readonly scratch = new Uint32Array(2);
   private evicted = 0;
 
+  /** `hash` is replaced only by tests, to force collisions. */
+  constructor(private readonly hash: IdHasher = hashRequestId) {}
+
   get size(): number {
-    return this.byId.size;
+    return this.table.size;
   }
 
   /** Ids forgotten before their grace ended, to stay within the bound. */
@@ -50,58 +46,32 @@ export class RememberedGrants {
     return this.evicted;
   }
 
+  /** Bytes held by the table's typed arrays (outside the JavaScript heap). */
+  get bytes(): number {
+    return this.table.bytes;
+  }
+
   get(id: string): RememberedGrant | undefined {
-    const seq = this.byId.get(id);
-    if (seq === undefined) return undefined;
-    const at = seq - this.firstSeq;
-    const pace = this.paces.get(seq);
-    const grant = { amount: this.amounts[at] as number, waitedMs: this.waits[at] as number, expiresAt: this.expiries[at] as number };
-    return pace ? { ...grant, pace } : grant;
+    this.hash(id, this.scratch);
+    const found = this.table.find(this.scratch[0] as number, this.scratch[1] as number);
+    if (!found) return undefined;
+    const grant = { amount: found.amount, waitedMs: found.waitedMs, expiresAt: found.expiresAt };
+    return Number.isNaN(found.paceStartAt) ? grant : { ...grant, pace: { startAt: found.paceStartAt, intervalMs: found.paceIntervalMs } };
   }
 
-  /** Remembers a grant until `expiresAt`, forgetting the oldest first while more than `bound` are held. */
+  /** Remembers a grant until `expiresAt`, forgetting the oldest first while `bound` or more are held. */
   remember(id: string, amount: number, waitedMs: number, expiresAt: number, bound: number, pace?: PaceSlots): void {
-    if (this.byId.size >= bound) {
-      while (this.byId.size >= bound && this.head < this.ids.length) {
-        if (this.forgetHead()) this.evicted += 1;
-      }
-      this.compact();
+    while (this.table.size >= bound && this.table.slotsInUse > 0) {
+      if (this.table.dropOldest()) this.evicted += 1;
     }
-    const seq = this.firstSeq + this.ids.length;
-    this.byId.set(id, seq);
-    this.ids.push(id);
-    this.amounts.push(amount);
-    this.waits.push(waitedMs);
-    this.expiries.push(expiresAt);
-    if (pace) this.paces.set(seq, pace);
+    this.hash(id, this.scratch);
+    this.table.push(this.scratch[0] as number, this.scratch[1] as number, amount, waitedMs, expiresAt, pace ? pace.startAt : NaN, pace ? pace.intervalMs : NaN);
   }
 
+  /** Forgets, in grant order, what passed its grace (expiries are pushed in grant order, so never decrease). */
   forgetExpired(now: number): void {
-    const start = this.head;
-    while (this.head < this.ids.length && (this.expiries[this.head] as number) <= now) this.forgetHead();
-    if (this.head !== start) this.compact();
-  }
-
-  /** Drops the oldest slot; true when it was the id's latest grant (a retried id may have been granted again since). */
-  private forgetHead(): boolean {
-    const at = this.head;
-    const seq = this.firstSeq + at;
-    const id = this.ids[at] as string;
-    this.head += 1;
-    this.paces.delete(seq);
-    if (this.byId.get(id) !== seq) return false;
-    this.byId.delete(id);
-    return true;
-  }
-
-  private compact(): void {
-    const head = this.head;
-    if (head <= COMPACT_MIN || head * 2 <= this.ids.length) return;
-    this.ids = this.ids.slice(head);
-    this.amounts = this.amounts.slice(head);
-    this.waits = this.waits.slice(head);
-    this.expiries = this.expiries.slice(head);
-    this.firstSeq += head;
-    this.head = 0;
+    if (this.table.oldestExpiresAt > now) return;
+    while (this.table.oldestExpiresAt <= now) this.table.dropOldest();
+    this.table.shrinkIfSparse();
   }
 }

@@ -1,0 +1,195 @@
+/**
+ * Grants keyed by a 64-bit id hash (two 32-bit halves), held in typed arrays only: a ring in grant
+ * order (what expires first is at its head) and an open-addressing index from hash to ring slot.
+ * Typed arrays keep their contents outside the JavaScript heap, so a million remembered grants are
+ * a handful of objects for the GC to mark, not a million strings and map entries (bench/README.md,
+ * group 8: those made the controller's p99 follow its mark-compact pauses).
+ *
+ * The index probes linearly and deletes by backward shift (no tombstones to pile up), at most half
+ * full: it has twice the ring's slots. A hash pushed again while its earlier grant is still held
+ * points the index at the new slot; the earlier one stays in the ring, *superseded*, until the
+ * head reaches it (`dropOldest` then returns false, so it is not counted as an id forgotten).
+ */
+
+/** The smallest ring (and half the smallest index): a table per throttler, most of them quiet. */
+const MIN_CAPACITY = 16;
+
+/** A grant read back from the table; `paceStartAt` is NaN when the grant had no slots. */
+export interface HashedGrant {
+  readonly amount: number;
+  readonly waitedMs: number;
+  readonly expiresAt: number;
+  readonly paceStartAt: number;
+  readonly paceIntervalMs: number;
+}
+
+export class HashedGrantTable {
+  /** Ring slots (a power of two). */
+  private capacity = MIN_CAPACITY;
+  private head = 0;
+  /** Ring slots in use, superseded ones included. */
+  private used = 0;
+  /** Hashes the index finds. */
+  private live = 0;
+  private highs = new Uint32Array(MIN_CAPACITY);
+  private lows = new Uint32Array(MIN_CAPACITY);
+  private amounts = new Float64Array(MIN_CAPACITY);
+  private waits = new Float64Array(MIN_CAPACITY);
+  private expiries = new Float64Array(MIN_CAPACITY);
+  /** Only once a paced grant is pushed: most throttlers are not smooth, and 16 B per id is a third more. */
+  private paceStarts: Float64Array | null = null;
+  private paceIntervals: Float64Array | null = null;
+  /** Ring slot + 1 per index slot; 0 is empty. */
+  private index = new Int32Array(MIN_CAPACITY * 2);
+
+  /** Distinct hashes held. */
+  get size(): number {
+    return this.live;
+  }
+
+  /** Ring slots in use (≥ size: superseded grants wait for the head). */
+  get slotsInUse(): number {
+    return this.used;
+  }
+
+  /** Bytes of the typed arrays (for tests and the README's figure). */
+  get bytes(): number {
+    const perSlot = 4 + 4 + 8 + 8 + 8 + (this.paceStarts ? 16 : 0) + 2 * 4;
+    return this.capacity * perSlot;
+  }
+
+  /** When the oldest held grant expires, or Infinity when none is held. */
+  get oldestExpiresAt(): number {
+    return this.used === 0 ? Infinity : (this.expiries[this.head] as number);
+  }
+
+  /** The latest grant pushed with this hash, if still held. */
+  find(high: number, low: number): HashedGrant | undefined {
+    const at = this.indexSlotOf(high, low);
+    if (at < 0) return undefined;
+    const slot = (this.index[at] as number) - 1;
+    return {
+      amount: this.amounts[slot] as number,
+      waitedMs: this.waits[slot] as number,
+      expiresAt: this.expiries[slot] as number,
+      paceStartAt: this.paceStarts ? (this.paceStarts[slot] as number) : NaN,
+      paceIntervalMs: this.paceIntervals ? (this.paceIntervals[slot] as number) : NaN,
+    };
+  }
+
+  /** Appends a grant at the tail (expiries must not decrease); pass NaN as `paceStartAt` for none. */
+  push(high: number, low: number, amount: number, waitedMs: number, expiresAt: number, paceStartAt: number, paceIntervalMs: number): void {
+    if (this.used === this.capacity) this.resize(this.capacity * 2);
+    if (!Number.isNaN(paceStartAt) && !this.paceStarts) this.addPaceArrays();
+    const slot = (this.head + this.used) & (this.capacity - 1);
+    this.used += 1;
+    this.highs[slot] = high;
+    this.lows[slot] = low;
+    this.amounts[slot] = amount;
+    this.waits[slot] = waitedMs;
+    this.expiries[slot] = expiresAt;
+    if (this.paceStarts && this.paceIntervals) {
+      this.paceStarts[slot] = paceStartAt;
+      this.paceIntervals[slot] = paceIntervalMs;
+    }
+    this.link(slot);
+  }
+
+  /** Drops the head of the ring; true when it was its hash's latest grant (the hash is forgotten). */
+  dropOldest(): boolean {
+    if (this.used === 0) return false;
+    const slot = this.head;
+    this.head = (this.head + 1) & (this.capacity - 1);
+    this.used -= 1;
+    const at = this.indexSlotOf(this.highs[slot] as number, this.lows[slot] as number);
+    if (at < 0 || (this.index[at] as number) !== slot + 1) return false;
+    this.unlink(at);
+    this.live -= 1;
+    return true;
+  }
+
+  /** Gives memory back after a burst expired: halves… to twice what is in use, once at most 1/8 is. */
+  shrinkIfSparse(): void {
+    if (this.capacity <= MIN_CAPACITY || this.used * 8 > this.capacity) return;
+    let capacity = MIN_CAPACITY;
+    while (capacity < this.used * 2) capacity *= 2;
+    this.resize(capacity);
+  }
+
+  /** Index slot holding this hash, or -1. */
+  private indexSlotOf(high: number, low: number): number {
+    const mask = this.index.length - 1;
+    for (let at = low & mask; ; at = (at + 1) & mask) {
+      const entry = this.index[at] as number;
+      if (entry === 0) return -1;
+      if (this.lows[entry - 1] === low && this.highs[entry - 1] === high) return at;
+    }
+  }
+
+  /** Points the index at `slot` for its hash: replaces an earlier grant's slot, or takes an empty one. */
+  private link(slot: number): void {
+    const high = this.highs[slot] as number;
+    const low = this.lows[slot] as number;
+    const mask = this.index.length - 1;
+    for (let at = low & mask; ; at = (at + 1) & mask) {
+      const entry = this.index[at] as number;
+      if (entry === 0) {
+        this.index[at] = slot + 1;
+        this.live += 1;
+        return;
+      }
+      if (this.lows[entry - 1] === low && this.highs[entry - 1] === high) {
+        this.index[at] = slot + 1;
+        return;
+      }
+    }
+  }
+
+  /**
+   * Empties index slot `hole` and moves later entries of the probe run back into it when their home
+   * is not between the hole and them (cyclically), so every entry stays reachable from its home.
+   */
+  private unlink(hole: number): void {
+    const mask = this.index.length - 1;
+    for (let at = (hole + 1) & mask; ; at = (at + 1) & mask) {
+      const entry = this.index[at] as number;
+      if (entry === 0) break;
+      const home = (this.lows[entry - 1] as number) & mask;
+      const homeAfterHole = hole <= at ? home > hole && home <= at : home > hole || home <= at;
+      if (homeAfterHole) continue;
+      this.index[hole] = entry;
+      hole = at;
+    }
+    this.index[hole] = 0;
+  }
+
+  /** Copies the ring in grant order into arrays of `capacity` slots and rebuilds the index. */
+  private resize(capacity: number): void {
+    const mask = this.capacity - 1;
+    const order = (i: number): number => (this.head + i) & mask;
+    this.highs = reorder(this.highs, new Uint32Array(capacity), this.used, order);
+    this.lows = reorder(this.lows, new Uint32Array(capacity), this.used, order);
+    this.amounts = reorder(this.amounts, new Float64Array(capacity), this.used, order);
+    this.waits = reorder(this.waits, new Float64Array(capacity), this.used, order);
+    this.expiries = reorder(this.expiries, new Float64Array(capacity), this.used, order);
+    if (this.paceStarts) this.paceStarts = reorder(this.paceStarts, new Float64Array(capacity), this.used, order);
+    if (this.paceIntervals) this.paceIntervals = reorder(this.paceIntervals, new Float64Array(capacity), this.used, order);
+    this.capacity = capacity;
+    this.head = 0;
+    this.index = new Int32Array(capacity * 2);
+    this.live = 0;
+    // In grant order, so a superseded grant's hash ends up pointing at its latest slot.
+    for (let slot = 0; slot < this.used; slot += 1) this.link(slot);
+  }
+
+  /** Grants pushed before the first paced one had no slots: NaN marks that. */
+  private addPaceArrays(): void {
+    this.paceStarts = new Float64Array(this.capacity).fill(NaN);
+    this.paceIntervals = new Float64Array(this.capacity).fill(NaN);
+  }
+}
+
+function reorder<T extends Uint32Array | Float64Array>(from: T, to: T, count: number, order: (i: number) => number): T {
+  for (let i = 0; i < count; i += 1) to[i] = from[order(i)] as number;
+  return to;
+}
