@@ -10,8 +10,9 @@
 //      the virtual-time test (test/adaptive-law-cluster-sim.test.ts) proves the law itself at
 //      ≥ 80 % in every run without allowance; and no overload (tasks asking more cores than the
 //      cluster has) lasting more than one interval;
-//   3. the cluster loses half its capacity → a reading within 0.05 of the band within 5 intervals
-//      (+2 s for the decision to show in DescribeThrottlers); the first reading inside is printed;
+//   3. the cluster loses half its capacity → a reading strictly inside the band within 5 intervals
+//      of the loss, counted to the decision that read it, with an allowance of one reading (a late
+//      scrape on a loaded machine pushes the loss or the cut into the next reading);
 //   4. dry_run: the limit in force stays while the suggested limit moves;
 //   5. Prometheus stopped → the limit holds, then falls to min_limit (3), tasks keep completing;
 //      Prometheus back → the loop raises the limit again.
@@ -143,34 +144,32 @@ describe("adaptive concurrency limit on a simulated cluster, load from a real Pr
     assert.ok(overloadMs <= INTERVAL_MS, `overload lasted ${overloadMs} ms (> one interval)`);
   });
 
-  it("after the cluster loses half its capacity, is back in the band within 5 intervals", async () => {
+  it("after the cluster loses half its capacity, is strictly back inside the band within 5 intervals (one reading's allowance)", async () => {
     assert.ok(sampler && cluster);
     const before = (await sampler.now()).limit ?? 0;
     const lostAt = Date.now();
     cluster.setCapacity(CORES / 2);
-    // The loss shows in a reading above the band first; from then on, the first reading in the band.
-    const seen = await waitUntil("a reading above the band after the loss", 3 * INTERVAL_MS, () =>
+    // The loss shows in a reading above the band first; from then on, the first reading inside it.
+    const seen = await waitUntil("a reading above the band after the loss", 4 * INTERVAL_MS, () =>
       sampler?.decisions(lostAt).find((d) => (d.load ?? 0) > HIGH),
     );
     const after = () => sampler?.decisions(lostAt).map((d) => `${fmt(d.load)}@${d.limit}`).join(" ");
-    const back = await waitUntil("a reading within 0.05 of the band after the loss", 5 * INTERVAL_MS + 4_000, () =>
-      sampler?.decisions((seen.lastDecisionAt ?? lostAt) + 1).find((d) => inBand(d.load, 0.05)),
+    const back = await waitUntil("a reading inside the band after the loss", 8 * INTERVAL_MS, () =>
+      sampler?.decisions((seen.lastDecisionAt ?? lostAt) + 1).find((d) => inBand(d.load)),
     ).catch((error: unknown) => {
       throw new Error(`${String(error)}; readings@limits since the loss: ${after()}`);
     });
-    const intervals = (back.at - lostAt) / INTERVAL_MS;
-    // Measured, not asserted: the first reading strictly inside the band (at half capacity one
-    // unit is 3 % of the load, and the cuts' readings lag them by about two intervals).
-    const inside = await waitUntil("a reading inside the band after the loss", 12 * INTERVAL_MS, () =>
-      sampler?.decisions((seen.lastDecisionAt ?? lostAt) + 1).find((d) => inBand(d.load)),
-    ).catch(() => undefined);
+    // Counted to the decision that acted on the reading (its time in DescribeThrottlers), not to
+    // when the sampler saw it.
+    const intervals = ((back.lastDecisionAt ?? back.at) - lostAt) / INTERVAL_MS;
     console.log(
-      `# capacity halved: limit ${before} -> ${back.limit}, within 0.05 of the band after ${intervals.toFixed(1)} intervals, ` +
-        `inside it after ${inside ? ((inside.at - lostAt) / INTERVAL_MS).toFixed(1) : "more than 12"} intervals; ` +
-        `longest overload ${longestOverloadMs(lostAt)} ms; readings@limits ${after()}`,
+      `# capacity halved: limit ${before} -> ${back.limit}, strictly inside the band after ${intervals.toFixed(1)} intervals; ` +
+        `longest overload after the loss ${longestOverloadMs(lostAt)} ms; readings@limits ${after()}`,
     );
-    // Stated tolerance: 5 intervals plus 2 s for the reading of the decision to reach DescribeThrottlers.
-    assert.ok(back.at - lostAt <= 5 * INTERVAL_MS + 2_000, `back in band after ${intervals.toFixed(1)} intervals`);
+    // Stated tolerance: 5 intervals plus one reading (one interval) — on a loaded 2-core machine a
+    // scrape that lands late pushes the loss, or the cut, into the next reading. The virtual-time
+    // test proves the law inside within 5 intervals without allowance, wherever the loss falls.
+    assert.ok(intervals <= 6, `strictly inside the band only after ${intervals.toFixed(1)} intervals: ${after()}`);
     assert.ok((back.limit ?? Infinity) < before, `the limit came down (${before} -> ${back.limit})`);
   });
 

@@ -52,7 +52,7 @@ function run(seconds: number, firstTask: number, fixedLimit?: number, halveAtS?:
   const overloaded: boolean[] = [];
   let cores = CORES;
   for (let t = 0; t < seconds * 1000; t += TICK_MS) {
-    if (t === (halveAtS ?? -1) * 1000) cores = CORES / 2;
+    if (t === Math.round((halveAtS ?? -1) * 1000)) cores = CORES / 2;
     const limit = fixedLimit ?? state.limit;
     // The backlog's next task starts when its units fit under the limit (first come, first served).
     for (let task = taskAt(next); inUse() + (units === "cores" ? task.cores : 1) <= limit; task = taskAt(next)) {
@@ -83,7 +83,6 @@ function run(seconds: number, firstTask: number, fixedLimit?: number, halveAtS?:
 }
 
 const inside = (load: number) => load >= bounds.low && load <= bounds.high;
-const near = (load: number) => load >= bounds.low - 0.05 && load < 1;
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 const pct = (xs: number[]) => xs.map((x) => `${Math.round(x * 100)}`).join(" ");
 
@@ -124,20 +123,40 @@ test("with one unit per task instead of per core, no limit holds the band: the b
   assert.ok(best.share < 0.7, `the best fixed number of tasks reads ${Math.round(best.share * 100)} % in band`);
 });
 
-test("on seed 004's cluster in virtual time, after the cluster loses half its cores the law is back within 0.05 of the band within 5 intervals", (t) => {
-  const backAfter: number[] = [];
-  const insideAfter: number[] = [];
-  for (let i = 0; i < 8; i++) {
-    const { readings } = run(180, i * 100_000, undefined, 120);
-    // Readings whose 4 s window lies wholly after the loss (the first one is 2 intervals after it).
-    const after = readings.filter((r) => r.at >= 124_000);
-    const back = after.findIndex((r) => near(r.load) && r.load <= bounds.high + 0.05);
-    backAfter.push(back < 0 ? Number.POSITIVE_INFINITY : back + 2);
-    const inBand = after.findIndex((r) => inside(r.load));
-    insideAfter.push(inBand < 0 ? Number.POSITIVE_INFINITY : inBand + 2);
+test("on seed 004's cluster in virtual time, after the cluster loses half its cores the load is strictly inside the band within 5 intervals, whenever in the interval the loss falls", (t) => {
+  const rows: string[] = [];
+  const worst: number[] = [];
+  const sharesAfter: number[] = [];
+  // The loss at a decision and 0.5, 1 and 1.5 s after one: where the loss falls in the interval
+  // decides which reading first shows it (the e2e test loses capacity at an arbitrary moment).
+  for (const lossS of [120, 120.5, 121, 121.5]) {
+    const intervals: number[] = [];
+    const overloads: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      const { readings, overloaded } = run(240, i * 100_000, undefined, lossS);
+      const lossMs = lossS * 1000;
+      // As the e2e test counts: from the loss to the first reading inside the band after the first above it.
+      const seen = readings.findIndex((r) => r.at > lossMs && r.load > bounds.high);
+      const rest = readings.slice(seen + 1);
+      const back = seen < 0 ? -1 : rest.findIndex((r) => inside(r.load));
+      const backAt = rest[back]?.at;
+      intervals.push(backAt === undefined ? Number.POSITIVE_INFINITY : (backAt - lossMs) / 2_000);
+      const later = rest.slice(back + 1);
+      sharesAfter.push(later.filter((r) => inside(r.load)).length / later.length);
+      let stretch = 0;
+      let longest = 0;
+      for (const over of overloaded.slice(lossMs / TICK_MS)) {
+        stretch = over ? stretch + TICK_MS : 0;
+        longest = Math.max(longest, stretch);
+      }
+      overloads.push(longest);
+    }
+    worst.push(Math.max(...intervals));
+    rows.push(`loss at ${lossS} s: inside after ${intervals.join(" ")} intervals, overload after the loss ${overloads.join(" ")} ms`);
   }
-  t.diagnostic(`back within 0.05 of the band after ${backAfter.join(" ")} intervals; inside it after ${insideAfter.join(" ")}`);
-  assert.ok(backAfter.every((n) => n >= 1 && n <= 5), `back after ${backAfter.join(" ")} intervals`);
+  t.diagnostic(`${rows.join("; ")}; in band afterwards ${pct(sharesAfter)} %`);
+  assert.ok(Math.max(...worst) <= 5, `inside the band only after ${worst.join(", ")} intervals (worst per loss moment)`);
+  assert.ok(Math.min(...sharesAfter) >= 0.8, `in band after getting back: ${pct(sharesAfter)} %`);
 });
 
 test("against a fixed limit set to what the band needs at the start (a peer's static configuration): the fixed one holds the band until the cluster loses half its cores, then overloads it for good", (t) => {

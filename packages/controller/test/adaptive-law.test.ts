@@ -141,14 +141,37 @@ describe("adaptive control law in whole units (concurrency throttlers)", () => {
     assert.ok(Number.isInteger(cut.state.limit) && cut.state.limit < 30, `cut to ${cut.state.limit}`);
   });
 
-  it("a saturated reading right after a raise landed in the band cuts to ×0.8; after a long hold in the band, to ×0.6", () => {
+  it("a saturated reading right after a raise landed in the band cuts to ×0.8; after a hold in the band, it is a loss of capacity: ×0.5", () => {
     const queued = { use: 30, queued: true };
     const raised = decideLimit(initialLawState(20, whole), { ok: true, load: 0.6 }, { use: 20, queued: true }, whole).state;
     assert.equal(raised.limit, 30);
     const landed = decideLimit(raised, { ok: true, load: 0.92 }, queued, whole).state;
     assert.equal(decideLimit(landed, { ok: true, load: 1 }, queued, whole).state.limit, 24, "slow start's last step still starting up: 30 × 0.8");
     const held = decideLimit(landed, { ok: true, load: 0.93 }, queued, whole).state;
-    assert.equal(decideLimit(held, { ok: true, load: 1 }, queued, whole).state.limit, 18, "the system changed (lost capacity): 30 × 0.6");
+    assert.equal(decideLimit(held, { ok: true, load: 1 }, queued, whole).state.limit, 15, "the system changed (lost capacity): 30 × 0.5");
+  });
+
+  it("a loss of capacity (a jump out of the band with no raise before it) cuts once to half the use shown, then holds while the readings cannot show the cut or are falling", () => {
+    const usage = { use: 60, queued: true };
+    const steady = decideLimit(decideLimit(initialLawState(60, whole), { ok: true, load: 0.93 }, usage, whole).state, { ok: true, load: 0.93 }, usage, whole).state;
+    // 0.964 is in the near zone above (a one-unit cut) but rose by more than half the band's width.
+    const lost = decideLimit(steady, { ok: true, load: 0.964 }, usage, whole);
+    assert.equal(lost.action, "cut");
+    assert.equal(lost.state.limit, 30);
+    assert.match(lost.reason, /load 0\.964 above \[0\.9, 0\.95\] right after a steady 0\.93, use 60: the system lost capacity/);
+    const lagging = decideLimit(lost.state, { ok: true, load: 1 }, { use: 40, queued: true }, whole);
+    assert.equal(lagging.action, "hold", "the first reading after the cut was scraped before it took effect");
+    assert.match(lagging.reason, /cannot show the last cut yet/);
+    const falling = decideLimit(lagging.state, { ok: true, load: 0.96 }, { use: 30, queued: true }, whole);
+    assert.equal(falling.action, "hold", "a falling reading is the cut coming through");
+    assert.match(falling.reason, /falling from 1: the last cut is still coming through/);
+    const notFalling = decideLimit(falling.state, { ok: true, load: 0.97 }, { use: 30, queued: true }, whole);
+    assert.equal(notFalling.action, "cut", "a reading that shows the cut and is not falling any more goes back to the other rules");
+    assert.equal(notFalling.state.limit, 29, "just above the band: one unit");
+    // After a raise the same jump is the law's own move still starting up: no loss cut.
+    const raised = decideLimit(initialLawState(40, whole), { ok: true, load: 0.6 }, { use: 40, queued: true }, whole).state;
+    const overshoot = decideLimit(raised, { ok: true, load: 0.964 }, { use: 60, queued: true }, whole);
+    assert.equal(overshoot.state.limit, 59, "near the band after a raise: one unit");
   });
 
   it("just outside the band, moves one unit: a cut at once, a raise only on the second reading below (one reading's noise is as wide as the band)", () => {

@@ -6,6 +6,12 @@
 //   (units/s for a rate throttler; units in use now for a concurrency throttler, or the limit
 //   itself when a request waits: the limit binds there, and the use read at one instant is short
 //   of it by the tasks that just ended).
+//   capacity lost        a reading above the band that follows a steady one (inside the band, or
+//                        just above it, with no raise before it) and is beyond the near zone or
+//                        rose by more than half the band's width: cut to shown × MAX_CUT at once,
+//                        shown = the use at the decision before (what the reading's window shows);
+//                        then hold on readings above the band while they cannot show that cut yet
+//                        (the first one after it) or are falling (the cut is coming through)
 //   load > high          cut:   limit' = max(limit × MAX_CUT, min(limit, use) × (mid / load)^CUT_EXPONENT),
 //                               and at most limit × SATURATED_CUT when the reading is saturated (≥ 0.99)
 //                               (a saturated reading right after a cut, or after a raise that landed
@@ -35,7 +41,20 @@
 // (slow start: a few tasks first, then more in steps); cuts are steeper (squared) because a CPU
 // signal saturates at 1.0 and reads an overload smaller than it is (a saturated reading says
 // nothing of how far beyond capacity the demand is, so it cuts to ×0.6 at least) — and cutting too
-// far is the safe error, repaired by the next raise. The figures: test/adaptive-law-cluster-sim.test.ts.
+// far is the safe error, repaired by the next raise.
+//
+// A loss of capacity: the reading lags a decision by about 1.5 intervals (a 4 s window, read up to
+// 1 s late, every 2 s) and reads ~1.0 however deep the overload, so proportional cuts, each on a
+// reading that cannot show the cut before it, needed 4 of them and ~6 intervals to get back inside.
+// A load that jumps out of the band while the work admitted did not grow (no raise) is the system
+// changing, not the limit; the law cuts once, as far as it ever cuts in one step (×0.5), and then
+// waits for a reading that can show the cut. That cannot oscillate: it fires only on a reading
+// that follows a steady one, makes one move, and holds only above the band; the first reading that
+// shows the cut (not falling any more, or below or inside the band) hands back to the rules above,
+// and a raise after it is capped as in slow start. Losing half the capacity, the load is inside the
+// band 3.25–5 intervals after the loss in virtual time, wherever in the interval the loss falls;
+// smaller losses are cut too far (to 0.6 of the capacity: inside after 8) and are repaired by
+// raises — the safe error. The figures: test/adaptive-law-cluster-sim.test.ts.
 
 export const ADAPTIVE_LAW = Object.freeze({
   /** Largest raise per interval: ×1.5. */
@@ -72,6 +91,18 @@ export const ADAPTIVE_LAW = Object.freeze({
    * of the load) is less than the middle's width (half the band), so the move cannot cross it.
    */
   edgeWidths: 0.25,
+  /**
+   * A reading above the band that rose by more than this many band widths since a steady reading
+   * before it (inside the band or just above, no raise between) is a loss of capacity (lossCut):
+   * readings in the band move by a fraction of this from one to the next on the example.
+   */
+  lossJumpWidths: 0.5,
+  /**
+   * At most this many readings above the band hold after a capacity-loss cut: by then a reading's
+   * window (the example's: 4 s + 1 s late, 2.5 intervals) lies after the cut, and a slowly falling
+   * overload must not hold the limit for ever.
+   */
+  lossHoldReadings: 2,
   /** Consecutive failed readings after which the limit falls to min_limit. */
   fallbackAfterFailures: 3,
 });
@@ -104,6 +135,18 @@ export interface AdaptiveLawState {
   readonly near?: "above" | "below";
   /** The edge of the band the last reading fell on when it was inside, near that edge (two in a row move a unit). */
   readonly edge?: "low" | "high";
+  /**
+   * Whether the last reading was inside the band or just above it, with no raise in the decision
+   * before it: a next one far above the band then means the system changed, not the work admitted.
+   */
+  readonly steadyLast?: boolean;
+  /**
+   * Readings since a capacity-loss cut (0: the last decision was that cut), while they still hold
+   * it: the reading lags the cut, so readings above the band hold while the cut comes through.
+   */
+  readonly sinceLossCut?: number;
+  /** The last good reading: after a capacity-loss cut, a falling reading is the cut coming through. */
+  readonly lastLoad?: number;
   /** The use at the last decision: a reading right after a raise still shows the use from before it. */
   readonly lastUse?: number;
 }
@@ -144,7 +187,7 @@ export function initialLawState(limit: number, bounds: AdaptiveBounds): Adaptive
 export function decideLimit(state: AdaptiveLawState, reading: LoadReading, usage: ThrottlerUsage, bounds: AdaptiveBounds): AdaptiveDecision {
   const decision = decide(state, reading, usage, bounds);
   if (!reading.ok) return decision;
-  return { ...decision, state: { ...decision.state, lastUse: raiseBase(state.limit, Math.max(0, usage.use), usage, bounds) } };
+  return { ...decision, state: { ...decision.state, lastUse: raiseBase(state.limit, Math.max(0, usage.use), usage, bounds), lastLoad: reading.load } };
 }
 
 function decide(state: AdaptiveLawState, reading: LoadReading, usage: ThrottlerUsage, bounds: AdaptiveBounds): AdaptiveDecision {
@@ -164,6 +207,8 @@ function decide(state: AdaptiveLawState, reading: LoadReading, usage: ThrottlerU
   const mid = (bounds.low + bounds.high) / 2;
   const band = `[${fmt(bounds.low)}, ${fmt(bounds.high)}]`;
   const use = Math.max(0, usage.use);
+  const lost = load > bounds.high ? lossCut(state, limit, load, use, bounds) : undefined;
+  if (lost) return lost;
   const near = nearBand(state, limit, load, use, usage, bounds);
   if (near) return near;
   if (load > bounds.high) {
@@ -215,7 +260,7 @@ function insideBand(state: AdaptiveLawState, limit: number, load: number, use: n
   const edgeWidth = (bounds.high - bounds.low) * ADAPTIVE_LAW.edgeWidths;
   const edge = load < bounds.low + edgeWidth ? "low" : load > bounds.high - edgeWidth ? "high" : undefined;
   const hold: AdaptiveDecision = {
-    state: { limit, failures: 0, raisedLast: false, inBandAfterRaise: state.raisedLast, ...(edge ? { edge } : {}) },
+    state: { limit, failures: 0, raisedLast: false, inBandAfterRaise: state.raisedLast, steadyLast: !state.raisedLast, ...(edge ? { edge } : {}) },
     action: "hold",
     reason: `load ${fmt(load)} inside ${band}`,
   };
@@ -253,7 +298,8 @@ function nearBand(state: AdaptiveLawState, limit: number, load: number, use: num
   const side = above ? "above" : "below";
   const mid = (bounds.low + bounds.high) / 2;
   const band = `[${fmt(bounds.low)}, ${fmt(bounds.high)}]`;
-  const hold = (reason: string): AdaptiveDecision => ({ state: { limit, failures: 0, raisedLast: false, near: side }, action: "hold", reason });
+  const steadyLast = above && !state.raisedLast;
+  const hold = (reason: string): AdaptiveDecision => ({ state: { limit, failures: 0, raisedLast: false, near: side, steadyLast }, action: "hold", reason });
   if (below && !(usage.queued || use >= limit * ADAPTIVE_LAW.demandShare)) {
     return hold(`load ${fmt(load)} below ${band} but no demand (use ${fmt(use)} of limit ${fmt(limit)}, nobody waiting)`);
   }
@@ -275,6 +321,40 @@ function nearBand(state: AdaptiveLawState, limit: number, load: number, use: num
   const reason = `load ${fmt(load)} just ${side} ${band}${below ? " twice in a row" : ""}, use ${fmt(use)}: a small step`;
   return above
     ? // Not cutLast: a one-unit cut does not soften the cut of a saturated reading that follows.
-      { state: { limit: next, failures: 0, raisedLast: false }, action: "cut", reason }
+      { state: { limit: next, failures: 0, raisedLast: false, steadyLast }, action: "cut", reason }
     : { state: { limit: next, failures: 0, raisedLast: true }, action: "raise", reason };
+}
+
+/**
+ * A reading above the band right after a steady one (inside the band or just above it, no raise
+ * before it) that is beyond the near zone or rose by more than lossJumpWidths: the work admitted
+ * did not grow, so the system lost capacity — by how much the reading cannot say, since its window
+ * still holds scrapes from before the loss and its newest ones read saturated at 1.0 whatever the
+ * overload. Cut the steepest the law allows (×maxCut) at once, and then hold on readings above the
+ * band while they were scraped mostly before the cut took effect (the first one after it) or are
+ * falling (the cut is still coming through): cutting on them again would cut for the same overload
+ * twice. Undefined when the rule does not apply.
+ */
+function lossCut(state: AdaptiveLawState, limit: number, load: number, use: number, bounds: AdaptiveBounds): AdaptiveDecision | undefined {
+  const band = `[${fmt(bounds.low)}, ${fmt(bounds.high)}]`;
+  const since = state.sinceLossCut;
+  const falling = state.lastLoad !== undefined && load < state.lastLoad && since !== undefined && since < ADAPTIVE_LAW.lossHoldReadings;
+  if (since === 0 || falling) {
+    const why = since === 0 ? "the reading cannot show the last cut yet" : `falling from ${fmt(state.lastLoad ?? load)}: the last cut is still coming through`;
+    return { state: { limit, failures: 0, raisedLast: false, cutLast: true, sinceLossCut: (since ?? 0) + 1 }, action: "hold", reason: `load ${fmt(load)} above ${band}, but ${why}` };
+  }
+  const farAbove = load > bounds.high + (bounds.high - bounds.low) * ADAPTIVE_LAW.nearAboveWidths;
+  const jumped = state.lastLoad !== undefined && load - state.lastLoad > (bounds.high - bounds.low) * ADAPTIVE_LAW.lossJumpWidths;
+  if (state.steadyLast !== true || !(farAbove || jumped)) return undefined;
+  // Half of what the reading shows in use (the use at the decision before: the reading lags about
+  // one interval), not of the limit now — a one-unit cut on the reading before would otherwise
+  // count twice.
+  const cut = Math.max(limit, state.lastUse ?? limit) * ADAPTIVE_LAW.maxCut;
+  const next = clamp(bounds.wholeUnits ? Math.floor(cut) : roundLimit(cut), bounds);
+  if (next >= limit) return undefined;
+  return {
+    state: { limit: next, failures: 0, raisedLast: false, cutLast: true, sinceLossCut: 0 },
+    action: "cut",
+    reason: `load ${fmt(load)} above ${band} right after a steady ${fmt(state.lastLoad ?? load)}, use ${fmt(use)}: the system lost capacity`,
+  };
 }
