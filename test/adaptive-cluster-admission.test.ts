@@ -167,8 +167,10 @@ describe("adaptive concurrency limit on a simulated cluster, load from a real Pr
         `longest overload after the loss ${longestOverloadMs(lostAt)} ms; readings@limits ${after()}`,
     );
     // Stated tolerance: 5 intervals plus one reading (one interval) — on a loaded 2-core machine a
-    // scrape that lands late pushes the loss, or the cut, into the next reading. The virtual-time
-    // test proves the law inside within 5 intervals without allowance, wherever the loss falls.
+    // scrape that lands late pushes the loss, or the cut, into the next reading — and a loss that
+    // falls between two decisions shows first as a reading just above the band, which the law
+    // treats as noise. The virtual-time test: inside within 5 intervals when the loss falls at a
+    // decision, 3.75–5.75 (mostly 5.25 or more) when it falls between two.
     assert.ok(intervals <= 6, `strictly inside the band only after ${intervals.toFixed(1)} intervals: ${after()}`);
     assert.ok((back.limit ?? Infinity) < before, `the limit came down (${before} -> ${back.limit})`);
   });

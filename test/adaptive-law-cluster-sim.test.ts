@@ -123,9 +123,14 @@ test("with one unit per task instead of per core, no limit holds the band: the b
   assert.ok(best.share < 0.7, `the best fixed number of tasks reads ${Math.round(best.share * 100)} % in band`);
 });
 
-test("on seed 004's cluster in virtual time, after the cluster loses half its cores the load is strictly inside the band within 5 intervals, whenever in the interval the loss falls", (t) => {
+// A loss that falls between two decisions shows first in a reading just above the band (0.956–0.964
+// here), which the law treats as noise (one unit off): a real run read 0.928 → 0.961 with nothing
+// changed, and a rule that took such a rise for a loss halved the limit there. The loss cut then
+// comes one reading later: inside after up to 5.75 intervals from the loss — 5 from the first
+// decision after it.
+test("on seed 004's cluster in virtual time, after the cluster loses half its cores the load is strictly inside the band within 5 intervals when the loss falls at a decision, within 6 wherever it falls", (t) => {
   const rows: string[] = [];
-  const worst: number[] = [];
+  const worst: { lossS: number; intervals: number }[] = [];
   const sharesAfter: number[] = [];
   // The loss at a decision and 0.5, 1 and 1.5 s after one: where the loss falls in the interval
   // decides which reading first shows it (the e2e test loses capacity at an arbitrary moment).
@@ -151,11 +156,12 @@ test("on seed 004's cluster in virtual time, after the cluster loses half its co
       }
       overloads.push(longest);
     }
-    worst.push(Math.max(...intervals));
+    worst.push({ lossS, intervals: Math.max(...intervals) });
     rows.push(`loss at ${lossS} s: inside after ${intervals.join(" ")} intervals, overload after the loss ${overloads.join(" ")} ms`);
   }
   t.diagnostic(`${rows.join("; ")}; in band afterwards ${pct(sharesAfter)} %`);
-  assert.ok(Math.max(...worst) <= 5, `inside the band only after ${worst.join(", ")} intervals (worst per loss moment)`);
+  const show = worst.map((w) => `${w.intervals} (loss at ${w.lossS} s)`).join(", ");
+  assert.ok(worst.every((w) => w.intervals <= (w.lossS === 120 ? 5 : 6)), `inside the band only after ${show} intervals (worst per loss moment)`);
   assert.ok(Math.min(...sharesAfter) >= 0.8, `in band after getting back: ${pct(sharesAfter)} %`);
 });
 
