@@ -124,7 +124,9 @@ export class QuotaBucketDriver {
     if (admission.kind === "queued") {
       // Fast path: a new request the bucket can settle right now (it had the tokens) needs no waiter,
       // no abort listener and no second pump; under load that is most of them.
-      const own = this.pump(requestId);
+      // Polled at the submit's own instant: a request granted on arrival waited 0 ms, not the time
+      // between two clock reads (which a loaded machine can stretch past a millisecond).
+      const own = this.pump(requestId, now);
       if (own) return own.kind === "granted" ? Promise.resolve(this.grantOf(own)) : Promise.reject(own.error);
     }
     const onAbort = request.onAbort ?? "cancel";
@@ -210,9 +212,9 @@ export class QuotaBucketDriver {
    * Collects what became due and sleeps until the next due time. The settlement of `ownId` (a request
    * submitted just now, with no waiter yet) is returned to the caller instead of being settled here.
    */
-  private pump(ownId?: string): Settlement | null {
+  private pump(ownId?: string, at?: number): Settlement | null {
     if (this.closedWith) return null;
-    const now = this.clock.now();
+    const now = at ?? this.clock.now();
     let own: Settlement | null = null;
     for (const settlement of this.bucket.poll(now)) {
       if (settlement.requestId === ownId) own = settlement;

@@ -131,3 +131,17 @@ describe("LocalThrottler", () => {
     assert.deepEqual(order, ["priority 7", "priority 42"], "submitted second, served first: smaller lag timestamp");
   });
 });
+
+describe("QuotaBucketDriver: a request granted on arrival", () => {
+  it("reports 0 ms waited even when the clock moves between two reads (a loaded machine)", async () => {
+    // Every read of this clock is 0.7 ms after the one before, as a preempted process would see.
+    const manual = new ManualClock();
+    let reads = 0;
+    const creeping = { now: () => manual.now() + 0.7 * reads++, sleep: manual.sleep.bind(manual) };
+    const d = new QuotaBucketDriver("api", quotaBucketConfig({ limit: 100, periodMs: 1000 }), creeping);
+    const grant = await d.acquire({ amount: 10, requestId: "at-once" });
+    assert.equal(grant.granted, 10);
+    assert.equal(grant.waitedMs, 0, "the grant was made at the request's own instant");
+    d.close(new SluiceError("CONTROLLER_UNAVAILABLE", "test over"));
+  });
+});
