@@ -4,7 +4,7 @@
 // process with a generated config. See tools/prometheus/README.md.
 //
 //   import { ensurePrometheus, registerScrapeTarget } from "./prometheus.mjs";
-//   const prometheus = await ensurePrometheus();        // { url: "http://127.0.0.1:19090", stop() }
+//   const prometheus = await ensurePrometheus();        // { url: "http://127.0.0.1:19090", home, stop() }
 //   const target = registerScrapeTarget("127.0.0.1:41234", { test_id: "abc" });  // scraped within ~2 s
 //   target.remove();
 //
@@ -111,6 +111,24 @@ async function runningConfig() {
   }
 }
 
+/**
+ * The home of the server answering on the port: the folder of its --config.file (every server this
+ * script starts keeps its config there), or null when it does not say. A server started from another
+ * checkout has its own home, and only the target files in that home's targets/ are scraped.
+ */
+async function runningHome() {
+  try {
+    const response = await fetch(`${baseUrl()}/api/v1/status/flags`, { signal: AbortSignal.timeout(2000) });
+    const file = (await response.json())?.data?.["config.file"];
+    return typeof file === "string" && file !== "" ? dirname(resolve(file)) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The home whose targets/ the server found or started by ensurePrometheus() scrapes. */
+let serverHome = null;
+
 /** The pid file of the server in `home`; a recorded pid counts only while it runs a prometheus. */
 const serverPid = (h = defaultHome()) => pidRecord(paths(h).pid, "prometheus");
 
@@ -137,8 +155,8 @@ function writeConfig(p = paths()) {
 }
 
 /** Prometheus normalises the YAML it shows; compare what matters: the interval and the targets glob. */
-function sameConfig(yaml) {
-  return yaml.includes(`scrape_interval: ${SCRAPE_INTERVAL}`) && yaml.includes(join(paths().targets, "*.json")) && yaml.includes("job_name: sluice-tests");
+function sameConfig(yaml, targets) {
+  return yaml.includes(`scrape_interval: ${SCRAPE_INTERVAL}`) && yaml.includes(join(targets, "*.json")) && yaml.includes("job_name: sluice-tests");
 }
 
 /**
@@ -213,7 +231,7 @@ export async function ensurePrometheus() {
 
 async function startOrReuse({ tiedToThisProcess }) {
   const fromEnv = process.env.PROMETHEUS_URL;
-  if (fromEnv && fromEnv.trim()) return { url: fromEnv.trim().replace(/\/$/, ""), stop: noop };
+  if (fromEnv && fromEnv.trim()) return { url: fromEnv.trim().replace(/\/$/, ""), home: defaultHome(), stop: noop };
   const p = paths();
   mkdirSync(p.home, { recursive: true });
   return withDirLock(p.lock, { maxWaitMs: 90_000, pollMs: 200, fail, describe: rel }, async () => {
@@ -224,8 +242,11 @@ async function startOrReuse({ tiedToThisProcess }) {
       if (yaml === null) {
         throw fail(`${url} answers but is not a Prometheus that shows its config; set PROMETHEUS_PORT to a free port`);
       }
-      if (!sameConfig(yaml)) {
-        writeConfig();
+      // Targets go where that server looks for them, which is another checkout's home if it started it.
+      const theirs = paths((await runningHome()) ?? p.home);
+      serverHome = theirs.home;
+      if (!sameConfig(yaml, theirs.targets)) {
+        writeConfig(theirs);
         const reload = await fetch(`${url}/-/reload`, { method: "POST" }).catch((err) => ({ ok: false, status: String(err) }));
         if (!reload.ok) {
           throw fail(
@@ -235,11 +256,13 @@ async function startOrReuse({ tiedToThisProcess }) {
         }
         say(`reused ${url} and reloaded it with the current config`);
       }
-      return { url, stop: noop };
+      if (theirs.home !== p.home) say(`reused ${url}, started from ${rel(theirs.home)}: scrape targets go to ${rel(theirs.targets)}`);
+      return { url, home: theirs.home, stop: noop };
     }
     const pid = await startServer(p, defaultPort());
+    serverHome = p.home;
     const stop = ownedServiceStop(pid, { stopPid, record: serverPid(), tied: tiedToThisProcess, say, what: "Prometheus" });
-    return { url, stop };
+    return { url, home: p.home, stop };
   });
 }
 
@@ -248,7 +271,7 @@ async function startOrReuse({ tiedToThisProcess }) {
  * these extra labels, until `remove()`. The file is named after this process, so a test that dies
  * leaves a file the next start removes.
  */
-export function registerScrapeTarget(hostPort, labels = {}, { home = defaultHome() } = {}) {
+export function registerScrapeTarget(hostPort, labels = {}, { home = serverHome ?? defaultHome() } = {}) {
   const { targets } = paths(home);
   mkdirSync(targets, { recursive: true });
   const file = join(targets, `${process.pid}-${randomBytes(6).toString("hex")}.json`);

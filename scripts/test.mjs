@@ -57,11 +57,12 @@ const needsPrometheus = files.some(
   (f) => f.startsWith("test/prometheus") || f.startsWith("test/adaptive") || f.includes("/prometheus/") || f.includes("cluster-admission"),
 );
 if (needsPrometheus && existsSync(join(root, "scripts/prometheus.mjs"))) {
-  const { ensurePrometheus, prometheusHome } = await import("./prometheus.mjs");
+  const { ensurePrometheus } = await import("./prometheus.mjs");
   const prometheus = await ensurePrometheus();
   // Tests register their scrape targets as file_sd files under this home (registerScrapeTarget).
   process.env.PROMETHEUS_URL = prometheus.url;
-  process.env.PROMETHEUS_HOME = prometheusHome();
+  // That is the home of the server found running (maybe another checkout's), not necessarily ours.
+  process.env.PROMETHEUS_HOME = prometheus.home;
   services.push(prometheus);
 }
 
