@@ -140,6 +140,20 @@ export class DistributedThrottlerFactory {
     return "";
   }
 
+  /**
+   * The weight of this computation's class over the sum of the throttler's class weights (1 with no
+   * classes). An id the throttler does not declare is served in the default class, weight 1.
+   */
+  private classWeightShare(throttlerId: string): number {
+    const classes = this.spec.throttlers[throttlerId]?.classes;
+    if (!classes) return 1;
+    const weights = Object.values(classes).map((c) => c.weight);
+    if (weights.length === 0) return 1;
+    const own = classes[this.classIdFor(throttlerId)]?.weight;
+    const total = weights.reduce((sum, w) => sum + w, 0) + (own === undefined ? 1 : 0);
+    return Math.min(1, (own ?? 1) / total);
+  }
+
   metrics(): ThrottlerHandleMetrics[] {
     return [...this.handles.values()].map((handle) => handle.metrics());
   }
@@ -238,6 +252,7 @@ export class DistributedThrottlerFactory {
       const config = { ...smoothPrefetchWindow(spec), slotExpiryMs: slotExpiryMs(spec.period) };
       return new PacedThrottler(config, remote, this.options.clock, throttlerId);
     }
-    return new PrefetchingThrottler(prefetchWindow(spec), remote, this.options.clock, throttlerId);
+    const classWeightShare = () => this.classWeightShare(throttlerId);
+    return new PrefetchingThrottler({ ...prefetchWindow(spec), classWeightShare }, remote, this.options.clock, throttlerId);
   }
 }

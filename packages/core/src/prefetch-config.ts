@@ -31,6 +31,11 @@ export interface PrefetchConfig {
    * refills ahead, and lends callers what its refills in flight will bring (see PrefetchingThrottler).
    */
   readonly unbounded?: boolean;
+  /**
+   * This client's class's share of the throttler's class weights (0–1], read at each refill: the
+   * contended step of PrefetchSizer is scaled by it. 1 (the default) with no classes.
+   */
+  readonly classWeightShare?: () => number;
 }
 
 export interface PrefetchStats {

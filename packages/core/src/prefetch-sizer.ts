@@ -12,6 +12,8 @@ export interface PrefetchSizing {
    * much, so a young client sizes its refills by the rate it was granted at so far, not by doubling.
    */
   readonly unbounded?: boolean;
+  /** The client's class's share of the class weights, read at each refill (see CONTENDED_STEP_FRACTION); 1 when absent. */
+  readonly classWeightShare?: () => number;
 }
 
 /**
@@ -31,6 +33,12 @@ export const UNBOUNDED_MIN_SPAN_MS = 20;
  * size. Measured in virtual time (two clients joining one that had the bucket to itself for 2.2 s),
  * their share of the next 4.3 s: 7 % of an equal share with no step, 60 % of an equal share with 1/8, 68 % with 1/4;
  * 14 s after a 1.5 s late start, within 4 % of equal with 1/4.
+ *
+ * The step is scaled by the client's class's share of the class weights: clients of one class get
+ * the same step (so they still converge), and a light class's refills stay in proportion to its
+ * rate. An unscaled step made a class of weight 1 in 5:3:1 get refills several times its rate per
+ * request_period, its units came in lumps, and its consumption over 12 s windows read 11.6 % for
+ * 11.1 % (the controller's grants were exact); scaled, it reads like no step at all.
  */
 export const CONTENDED_STEP_FRACTION = 1 / 4;
 
@@ -91,7 +99,8 @@ export class PrefetchSizer {
     // every size in a band about 1/step wide a fixed point of this rule (sizes 15 and 17 both stood
     // still side by side, a 12 % difference in share for good), while a carried remainder makes the
     // refills average the exact size, so the shares keep converging.
-    const step = maxPrefetchAmount * CONTENDED_STEP_FRACTION;
+    const share = this.sizing.classWeightShare?.() ?? 1;
+    const step = maxPrefetchAmount * CONTENDED_STEP_FRACTION * (share > 0 && share <= 1 ? share : 1);
     const exact = clamp(matched + step, minPrefetchAmount, maxPrefetchAmount);
     const rounded = clamp(Math.round(exact + this.roundingCarry), minPrefetchAmount, maxPrefetchAmount);
     this.roundingCarry = Math.abs(exact + this.roundingCarry - rounded) < 1 ? exact + this.roundingCarry - rounded : 0;
