@@ -1,6 +1,7 @@
 // What the end-to-end tests of concurrency throttlers across processes share (concurrency-leases,
-// concurrency-workers): a simulated cluster the tasks run on, the processes a test starts, and a
-// gRPC client that reads a throttler from the controller's snapshot. All of it ends after the file.
+// concurrency-workers, concurrency-failover): a simulated cluster the tasks run on, the processes a
+// test starts, and a gRPC client that reads a throttler from the controller's snapshot. All of it
+// ends after the file.
 import assert from "node:assert/strict";
 import { after } from "node:test";
 import type { ControllerSnapshot } from "@sluice/controller";
