@@ -13,7 +13,9 @@ import { publishablePackages } from "./publishable-packages.mjs";
 const root = resolve(fileURLToPath(import.meta.url), "../..");
 
 /** Files the compiled code reads next to itself (new URL("./…", import.meta.url)). */
-const ASSETS = [["controller", "http/dashboard.html"]];
+const ASSETS = ["dashboard.html", "dashboard.css", "dashboard-format.js", "dashboard-charts.js", "dashboard-panels.js", "dashboard.js"].map(
+  (file) => ["controller", `http/${file}`],
+);
 
 export function buildPackages() {
   const packages = publishablePackages(root);

@@ -9,13 +9,13 @@
 //
 //   KAFKA_BROKERS=127.0.0.1:19092 pnpm test test/concurrency-failover.test.ts      (about 40 s)
 import assert from "node:assert/strict";
-import { after, test } from "node:test";
+import { test } from "node:test";
 import type { ControllerSnapshot } from "@sluice/controller";
 import { createGrpcQuotaClient } from "@sluice/protocol";
-import { SimulatedCluster } from "../examples/cluster-admission/simulated-cluster.ts";
-import { freePorts, servingLeader } from "./helpers/failover-group.ts";
+import { concurrencyTestBed, concurrencyThrottlerSpec } from "./helpers/concurrency-test-bed.ts";
+import { freePorts, servingLeader, startControllers } from "./helpers/failover-group.ts";
 import { brokers, uniqueName } from "./helpers/kafka.ts";
-import { Child, sluice, tsNode, writeSpec } from "./helpers/processes.ts";
+import { tsNode, writeSpec } from "./helpers/processes.ts";
 
 const LIMIT = 4;
 /** Shorter than the time from the SIGKILL to the end of A's tasks: A's lease must be renewed with the successor. */
@@ -23,13 +23,7 @@ const LEASE_MS = 6_000;
 /** Each of A's tasks runs this long (core-seconds on an idle 64-core cluster): it spans the failover. */
 const LONG_TASK_S = 22;
 
-const children: Child[] = [];
-const cluster = new SimulatedCluster({ cores: 64, name: "lease-failover" });
-after(async () => {
-  for (const child of children) child.kill("SIGKILL");
-  await Promise.all(children.map((c) => c.exited));
-  await cluster.stop();
-});
+const { cluster, children } = concurrencyTestBed("lease-failover");
 
 const tasksOf = (snapshot: ControllerSnapshot) => {
   const t = snapshot.throttlers.find((x) => x.id === "tasks");
@@ -47,15 +41,9 @@ test("units in use survive a leader change: the successor counts the old holders
     controller: { addresses },
     streams: {},
     computations: {},
-    dynamic_spec: { throttlers: { tasks: { kind: "concurrency", limit: LIMIT, lease_timeout: `${LEASE_MS}ms` } } },
+    dynamic_spec: { throttlers: { tasks: concurrencyThrottlerSpec(LIMIT, LEASE_MS) } },
   });
-  const controllers = new Map<string, Child>();
-  for (const address of addresses) {
-    const child = sluice(["controller", spec, "--port", address.split(":")[1] ?? "0"]);
-    children.push(child);
-    controllers.set(address, child);
-  }
-  await Promise.all([...controllers.values()].map((c) => c.waitFor(/listening on/, 30_000)));
+  const controllers = await startControllers(spec, addresses, children);
   const first = await servingLeader<ControllerSnapshot>({ addresses }, null, 30_000);
   t.diagnostic(`first leader ${first.address}`);
 

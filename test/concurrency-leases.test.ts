@@ -6,32 +6,15 @@
 //
 //   pnpm test test/concurrency-leases.test.ts
 import assert from "node:assert/strict";
-import { after, test } from "node:test";
-import { createGrpcQuotaClient, type QuotaServiceClient } from "@sluice/protocol";
-import type { ControllerSnapshot } from "@sluice/controller";
-import { SimulatedCluster } from "../examples/cluster-admission/simulated-cluster.ts";
-import { Child, sluice, tsNode, writeSpec } from "./helpers/processes.ts";
+import { test } from "node:test";
+import { concurrencyTestBed, concurrencyThrottlerSpec } from "./helpers/concurrency-test-bed.ts";
+import { sluice, tsNode, writeSpec } from "./helpers/processes.ts";
 
 const LIMIT = 6;
 const LEASE_MS = 3_000;
-const children: Child[] = [];
-const cluster = new SimulatedCluster({ cores: 64, name: "leases" });
-let client: QuotaServiceClient | undefined;
-
-after(async () => {
-  for (const child of children) child.kill("SIGKILL");
-  await Promise.all(children.map((c) => c.exited));
-  client?.close();
-  await cluster.stop();
-});
-
-async function tasksThrottler() {
-  assert.ok(client);
-  const { snapshotJson } = await client.describeThrottlers({ deadlineAt: Date.now() + 5_000 });
-  const t = (JSON.parse(snapshotJson) as ControllerSnapshot).throttlers.find((x) => x.id === "tasks");
-  assert.ok(t);
-  return t;
-}
+const bed = concurrencyTestBed("leases");
+const { cluster, children } = bed;
+const tasksThrottler = () => bed.throttler("tasks");
 
 test("at most limit tasks run at once across two processes; a SIGKILLed holder's units come back within lease_timeout", async () => {
   const clusterUrl = await cluster.start(0);
@@ -39,12 +22,12 @@ test("at most limit tasks run at once across two processes; a SIGKILLed holder's
     pipeline: "leases",
     streams: {},
     computations: {},
-    dynamic_spec: { throttlers: { tasks: { kind: "concurrency", limit: LIMIT, lease_timeout: `${LEASE_MS}ms` } } },
+    dynamic_spec: { throttlers: { tasks: concurrencyThrottlerSpec(LIMIT, LEASE_MS) } },
   });
   const controller = sluice(["controller", spec, "--port", "0"]);
   children.push(controller);
   const address = (await controller.waitFor(/listening on (127\.0\.0\.1:\d+)/, 30_000))[1] ?? "";
-  client = createGrpcQuotaClient(address);
+  bed.connect(address);
   const holder = (clientId: string) => {
     const child = tsNode("test/fixtures/concurrency-holder.ts", [JSON.stringify({ controller: address, throttler: "tasks", clientId, clusterUrl, lanes: 5 })]);
     children.push(child);

@@ -8,27 +8,18 @@
 //
 //   KAFKA_BROKERS=127.0.0.1:19092 pnpm test test/concurrency-workers.test.ts      (about 40 s)
 import assert from "node:assert/strict";
-import { after, test } from "node:test";
+import { test } from "node:test";
 import type { ControllerSnapshot } from "@sluice/controller";
-import { createGrpcQuotaClient, type QuotaServiceClient } from "@sluice/protocol";
-import { SimulatedCluster } from "../examples/cluster-admission/simulated-cluster.ts";
+import { concurrencyTestBed, concurrencyThrottlerSpec } from "./helpers/concurrency-test-bed.ts";
 import { freePorts, servingLeader } from "./helpers/failover-group.ts";
 import { brokers, createTopic, produce, uniqueName } from "./helpers/kafka.ts";
-import { Child, ROOT, sluice, writeSpec } from "./helpers/processes.ts";
+import { ROOT, sluice, writeSpec } from "./helpers/processes.ts";
 
 const LIMIT = 5;
 const LEASE_MS = 3_000;
 const ROWS = 400;
-const children: Child[] = [];
-const cluster = new SimulatedCluster({ cores: 64, name: "lease-workers" });
-let client: QuotaServiceClient | undefined;
-
-after(async () => {
-  for (const child of children) child.kill("SIGKILL");
-  await Promise.all(children.map((c) => c.exited));
-  client?.close();
-  await cluster.stop();
-});
+const bed = concurrencyTestBed("lease-workers");
+const { cluster, children } = bed;
 
 test("two workers on one topic never have more than limit rows in flight; a SIGKILLed worker's units come back within lease_timeout", { timeout: 120_000 }, async (t) => {
   const clusterUrl = await cluster.start(0);
@@ -44,21 +35,15 @@ test("two workers on one topic never have more than limit rows in flight; a SIGK
     streams: { input: { topic: input, partitions: 8 } },
     computations: { Tasks: { module: `${ROOT}/test/fixtures/cluster-task-computation.ts`, inputs: ["input"], outputs: [], max_rows_per_batch: 1 } },
     dynamic_spec: {
-      throttlers: { tasks: { kind: "concurrency", limit: LIMIT, lease_timeout: `${LEASE_MS}ms` } },
+      throttlers: { tasks: concurrencyThrottlerSpec(LIMIT, LEASE_MS) },
       computations: { Tasks: { input_rows_throttler_id: "tasks" } },
     },
   });
   const controller = sluice(["controller", spec, "--port", String(port)]);
   children.push(controller);
   await servingLeader<ControllerSnapshot>({ addresses: [address] }, null, 30_000);
-  client = createGrpcQuotaClient(address);
-  const tasks = async () => {
-    assert.ok(client);
-    const { snapshotJson } = await client.describeThrottlers({ deadlineAt: Date.now() + 5_000 });
-    const found = (JSON.parse(snapshotJson) as ControllerSnapshot).throttlers.find((x) => x.id === "tasks");
-    assert.ok(found);
-    return found;
-  };
+  bed.connect(address);
+  const tasks = () => bed.throttler("tasks");
 
   const env = { CLUSTER_URL: clusterUrl, CLUSTER_TASK_WORK: "0.4" };
   const workers = ["w1", "w2"].map((id) => {

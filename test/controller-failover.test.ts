@@ -7,7 +7,7 @@ import { after, describe, it } from "node:test";
 import { SluiceError } from "@sluice/core";
 import { FAILOVER_CHANNEL_OPTIONS, createGrpcQuotaClient, createLeaderFollowingClient, type QuotaServiceClient } from "@sluice/protocol";
 import { brokers, consumeAll, createTopic, produce, uniqueName, withAdmin } from "./helpers/kafka.ts";
-import { freePorts, servingLeader } from "./helpers/failover-group.ts";
+import { freePorts, servingLeader, startControllers } from "./helpers/failover-group.ts";
 import { Child, ROOT, sluice, writeSpec } from "./helpers/processes.ts";
 
 const RELAY = `${ROOT}/test/fixtures/relay-computation.ts`;
@@ -51,13 +51,7 @@ async function startGroup(prefix: string, count: number, throttler: Record<strin
     computations: { Relay: { module: RELAY, inputs: ["input"], outputs: ["out"], max_rows_per_batch: 10 } },
     dynamic_spec: { throttlers: { rows: throttler }, computations: { Relay: { input_rows_throttler_id: "rows" } } },
   });
-  const controllers = new Map<string, Child>();
-  for (const address of addresses) {
-    const child = sluice(["controller", spec, "--port", address.split(":")[1] ?? "0"]);
-    children.push(child);
-    controllers.set(address, child);
-  }
-  await Promise.all([...controllers.values()].map((c) => c.waitFor(/listening on/, 30_000)));
+  const controllers = await startControllers(spec, addresses, children);
   return { pipeline, spec, addresses, controllers, input, output };
 }
 

@@ -96,6 +96,7 @@ it("the dashboard of a running pipeline loads cleanly, moves, and shares the lim
   assert.ok(Math.abs(batch - 0.25) <= 0.15, `batch (weight 1 of 4) got ${(batch * 100).toFixed(0)} % of the grants`);
   assert.equal(await api.locator('[data-chart="rate"] polygon').count() > 0, true, "the rate chart has drawn its areas");
   assert.equal(await page.locator("#state").innerText(), "live");
+  assert.equal(await api.locator("[data-adaptive]").isVisible(), false, "no adaptive charts for a throttler without an adaptive loop");
 
   mkdirSync(join(ROOT, "docs"), { recursive: true });
   await page.screenshot({ path: SCREENSHOT, fullPage: true });

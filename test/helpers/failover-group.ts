@@ -1,7 +1,9 @@
 // Helpers of the failover e2e tests (DESIGN §7.4): free loopback ports for the controllers of a
-// group (they must be in the spec before the controllers start), and a poll for the one that leads.
+// group (they must be in the spec before the controllers start), starting those controllers, and a
+// poll for the one that leads.
 import { createServer } from "node:net";
 import { createGrpcQuotaClient } from "@sluice/protocol";
+import { sluice, type Child } from "./processes.ts";
 
 /** Free loopback ports for the controllers, which must be in the spec before they start. */
 export async function freePorts(count: number): Promise<number[]> {
@@ -20,6 +22,21 @@ export async function freePorts(count: number): Promise<number[]> {
     );
   }
   return ports;
+}
+
+/**
+ * Starts a `sluice controller` of `spec` on the port of each address (pushed onto `children`, for the
+ * test's cleanup) and waits until every one listens; the map is by address.
+ */
+export async function startControllers(spec: string, addresses: readonly string[], children: Child[]): Promise<Map<string, Child>> {
+  const controllers = new Map<string, Child>();
+  for (const address of addresses) {
+    const child = sluice(["controller", spec, "--port", address.split(":")[1] ?? "0"]);
+    children.push(child);
+    controllers.set(address, child);
+  }
+  await Promise.all([...controllers.values()].map((c) => c.waitFor(/listening on/, 30_000)));
+  return controllers;
 }
 
 /** Polls until a controller answers DescribeThrottlers as the leader; resolves with its address and snapshot. */

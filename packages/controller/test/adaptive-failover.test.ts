@@ -7,8 +7,8 @@ import { describe, it } from "node:test";
 import { ManualClock } from "@sluice/core";
 import type { CallContext } from "@sluice/protocol";
 import { validateDynamicSpec } from "@sluice/spec";
-import { FailoverController, type LoadReading } from "../src/index.ts";
-import { DrivenElection, MemoryStore } from "./failover-stand-ins.ts";
+import type { LoadReading } from "../src/index.ts";
+import { MemoryStore, startStandInMember } from "./failover-stand-ins.ts";
 
 const adaptive = {
   load: { module: "./load.ts" },
@@ -28,32 +28,14 @@ const settle = async () => {
 };
 
 async function member(store: MemoryStore, clock: ManualClock, address: string, load: { reading: LoadReading }) {
-  const election = new DrivenElection();
-  const lines: string[] = [];
-  const controller = new FailoverController({
-    pipeline: "p",
-    dynamicSpec: SPEC,
-    computations: [],
+  const started = await startStandInMember({
+    store,
     clock,
     address,
-    store,
-    election,
-    leaseMs: 60_000,
-    log: (line) => lines.push(line),
+    dynamicSpec: SPEC,
     loadSourceOf: () => ({ description: "the test", read: async () => load.reading }),
   });
-  await controller.start();
-  const lead = async (generation: number) => {
-    election.elect(generation, true, clock.now());
-    for (let i = 0; i < 10 && controller.status().role !== "leader"; i++) await settle();
-    assert.equal(controller.status().role, "leader");
-  };
-  const tasks = () => {
-    const t = controller.snapshot().throttlers.find((x) => x.id === "tasks");
-    assert.ok(t);
-    return t;
-  };
-  return { controller, lines, lead, tasks };
+  return { ...started, tasks: () => started.throttler("tasks") };
 }
 
 describe("adaptive limit across a controller failover (virtual time)", () => {

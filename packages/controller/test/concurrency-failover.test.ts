@@ -7,8 +7,7 @@ import { describe, it } from "node:test";
 import { ManualClock } from "@sluice/core";
 import type { CallContext } from "@sluice/protocol";
 import { dynamicSpecSchema } from "@sluice/spec";
-import { FailoverController } from "../src/index.ts";
-import { DrivenElection, MemoryStore } from "./failover-stand-ins.ts";
+import { MemoryStore, startStandInMember } from "./failover-stand-ins.ts";
 
 const SPEC = dynamicSpecSchema.parse({ throttlers: { tasks: { kind: "concurrency", limit: 4, lease_timeout: "3s" } } });
 
@@ -16,33 +15,10 @@ const context = (): CallContext => ({ deadlineAt: null, signal: new AbortControl
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 async function member(store: MemoryStore, clock: ManualClock, address: string) {
-  const election = new DrivenElection();
-  const lines: string[] = [];
-  const controller = new FailoverController({
-    pipeline: "p",
-    dynamicSpec: SPEC,
-    computations: [],
-    clock,
-    address,
-    store,
-    election,
-    leaseMs: 60_000,
-    log: (line) => lines.push(line),
-  });
-  await controller.start();
-  const lead = async (generation: number) => {
-    election.elect(generation, true, clock.now());
-    for (let i = 0; i < 10 && controller.status().role !== "leader"; i++) await settle();
-    assert.equal(controller.status().role, "leader");
-  };
+  const started = await startStandInMember({ store, clock, address, dynamicSpec: SPEC });
   const ask = (clientId: string, amount: number, requestId: string) =>
-    controller.requestQuota({ throttlerId: "tasks", clientId, amount, timestampMs: 0, quotaClassId: "", requestId }, context());
-  const tasks = () => {
-    const t = controller.snapshot().throttlers.find((x) => x.id === "tasks");
-    assert.ok(t);
-    return t;
-  };
-  return { controller, election, lines, lead, ask, tasks };
+    started.controller.requestQuota({ throttlerId: "tasks", clientId, amount, timestampMs: 0, quotaClassId: "", requestId }, context());
+  return { ...started, ask, tasks: () => started.throttler("tasks") };
 }
 
 describe("concurrency leases across a controller failover (virtual time)", () => {

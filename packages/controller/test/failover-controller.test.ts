@@ -6,8 +6,7 @@ import { describe, it } from "node:test";
 import { ManualClock, SluiceError } from "@sluice/core";
 import type { CallContext, RequestQuotaCall } from "@sluice/protocol";
 import { dynamicSpecSchema } from "@sluice/spec";
-import { FailoverController } from "../src/index.ts";
-import { DrivenElection, MemoryStore } from "./failover-stand-ins.ts";
+import { MemoryStore, startStandInMember } from "./failover-stand-ins.ts";
 
 const SPEC = dynamicSpecSchema.parse({ throttlers: { rows: { limit: 10, period: "10s" } } });
 const LEASE_MS = 3_000;
@@ -22,27 +21,10 @@ function call(amount: number, requestId: string): RequestQuotaCall {
 
 async function setup(store = new MemoryStore()) {
   const clock = new ManualClock(1_000_000);
-  const election = new DrivenElection();
-  const lines: string[] = [];
-  const controller = new FailoverController({
-    pipeline: "p",
-    dynamicSpec: SPEC,
-    computations: [],
-    clock,
-    address: "127.0.0.1:7001",
-    store,
-    election,
-    leaseMs: LEASE_MS,
-    log: (line) => lines.push(line),
-  });
-  await controller.start();
+  const member = await startStandInMember({ store, clock, address: "127.0.0.1:7001", dynamicSpec: SPEC, leaseMs: LEASE_MS });
   const settle = () => new Promise((resolve) => setImmediate(resolve));
-  const lead = async (generation = 1) => {
-    election.elect(generation, true, clock.now());
-    for (let i = 0; i < 5 && controller.status().role !== "leader"; i++) await settle();
-    assert.equal(controller.status().role, "leader");
-  };
-  return { clock, election, store, controller, lines, settle, lead };
+  const lead = (generation = 1) => member.lead(generation);
+  return { clock, election: member.election, store, controller: member.controller, lines: member.lines, settle, lead };
 }
 
 async function refusal(promise: Promise<unknown>): Promise<SluiceError> {

@@ -1,9 +1,15 @@
 // In-memory stand-ins for the two ports of a FailoverController (DESIGN §7.4), for tests in virtual
-// time: the election is driven by the test, the store keeps records in memory and can be made to hang.
+// time: the election is driven by the test, the store keeps records in memory and can be made to hang;
+// and a member of a failover group built on them (startStandInMember).
+import assert from "node:assert/strict";
+import type { Clock } from "@sluice/core";
+import type { DynamicSpec } from "@sluice/spec";
 import {
   EMPTY_CONTROLLER_STATE,
+  FailoverController,
   newerRecord,
   type ControllerElection,
+  type FailoverControllerOptions,
   type ControllerState,
   type ControllerStateStore,
   type ElectionListener,
@@ -47,4 +53,52 @@ export class DrivenElection implements ControllerElection {
   elect(generation: number, leading: boolean, at: number): void {
     this.listener?.onElected({ generation, memberId: "m", leading, confirmedAtMs: at });
   }
+}
+
+export interface StandInMemberOptions {
+  readonly store: MemoryStore;
+  readonly clock: Clock;
+  readonly address: string;
+  readonly dynamicSpec: DynamicSpec;
+  /** Default 60 s: longer than the virtual time of a test, so only what the test does ends a leadership. */
+  readonly leaseMs?: number;
+  readonly loadSourceOf?: FailoverControllerOptions["loadSourceOf"];
+}
+
+/** Turns of the event loop `lead` waits at most for a takeover (it reads the in-memory store: a few suffice). */
+const TAKEOVER_TURNS = 50;
+
+/**
+ * A started FailoverController of pipeline "p" on a DrivenElection of its own and the given store,
+ * with its log lines; `lead(generation)` elects it and waits until it serves, `throttler(id)` is
+ * that throttler in its snapshot.
+ */
+export async function startStandInMember(options: StandInMemberOptions) {
+  const election = new DrivenElection();
+  const lines: string[] = [];
+  const { clock } = options;
+  const controller = new FailoverController({
+    pipeline: "p",
+    dynamicSpec: options.dynamicSpec,
+    computations: [],
+    clock,
+    address: options.address,
+    store: options.store,
+    election,
+    leaseMs: options.leaseMs ?? 60_000,
+    log: (line) => lines.push(line),
+    ...(options.loadSourceOf ? { loadSourceOf: options.loadSourceOf } : {}),
+  });
+  await controller.start();
+  const lead = async (generation: number) => {
+    election.elect(generation, true, clock.now());
+    for (let i = 0; i < TAKEOVER_TURNS && controller.status().role !== "leader"; i++) await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(controller.status().role, "leader");
+  };
+  const throttler = (id: string) => {
+    const found = controller.snapshot().throttlers.find((x) => x.id === id);
+    assert.ok(found, `throttler "${id}" is in the snapshot`);
+    return found;
+  };
+  return { controller, election, lines, lead, throttler };
 }

@@ -1,4 +1,5 @@
 import type { PersistedAdaptive } from "@sluice/controller";
+import { finite, isObject, positive } from "./controller-state-values.ts";
 
 // The `adaptive` of the `buckets` record of `<pipeline>.controller-state` (DESIGN §7.3, §7.4): each
 // adaptive loop's state, so a successor goes on from its predecessor's limit.
@@ -56,16 +57,4 @@ export function decodeAdaptive(raw: unknown): Record<string, PersistedAdaptive> 
     };
   }
   return Object.keys(out).length > 0 ? out : undefined;
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-
-function finite(v: unknown): v is number {
-  return typeof v === "number" && Number.isFinite(v);
-}
-
-function positive(v: unknown): v is number {
-  return finite(v) && v > 0;
 }

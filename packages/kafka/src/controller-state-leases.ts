@@ -1,4 +1,5 @@
 import type { PersistedLeases, PersistedRequestId } from "@sluice/controller";
+import { finite, isObject, positive } from "./controller-state-values.ts";
 
 // The `leases` of the `buckets` record of `<pipeline>.controller-state` (DESIGN §7.2, §7.4), in the
 // spec's snake_case like the rest of the record:
@@ -45,16 +46,4 @@ export function decodeLeases(raw: unknown): Record<string, PersistedLeases> | un
     out[id] = { holders, requestIds };
   }
   return out;
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
-
-function finite(v: unknown): v is number {
-  return typeof v === "number" && Number.isFinite(v);
-}
-
-function positive(v: unknown): v is number {
-  return finite(v) && v > 0;
 }

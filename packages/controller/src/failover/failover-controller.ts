@@ -10,19 +10,21 @@ import type {
   RequestQuotaResult,
   RenewLeasesCall,
 } from "@sluice/protocol";
-import { Controller, type ControllerSnapshot } from "../controller.ts";
+import type { Controller, ControllerSnapshot } from "../controller.ts";
 import type { ElectionResult } from "./controller-election.ts";
-import type { ControllerState } from "./controller-state-store.ts";
+import type { FailoverControllerOptions } from "./failover-options.ts";
 import type { FailoverRole, FailoverStatus } from "./failover-status.ts";
 import { GroupCommit } from "./group-commit.ts";
+import { knownLeader } from "./known-leader.ts";
 import { LeaderLease } from "./leader-lease.ts";
+import { LeaseWatch } from "./lease-watch.ts";
 import { notLeaderError } from "./not-leader-error.ts";
-import type { FailoverControllerOptions } from "./failover-options.ts";
 import { restorePersistedState } from "./restore-state.ts";
+import { specInForce } from "./spec-in-force.ts";
+import { describeCause, grantNotPersistedError, specNotPersistedError } from "./state-write-errors.ts";
+import { buildLeaderController, readStateForTakeover } from "./take-over.ts";
 
 export type { FailoverControllerOptions } from "./failover-options.ts";
-import { specInForce } from "./spec-in-force.ts";
-
 
 /**
  * One controller of a failover group (DESIGN §7.4). It serves quota only while it leads: elected by
@@ -30,9 +32,15 @@ import { specInForce } from "./spec-in-force.ts";
  * answer waits until the bucket balances after that grant are persisted (GroupCommit), so a
  * successor never starts fuller than what was granted allows. Followers refuse every call with
  * CONTROLLER_UNAVAILABLE naming the leader (trailer `sluice-leader`), and clients go there.
+ *
+ * This class holds the role and reacts to the election; the pieces it composes each hold one concept:
+ * the lease and its timer (leader-lease.ts, lease-watch.ts), where callers are sent (known-leader.ts,
+ * not-leader-error.ts), the state hand-over (take-over.ts, spec-in-force.ts, restore-state.ts) and
+ * the writes of the state (group-commit.ts, state-write-errors.ts).
  */
 export class FailoverController implements QuotaServiceHandler {
   private readonly lease: LeaderLease;
+  private readonly leaseWatch: LeaseWatch;
   private readonly commit: GroupCommit;
   private readonly log: (line: string) => void;
   private readonly clock: Clock;
@@ -46,13 +54,15 @@ export class FailoverController implements QuotaServiceHandler {
   private stateWrittenAtMs: number | null = null;
   /** Bumped by every election result, so a takeover that was overtaken stops where it is. */
   private transition = 0;
-  private leaseWatch: AbortController | null = null;
   private readonly closing = new AbortController();
 
   constructor(private readonly options: FailoverControllerOptions) {
     this.clock = options.clock;
     this.log = options.log ?? (() => {});
     this.lease = new LeaderLease(options.leaseMs);
+    this.leaseWatch = new LeaseWatch(this.lease, this.clock, () => {
+      if (this.role === "leader" || this.role === "taking-over") this.fence();
+    });
     this.commit = new GroupCommit(() => this.writeBalances());
   }
 
@@ -154,13 +164,7 @@ export class FailoverController implements QuotaServiceHandler {
         writtenAtMs: this.clock.now(),
       });
     } catch (error) {
-      throw new SluiceError(
-        "CONTROLLER_UNAVAILABLE",
-        `dynamic_spec version ${answer.version} is in force on this leader but could not be persisted to ` +
-          `"${this.options.pipeline}.controller-state" (${describe(error)}), so a successor would not know it: send it again`,
-        { version: answer.version },
-        { cause: error },
-      );
+      throw specNotPersistedError(this.options.pipeline, answer.version, error);
     }
     return answer;
   }
@@ -180,7 +184,7 @@ export class FailoverController implements QuotaServiceHandler {
     if (this.role === "closed") return;
     this.closing.abort();
     this.stepDown("the controller is shutting down", "closed");
-    await this.options.election.close().catch((error: unknown) => this.log(`leaving the controller group failed: ${describe(error)}`));
+    await this.options.election.close().catch((error: unknown) => this.log(`leaving the controller group failed: ${describeCause(error)}`));
     await this.options.store.close();
   }
 
@@ -198,7 +202,7 @@ export class FailoverController implements QuotaServiceHandler {
       return;
     }
     this.lease.grant(result.generation, Math.min(result.confirmedAtMs, this.clock.now()));
-    this.watchLease();
+    this.leaseWatch.arm();
     if (this.inner && this.role === "leader") {
       // Kept the leadership through a rebalance: same buckets, a new epoch to announce.
       void this.announce(this.inner, result.generation, this.transition);
@@ -214,7 +218,7 @@ export class FailoverController implements QuotaServiceHandler {
     if (this.role === "fenced" && generation === this.generation && this.lease.heldGeneration === null && this.lease.leaseMs > this.clock.now() - at) {
       // The lease ran out but the group never moved on (same generation): nobody else led meanwhile.
       this.lease.grant(generation, at);
-      this.watchLease();
+      this.leaseWatch.arm();
       this.transition += 1;
       void this.takeOver(generation, this.transition);
     }
@@ -223,37 +227,18 @@ export class FailoverController implements QuotaServiceHandler {
   private async takeOver(generation: number, transition: number): Promise<void> {
     this.role = "taking-over";
     this.closeInner("a new leadership begins");
-    let state: ControllerState;
-    for (;;) {
-      try {
-        state = await this.options.store.catchUp(this.closing.signal);
-        break;
-      } catch (error) {
-        if (transition !== this.transition) return;
-        this.log(`taking over generation ${generation}: reading the state failed (${describe(error)}); retrying`);
-        try {
-          await this.clock.sleep(this.options.retryDelayMs ?? 1_000, this.closing.signal);
-        } catch {
-          return; // closed
-        }
-        if (transition !== this.transition) return;
-      }
-    }
-    if (transition !== this.transition) return;
-    const { spec, version, origin } = specInForce(state, this.options.dynamicSpec, this.options.computations, this.log);
-    const inner = new Controller({
-      dynamicSpec: spec,
-      computations: this.options.computations,
+    const state = await readStateForTakeover({
+      store: this.options.store,
       clock: this.clock,
-      initialVersion: version,
+      signal: this.closing.signal,
+      retryDelayMs: this.options.retryDelayMs ?? 1_000,
+      generation,
+      stillCurrent: () => transition === this.transition,
       log: this.log,
-      ...(this.options.tracer ? { tracer: this.options.tracer } : {}),
-      ...(this.options.detachedGraceMs !== undefined ? { detachedGraceMs: this.options.detachedGraceMs } : {}),
-      ...(this.options.baseDir !== undefined ? { baseDir: this.options.baseDir } : {}),
-      ...(this.options.loadSourceOf ? { loadSourceOf: this.options.loadSourceOf } : {}),
-      // A decision of an adaptive loop changes persisted state even when no grant does.
-      onAdaptiveDecision: () => void this.persistAdaptive(inner),
     });
+    if (state === null || transition !== this.transition) return;
+    const { spec, version, origin } = specInForce(state, this.options.dynamicSpec, this.options.computations, this.log);
+    const inner = buildLeaderController(this.options, spec, version, (leading) => void this.persistAdaptive(leading));
     const buckets = restorePersistedState(inner, state.buckets, this.clock.now());
     if (state.buckets) this.stateWrittenAtMs = state.buckets.writtenAtMs;
     this.inner = inner;
@@ -265,7 +250,7 @@ export class FailoverController implements QuotaServiceHandler {
       await this.commit.flush();
     } catch (error) {
       if (transition !== this.transition) return;
-      this.log(`taking over generation ${generation}: persisting the state failed (${describe(error)}); stepping down`);
+      this.log(`taking over generation ${generation}: persisting the state failed (${describeCause(error)}); stepping down`);
       this.stepDown("the state could not be persisted", "fenced");
       return;
     }
@@ -288,7 +273,7 @@ export class FailoverController implements QuotaServiceHandler {
         this.log(`leader of pipeline "${this.options.pipeline}" in generation ${generation}, serving on ${this.options.address}`);
       }
     } catch (error) {
-      this.log(`announcing the leadership failed (${describe(error)}); followers cannot name this leader until the next election`);
+      this.log(`announcing the leadership failed (${describeCause(error)}); followers cannot name this leader until the next election`);
     }
   }
 
@@ -308,12 +293,7 @@ export class FailoverController implements QuotaServiceHandler {
       await this.commit.flush();
     } catch (error) {
       if (error instanceof SluiceError) throw error;
-      throw new SluiceError(
-        "CONTROLLER_UNAVAILABLE",
-        `${what} could not be persisted to "${this.options.pipeline}.controller-state" (${describe(error)}); retry with the same request id`,
-        {},
-        { cause: error },
-      );
+      throw grantNotPersistedError(this.options.pipeline, what, error);
     }
     if (this.inner !== inner || !this.lease.valid(this.clock.now())) throw this.notLeader();
   }
@@ -336,7 +316,7 @@ export class FailoverController implements QuotaServiceHandler {
     try {
       await this.commit.flush();
     } catch (error) {
-      if (this.inner === inner) this.log(`persisting the adaptive limits failed (${describe(error)}); the next decision or grant writes them`);
+      if (this.inner === inner) this.log(`persisting the adaptive limits failed (${describeCause(error)}); the next decision or grant writes them`);
     }
   }
 
@@ -345,38 +325,11 @@ export class FailoverController implements QuotaServiceHandler {
   }
 
   private knownLeader(): string | null {
-    if (this.role === "leader" || this.role === "taking-over") return this.options.address;
-    const record = this.options.store.latest().leader;
-    // A record of an older generation may name a controller that is gone: no hint beats a wrong one.
-    if (record === null || (this.generation !== null && record.generation < this.generation)) return null;
-    return record.address;
+    const announced = this.options.store.latest().leader;
+    return knownLeader({ role: this.role, self: this.options.address, announced, generation: this.generation });
   }
 
   // ───────────────────────────── stepping down ─────────────────────────────
-
-  /** Arms a timer for the end of the lease, so a leader that lost it fails its waiters promptly. */
-  private watchLease(): void {
-    this.leaseWatch?.abort();
-    const watch = new AbortController();
-    this.leaseWatch = watch;
-    const loop = async () => {
-      while (!watch.signal.aborted) {
-        const expiresAt = this.lease.expiresAt();
-        if (expiresAt === null) return;
-        const now = this.clock.now();
-        if (now >= expiresAt) {
-          if (this.role === "leader" || this.role === "taking-over") this.fence();
-          return;
-        }
-        try {
-          await this.clock.sleep(Math.ceil(expiresAt - now), watch.signal);
-        } catch {
-          return;
-        }
-      }
-    };
-    void loop();
-  }
 
   private fence(): void {
     const expiresAt = this.lease.expiresAt();
@@ -388,8 +341,7 @@ export class FailoverController implements QuotaServiceHandler {
   private stepDown(reason: string, role: FailoverRole): void {
     const wasServing = this.inner !== null;
     this.lease.revoke();
-    this.leaseWatch?.abort();
-    this.leaseWatch = null;
+    this.leaseWatch.disarm();
     this.closeInner(reason);
     if (wasServing && role !== "closed") this.log(`stepped down: ${reason}; grants nothing more`);
     this.role = role;
@@ -409,6 +361,3 @@ export class FailoverController implements QuotaServiceHandler {
   }
 }
 
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}

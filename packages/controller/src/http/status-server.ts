@@ -1,9 +1,9 @@
-import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type RequestListener, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { ControllerSnapshot } from "../controller.ts";
 import { PROMETHEUS_CONTENT_TYPE } from "../metrics/prometheus-text.ts";
+import { dashboardPage } from "./dashboard-page.ts";
 import { checkAccess } from "./http-access.ts";
 
 export interface StatusServerOptions {
@@ -34,9 +34,6 @@ export interface RunningStatusServer {
   /** Stops listening and drops open keep-alive connections (a browser tab holds one). Idempotent. */
   close(): Promise<void>;
 }
-
-const DASHBOARD_FILE = new URL("./dashboard.html", import.meta.url);
-let dashboardTemplate: string | null = null;
 
 /**
  * The observability endpoints of a Sluice process over HTTP or https (node:http, no framework):
@@ -129,14 +126,4 @@ function send(
     ...headers,
   });
   response.end(request.method === "HEAD" ? undefined : body);
-}
-
-/** The page with its title filled in; the file is read once (it ships beside this module, no build step). */
-function dashboardPage(title: string): string {
-  dashboardTemplate ??= readFileSync(DASHBOARD_FILE, "utf8");
-  return dashboardTemplate.replaceAll("{{TITLE}}", escapeHtml(title));
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
