@@ -43,12 +43,22 @@ let rpcs = 0;
  * would be: paced clients on one clock share their wake-ups.
  */
 let timers = 0;
+const systemSetTimer = systemClock.setTimer?.bind(systemClock);
 const countingClock: Clock = {
   now: systemClock.now,
   sleep: (ms, signal) => {
     timers += 1;
     return systemClock.sleep(ms, signal);
   },
+  // The shared wake-ups arm their timer through this when the clock has it (as systemClock does).
+  ...(systemSetTimer
+    ? {
+        setTimer: (ms: number, fire: () => void) => {
+          timers += 1;
+          return systemSetTimer(ms, fire);
+        },
+      }
+    : {}),
 };
 const closers: (() => void | Promise<void>)[] = [];
 

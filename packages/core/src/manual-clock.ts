@@ -50,6 +50,15 @@ export class ManualClock implements Clock {
     });
   }
 
+  /** Like `sleep` without a promise: `fire` runs when `advance` passes `ms` from now, unless cancelled first. */
+  setTimer(ms: number, fire: () => void): () => void {
+    const timer: Timer = { at: this.current + Math.max(0, ms), seq: this.seq++, resolve: fire };
+    this.timers.push(timer);
+    return () => {
+      this.timers = this.timers.filter((t) => t !== timer);
+    };
+  }
+
   /** Number of sleepers not yet woken. */
   get pendingTimers(): number {
     return this.timers.length;

@@ -10,15 +10,28 @@ import { SluiceError } from "./sluice-error.ts";
 import { RESOLVED, type ThrottleOptions, type Throttler } from "./throttler.ts";
 
 /**
- * Wake-ups for due slots are at least this share of the slot expiry apart; the rest of the expiry is
- * left for the timer's own lateness on a busy machine (a unit older than the expiry is never handed out).
- * Each event-loop wake-up costs about 0.1 ms of CPU on a shared 2-core VM, whatever it then does,
- * so wake-ups are most of what a smooth client costs: at 1/6 (6.25 ms at a 1 s period) a process
+ * Wake-ups for due slots are spaced between these shares of the slot expiry; the rest of the expiry
+ * is left for the timer's own lateness on a busy machine (a unit older than the expiry is never
+ * handed out, so the spacing decides how many units are lost to a late timer, never the window bound).
+ * Each event-loop wake-up costs 0.1–0.4 ms of CPU on a shared 2-core VM, whatever it then does, so
+ * wake-ups are most of what a smooth client costs: at 1/6 (6.25 ms at a 1 s period) a process
  * spent ×1.6 the CPU per unit of 1/3 (in-process, 4 clients at 480 units/s). The clients of one
  * process share their wake-ups (SharedWakeups), so this spacing holds for the process, not per client.
  */
-const WAKE_SHARE_OF_EXPIRY = 1 / 3;
-
+const MIN_WAKE_SHARE_OF_EXPIRY = 1 / 3;
+/**
+ * While the process's timers fire on time, wake-ups are up to this share of the expiry apart (25 ms
+ * at a 1 s period, half the wake-ups of 1/3): at most this share's worth of slots reach callers
+ * together (about 25 units at 1,000 units/s).
+ */
+const MAX_WAKE_SHARE_OF_EXPIRY = 2 / 3;
+/**
+ * Kept of the expiry for lateness: this many times how late the process's timers fired lately, near
+ * the worst (SharedWakeups.recentLatenessMs), plus LATENESS_FLOOR_MS for what runs between the
+ * timer and the caller (the other clients woken first, the answer of an RPC read in between).
+ */
+const LATENESS_FACTOR = 2;
+const LATENESS_FLOOR_MS = 2;
 
 /** The schedule of one answer, relative to when it arrived (RequestQuotaResponse pace fields). */
 export interface PaceSchedule {
@@ -87,7 +100,9 @@ export class PacedThrottler implements Throttler {
     this.wokeAt = this.clock.now();
     this.satisfy();
   };
-  /** When this client was last woken: the next wake-up comes no sooner than WAKE_SHARE_OF_EXPIRY later. */
+  /** Called when a caller joins or leaves the queue; made once, not per caller. */
+  private readonly onQueueChanged = (): void => this.satisfy();
+  /** When this client was last woken: the next wake-up is planned a spacing later (see armWake). */
   private wokeAt = Number.NEGATIVE_INFINITY;
   private retryPending = false;
   /** Aborts the request in flight alone (a retired client withdrawing it), not the client. */
@@ -200,7 +215,7 @@ export class PacedThrottler implements Throttler {
   }
 
   private enqueue(amount: number, signal: AbortSignal | undefined): Promise<void> {
-    return this.waiting.add(amount, signal, `throttle(${amount}) on "${this.name}"`, () => this.satisfy());
+    return this.waiting.add(amount, signal, `throttle(${amount}) on "${this.name}"`, this.onQueueChanged);
   }
 
   /** Hands due slots to waiting callers in FIFO order, then sleeps until the head's slot comes. */
@@ -231,10 +246,13 @@ export class PacedThrottler implements Throttler {
     if (due === null) return;
     // A process waking once per slot (1,000 times a second at 1,000 units/s) spends most of its CPU
     // on the wake-ups themselves. A unit may reach its caller up to the slot expiry after its slot
-    // (the window bound allows for it), so wake-ups are spaced by a third of it and each hands out
-    // every slot that came meanwhile: 12.5 ms at a 1 s period, about 12 units at once at 1,000/s.
+    // (the window bound allows for it), so wake-ups are spaced by what the expiry leaves after the
+    // lateness the process's timers showed lately, and each hands out every slot that came
+    // meanwhile: 12.5–25 ms at a 1 s period, about 12–25 units at once at 1,000/s.
     const expiryMs = Math.min(this.config.slotExpiryMs, this.slots.shortestExpiryMs() ?? this.config.slotExpiryMs);
-    const at = Math.max(due, this.wokeAt + expiryMs * WAKE_SHARE_OF_EXPIRY);
+    const keptForLateness = LATENESS_FLOOR_MS + LATENESS_FACTOR * this.wakeups.recentLatenessMs;
+    const spacingMs = Math.min(expiryMs * MAX_WAKE_SHARE_OF_EXPIRY, Math.max(expiryMs * MIN_WAKE_SHARE_OF_EXPIRY, expiryMs - keptForLateness));
+    const at = Math.max(due, this.wokeAt + spacingMs);
     // Woken no sooner than the head's slot (never early) and no later than `at`: another client's
     // wake-up in between serves this one too, at no lateness beyond what its own timer would add.
     // The shared wake-ups hold no timer for a closed client (close cancels), so none holds the
@@ -291,7 +309,9 @@ export class PacedThrottler implements Throttler {
     const now = this.clock.now();
     if (this.backlogged) this.wasting = false;
     // A negative delay (a retry answered late) puts the first slots in the past, where they expire.
-    this.slots.add(now + schedule.startDelayMs, schedule.intervalMs, amount, schedule.travelMs ?? 0);
+    // A run whose travel may exceed the expiry is lost whole (SlotSchedule.add): counted as expired,
+    // not as wasted (the callers did keep up; the answer came too late).
+    this.expired += this.slots.add(now + schedule.startDelayMs, schedule.intervalMs, amount, schedule.travelMs ?? 0);
     this.satisfy();
   }
 

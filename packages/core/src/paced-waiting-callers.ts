@@ -38,33 +38,24 @@ export class PacedWaitingCallers {
    */
   add(amount: number, signal: AbortSignal | undefined, what: string, changed: () => void): Promise<void> {
     if (signal?.aborted) return Promise.reject(cancelledError(signal, what));
-    return new Promise<void>((resolve, reject) => {
-      const onAbort = () => {
-        if (request.settled || !signal) return;
-        request.settled = true;
-        this.live -= 1;
-        this.amount = this.live === 0 ? 0 : this.amount - amount;
-        reject(cancelledError(signal, what));
-        changed();
-      };
-      const request: WaitingCaller = {
-        amount,
-        settled: false,
-        resolve: () => {
-          signal?.removeEventListener("abort", onAbort);
-          resolve();
-        },
-        reject: (error) => {
-          signal?.removeEventListener("abort", onAbort);
-          reject(error);
-        },
-      };
-      signal?.addEventListener("abort", onAbort, { once: true });
-      this.queue.push(request);
-      this.live += 1;
-      this.amount += amount;
-      changed();
+    // A smooth client queues its caller at every wake-up: without a signal, one object and the
+    // promise's own executor, no closures of ours (each one costs, under tsx, a defineProperty too).
+    const request = signal ? new AbortableCaller(amount, signal, what, this, changed) : new PlainCaller(amount);
+    const promise = new Promise<void>((resolve, reject) => {
+      request.settle = resolve;
+      request.fail = reject;
     });
+    this.queue.push(request);
+    this.live += 1;
+    this.amount += amount;
+    changed();
+    return promise;
+  }
+
+  /** A caller whose signal aborted leaves the count and the amount at once (see AbortableCaller). */
+  left(caller: WaitingCaller): void {
+    this.live -= 1;
+    this.amount = this.live === 0 ? 0 : this.amount - caller.amount;
   }
 
   /** The caller at the front, skipping (and dropping) the ones that already left. */
@@ -132,3 +123,54 @@ export class PacedWaitingCallers {
     this.amount = 0;
   }
 }
+
+/** A waiting caller without a signal: its promise's settle functions, nothing else. */
+class PlainCaller implements WaitingCaller {
+  settled = false;
+  settle: () => void = noop;
+  fail: (error: SluiceError) => void = noop;
+
+  constructor(readonly amount: number) {}
+
+  resolve(): void {
+    this.settle();
+  }
+
+  reject(error: SluiceError): void {
+    this.fail(error);
+  }
+}
+
+/** A waiting caller with a signal: leaves the queue when it aborts, and stops listening once settled. */
+class AbortableCaller extends PlainCaller {
+  private readonly onAbort = (): void => {
+    if (this.settled) return;
+    this.settled = true;
+    this.callers.left(this);
+    this.fail(cancelledError(this.signal, this.what));
+    this.changed();
+  };
+
+  constructor(
+    amount: number,
+    private readonly signal: AbortSignal,
+    private readonly what: string,
+    private readonly callers: PacedWaitingCallers,
+    private readonly changed: () => void,
+  ) {
+    super(amount);
+    signal.addEventListener("abort", this.onAbort, { once: true });
+  }
+
+  override resolve(): void {
+    this.signal.removeEventListener("abort", this.onAbort);
+    this.settle();
+  }
+
+  override reject(error: SluiceError): void {
+    this.signal.removeEventListener("abort", this.onAbort);
+    this.fail(error);
+  }
+}
+
+const noop = (): void => {};

@@ -98,8 +98,12 @@ describe("SlotSchedule", () => {
     assert.equal(late.expire(6), 1, "the answer may have been 15 ms late already: 5 ms were left for slot 0");
     assert.ok(Math.abs(late.available(6) - 0.6) < 1e-9, "slot 1 accrues as before");
     const lost = new SlotSchedule(20);
-    lost.add(0, 10, 2, 25);
-    assert.equal(lost.expire(0), 1, "an answer that travelled longer than the expiry is lost: its slots expire as they come");
-    assert.equal(lost.shortestExpiryMs(), 0);
+    assert.equal(lost.add(0, 10, 2, 25), 2, "an answer that may have travelled longer than the expiry is lost whole");
+    assert.equal(lost.available(0), 0, "not even at its first slot: that slot may already be 25 ms old");
+    assert.equal(lost.upcoming(0), 0);
+    assert.equal(lost.shortestExpiryMs(), null);
+    const justInTime = new SlotSchedule(20);
+    assert.equal(justInTime.add(0, 10, 2, 20), 0, "travel equal to the expiry leaves each slot usable at its time");
+    assert.equal(justInTime.available(0), 1);
   });
 });
