@@ -1,13 +1,16 @@
 // An adaptive limit across a controller failover (DESIGN §7.3, §7.4), in virtual time with the
 // in-memory stand-ins: the leader persists its adaptive loop's state after every decision (even
 // with no grant to persist), and a successor goes on from that limit, failure count and slow-start
-// phase instead of starting over at initial_limit.
+// phase instead of starting over at initial_limit — and from the whole memory of the law, so its
+// next decision is the one the old leader would have made (a capacity-loss cut is held, not cut
+// again; the run is in adaptive-loss-run.ts, and packages/kafka/test runs it through the record's JSON).
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ManualClock } from "@sluice/core";
 import type { CallContext } from "@sluice/protocol";
 import { validateDynamicSpec } from "@sluice/spec";
 import type { LoadReading } from "../src/index.ts";
+import { LOSS_DECISIONS, LOSS_READINGS, lossRun } from "./adaptive-loss-run.ts";
 import { MemoryStore, startStandInMember } from "./failover-stand-ins.ts";
 
 const adaptive = {
@@ -75,5 +78,32 @@ describe("adaptive limit across a controller failover (virtual time)", () => {
     await settle();
     assert.equal(second.tasks().limit, 1, second.lines.join("\n"));
     await second.controller.close();
+  });
+
+  it("after a capacity-loss cut, a successor decides as the old leader would have: failover after every reading matches an unbroken run", async () => {
+    const unbroken = await lossRun({ failoverAfter: null });
+    // The premise: the run cuts once for the loss and then holds (what the law's memory is for).
+    assert.deepEqual(
+      unbroken.steps.map((s) => `${s.action} ${s.limit}`),
+      LOSS_DECISIONS,
+      unbroken.steps.map((s) => s.reason).join("\n"),
+    );
+    assert.match(unbroken.steps[1]?.reason ?? "", /the system lost capacity/);
+    assert.match(unbroken.steps[2]?.reason ?? "", /cannot show the last cut yet/);
+    assert.match(unbroken.steps[3]?.reason ?? "", /falling from 1: the last cut is still coming through/);
+    for (let k = 1; k < LOSS_READINGS.length; k++) {
+      const broken = await lossRun({ failoverAfter: k });
+      assert.deepEqual(broken.steps, unbroken.steps, `failover after reading ${k}:\n${broken.lines.join("\n")}`);
+      assert.ok(broken.lines.some((l) => l.includes(`adaptive limits going on from: tasks=${unbroken.steps[k - 1]?.limit}`)), broken.lines.join("\n"));
+    }
+  });
+
+  it("without the law's memory of a loss cut (what a record that lacks it gives) the successor cuts again: what persisting it prevents", async () => {
+    // steadyLast: the saturated reading after a steady one is not seen as a loss (×0.6, not ×0.5).
+    assert.deepEqual((await lossRun({ failoverAfter: 1, forget: ["steadyLast"] })).steps[1], { action: "cut", limit: 12, reason: "load 1 above [0.9, 0.95], use 20" });
+    // sinceLossCut: the reading that cannot show the cut yet cuts again (×0.8).
+    assert.deepEqual((await lossRun({ failoverAfter: 2, forget: ["sinceLossCut"] })).steps[2]?.action, "cut");
+    // lastLoad: the falling reading is taken for a new overload and cut in proportion.
+    assert.deepEqual((await lossRun({ failoverAfter: 3, forget: ["lastLoad"] })).steps[3]?.action, "cut");
   });
 });

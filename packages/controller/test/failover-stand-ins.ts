@@ -20,6 +20,11 @@ import {
 
 export class MemoryStore implements ControllerStateStore {
   state: ControllerState = EMPTY_CONTROLLER_STATE;
+  /**
+   * `bucketsCodec` is applied to every buckets record saved (e.g. packages/kafka's encoding to JSON
+   * and back, so a successor reads what it would read from the topic); default: kept as given.
+   */
+  constructor(private readonly bucketsCodec: (record: PersistedBuckets) => PersistedBuckets = (record) => record) {}
   bucketWrites: PersistedBuckets[] = [];
   /** While set, saveBuckets waits for it (a slow or unreachable broker). */
   hold: Promise<void> | null = null;
@@ -32,8 +37,9 @@ export class MemoryStore implements ControllerStateStore {
   }
   async saveBuckets(record: PersistedBuckets): Promise<void> {
     if (this.hold) await this.hold;
-    this.bucketWrites.push(record);
-    this.state = { ...this.state, buckets: newerRecord(this.state.buckets, record) };
+    const stored = this.bucketsCodec(record);
+    this.bucketWrites.push(stored);
+    this.state = { ...this.state, buckets: newerRecord(this.state.buckets, stored) };
   }
   async saveSpec(record: PersistedSpec): Promise<void> {
     this.state = { ...this.state, spec: newerRecord(this.state.spec, record) };

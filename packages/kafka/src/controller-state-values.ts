@@ -13,3 +13,13 @@ export function finite(v: unknown): v is number {
 export function positive(v: unknown): v is number {
   return finite(v) && v > 0;
 }
+
+/** A finite number ≥ 0 (a load, a use), else undefined. */
+export function atLeastZero(v: unknown): number | undefined {
+  return finite(v) && v >= 0 ? v : undefined;
+}
+
+/** A whole number ≥ 0 (a count of readings), else undefined: 0.5 readings cannot be one of ours. */
+export function wholeAtLeastZero(v: unknown): number | undefined {
+  return finite(v) && v >= 0 && Number.isInteger(v) ? v : undefined;
+}

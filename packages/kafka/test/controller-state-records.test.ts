@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { chooseLeader } from "../src/controller-election.ts";
+import { LAW_STATE_FIELDS } from "../src/controller-state-adaptive.ts";
 import { decodeStateRecord, encodeBuckets, encodeLeader, encodeSpec } from "../src/controller-state-records.ts";
 
 describe("controller state records", () => {
@@ -58,6 +59,48 @@ describe("controller state records", () => {
       kind: "buckets",
       record: { buckets: {}, adaptive: { b: { limitInForce: 3, law: { limit: 3, failures: 1, raisedLast: false }, decidedAtMs: null } }, generation: 1, writtenAtMs: 0 },
     });
+  });
+
+  it("persist every field of the adaptive law's state; a record from before steady_last, since_loss_cut and last_load reads with them absent", () => {
+    // Every field set: what a leader holds right after a capacity-loss cut (sinceLossCut 0).
+    const law = {
+      limit: 10,
+      failures: 1,
+      raisedLast: false,
+      cutLast: true,
+      inBandAfterRaise: false,
+      near: "above" as const,
+      edge: "high" as const,
+      steadyLast: true,
+      sinceLossCut: 0,
+      lastLoad: 0.997,
+      lastUse: 20,
+    };
+    assert.deepEqual(Object.keys(law).sort(), Object.keys(LAW_STATE_FIELDS).sort(), "the test sets every field the law has");
+    const full = { buckets: {}, adaptive: { tasks: { limitInForce: 10, law, decidedAtMs: 9_000 } }, generation: 5, writtenAtMs: 9_001 };
+    const encoded = encodeBuckets(full);
+    assert.match(encoded, /"steady_last":true,"since_loss_cut":0,"last_load":0\.997,"last_use":20,"decided_at_ms":9000/);
+    assert.deepEqual(decodeStateRecord("buckets", encoded), { kind: "buckets", record: full });
+
+    // Written by the version before these three fields (its encoder's output, verbatim).
+    const old =
+      '{"buckets":{},"adaptive":{"tasks":{"limit_in_force":10,"suggested_limit":10,"failures":0,"raised_last":false,' +
+      '"cut_last":true,"near":"above","last_use":20,"decided_at_ms":9000}},"generation":5,"written_at_ms":9001}';
+    const decoded = decodeStateRecord("buckets", old);
+    assert.equal(decoded.kind, "buckets");
+    assert.deepEqual(decoded.kind === "buckets" ? decoded.record.adaptive : undefined, {
+      tasks: { limitInForce: 10, law: { limit: 10, failures: 0, raisedLast: false, cutLast: true, near: "above", lastUse: 20 }, decidedAtMs: 9000 },
+    });
+
+    // A malformed new field is read as absent; the entry and its other fields still load.
+    const bad = (fields: Record<string, unknown>) =>
+      decodeStateRecord("buckets", JSON.stringify({ buckets: {}, adaptive: { t: { limit_in_force: 4, suggested_limit: 4, failures: 0, raised_last: false, ...fields } }, generation: 1 }));
+    for (const fields of [{ steady_last: "yes" }, { since_loss_cut: 0.5 }, { since_loss_cut: -1 }, { last_load: -0.1 }, { last_load: "0.9" }, { last_load: null }]) {
+      assert.deepEqual(bad(fields), {
+        kind: "buckets",
+        record: { buckets: {}, adaptive: { t: { limitInForce: 4, law: { limit: 4, failures: 0, raisedLast: false }, decidedAtMs: null } }, generation: 1, writtenAtMs: 0 },
+      }, JSON.stringify(fields));
+    }
   });
 
   it("reports a malformed record instead of throwing", () => {

@@ -14,14 +14,14 @@ import type { Controller, ControllerSnapshot } from "../controller.ts";
 import type { ElectionResult } from "./controller-election.ts";
 import type { FailoverControllerOptions } from "./failover-options.ts";
 import type { FailoverRole, FailoverStatus } from "./failover-status.ts";
-import { GroupCommit } from "./group-commit.ts";
 import { knownLeader } from "./known-leader.ts";
 import { LeaderLease } from "./leader-lease.ts";
 import { LeaseWatch } from "./lease-watch.ts";
 import { notLeaderError } from "./not-leader-error.ts";
 import { restorePersistedState } from "./restore-state.ts";
 import { specInForce } from "./spec-in-force.ts";
-import { describeCause, grantNotPersistedError, specNotPersistedError } from "./state-write-errors.ts";
+import { LeaderStateWrites } from "./leader-state-writes.ts";
+import { describeCause, specNotPersistedError } from "./state-write-errors.ts";
 import { buildLeaderController, readStateForTakeover } from "./take-over.ts";
 
 export type { FailoverControllerOptions } from "./failover-options.ts";
@@ -29,19 +29,19 @@ export type { FailoverControllerOptions } from "./failover-options.ts";
 /**
  * One controller of a failover group (DESIGN §7.4). It serves quota only while it leads: elected by
  * the group, within its lease, and after it has read back what its predecessor persisted. Each
- * answer waits until the bucket balances after that grant are persisted (GroupCommit), so a
+ * answer waits until the bucket balances after that grant are persisted (LeaderStateWrites), so a
  * successor never starts fuller than what was granted allows. Followers refuse every call with
  * CONTROLLER_UNAVAILABLE naming the leader (trailer `sluice-leader`), and clients go there.
  *
  * This class holds the role and reacts to the election; the pieces it composes each hold one concept:
  * the lease and its timer (leader-lease.ts, lease-watch.ts), where callers are sent (known-leader.ts,
  * not-leader-error.ts), the state hand-over (take-over.ts, spec-in-force.ts, restore-state.ts) and
- * the writes of the state (group-commit.ts, state-write-errors.ts).
+ * the writes of the state (leader-state-writes.ts, group-commit.ts, state-write-errors.ts).
  */
 export class FailoverController implements QuotaServiceHandler {
   private readonly lease: LeaderLease;
   private readonly leaseWatch: LeaseWatch;
-  private readonly commit: GroupCommit;
+  private readonly writes: LeaderStateWrites;
   private readonly log: (line: string) => void;
   private readonly clock: Clock;
   private inner: Controller | null = null;
@@ -51,7 +51,6 @@ export class FailoverController implements QuotaServiceHandler {
   private elections = 0;
   private leaderships = 0;
   private leaderSinceMs: number | null = null;
-  private stateWrittenAtMs: number | null = null;
   /** Bumped by every election result, so a takeover that was overtaken stops where it is. */
   private transition = 0;
   private readonly closing = new AbortController();
@@ -63,7 +62,18 @@ export class FailoverController implements QuotaServiceHandler {
     this.leaseWatch = new LeaseWatch(this.lease, this.clock, () => {
       if (this.role === "leader" || this.role === "taking-over") this.fence();
     });
-    this.commit = new GroupCommit(() => this.writeBalances());
+    this.writes = new LeaderStateWrites({
+      store: options.store,
+      pipeline: options.pipeline,
+      clock: this.clock,
+      log: this.log,
+      leadership: {
+        inner: () => this.inner,
+        validGeneration: (now) => (this.lease.valid(now) ? this.lease.heldGeneration : null),
+        serving: () => this.role === "leader",
+        notLeader: () => this.notLeader(),
+      },
+    });
   }
 
   /** Starts reading the state and joins the election. */
@@ -91,7 +101,7 @@ export class FailoverController implements QuotaServiceHandler {
     const now = this.clock.now();
     const leader = this.knownLeader();
     const expiresAt = this.role === "leader" ? this.lease.expiresAt() : null;
-    const stateAt = this.stateWrittenAtMs ?? this.options.store.latest().buckets?.writtenAtMs ?? null;
+    const stateAt = this.writes.writtenAtMs ?? this.options.store.latest().buckets?.writtenAtMs ?? null;
     const since = this.role === "leader" ? this.leaderSinceMs : (this.options.store.latest().leader?.sinceMs ?? null);
     return {
       role: this.role,
@@ -119,7 +129,7 @@ export class FailoverController implements QuotaServiceHandler {
   async requestQuota(call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult> {
     const inner = this.serving();
     const result = await inner.requestQuota(call, context);
-    await this.durable(inner, `the grant of ${call.amount} on throttler "${call.throttlerId}"`);
+    await this.writes.durable(inner, `the grant of ${call.amount} on throttler "${call.throttlerId}"`);
     return result;
   }
 
@@ -128,7 +138,7 @@ export class FailoverController implements QuotaServiceHandler {
     await inner.releaseQuota(call, context);
     // A release only makes the persisted balance lower than the true one (never an over-grant), so
     // nobody waits for it; the next write carries it.
-    this.commit.flush().catch(() => {});
+    this.writes.flush().catch(() => {});
   }
 
   /**
@@ -238,16 +248,16 @@ export class FailoverController implements QuotaServiceHandler {
     });
     if (state === null || transition !== this.transition) return;
     const { spec, version, origin } = specInForce(state, this.options.dynamicSpec, this.options.computations, this.log);
-    const inner = buildLeaderController(this.options, spec, version, (leading) => void this.persistAdaptive(leading));
+    const inner = buildLeaderController(this.options, spec, version, (leading) => void this.writes.persistAdaptive(leading));
     const buckets = restorePersistedState(inner, state.buckets, this.clock.now());
-    if (state.buckets) this.stateWrittenAtMs = state.buckets.writtenAtMs;
+    if (state.buckets) this.writes.tookOver(state.buckets.writtenAtMs);
     this.inner = inner;
     this.log(`taking over generation ${generation}: dynamic_spec version ${version} (${origin}); ${buckets}`);
     try {
       if (origin !== "persisted") {
         await this.options.store.saveSpec({ version, dynamicSpecJson: JSON.stringify(spec), generation, writtenAtMs: this.clock.now() });
       }
-      await this.commit.flush();
+      await this.writes.flush();
     } catch (error) {
       if (transition !== this.transition) return;
       this.log(`taking over generation ${generation}: persisting the state failed (${describeCause(error)}); stepping down`);
@@ -285,39 +295,6 @@ export class FailoverController implements QuotaServiceHandler {
     if (this.role === "leader" && inner && this.lease.valid(this.clock.now())) return inner;
     if (this.role === "leader") this.fence();
     throw this.notLeader();
-  }
-
-  /** Waits until the balances after a grant are persisted and checks the leadership held throughout. */
-  private async durable(inner: Controller, what: string): Promise<void> {
-    try {
-      await this.commit.flush();
-    } catch (error) {
-      if (error instanceof SluiceError) throw error;
-      throw grantNotPersistedError(this.options.pipeline, what, error);
-    }
-    if (this.inner !== inner || !this.lease.valid(this.clock.now())) throw this.notLeader();
-  }
-
-  private async writeBalances(): Promise<void> {
-    const inner = this.inner;
-    const generation = this.lease.heldGeneration;
-    const now = this.clock.now();
-    // A deposed leader writes nothing: its write could land after its successor's.
-    if (!inner || generation === null || !this.lease.valid(now)) throw this.notLeader();
-    // The leases go in the same record: a successor sees balances and units in use of one moment.
-    const record = { buckets: inner.bucketBalances(), leases: inner.leaseState(), adaptive: inner.adaptiveState(), generation, writtenAtMs: now };
-    await this.options.store.saveBuckets(record);
-    this.stateWrittenAtMs = now;
-  }
-
-  /** Persists after an adaptive decision while this controller leads with `inner`; a failed write waits for the next. */
-  private async persistAdaptive(inner: Controller): Promise<void> {
-    if (this.inner !== inner || this.role !== "leader") return;
-    try {
-      await this.commit.flush();
-    } catch (error) {
-      if (this.inner === inner) this.log(`persisting the adaptive limits failed (${describeCause(error)}); the next decision or grant writes them`);
-    }
   }
 
   private notLeader(): SluiceError {
