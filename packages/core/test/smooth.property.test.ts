@@ -1,21 +1,16 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
+import { SMOOTH_RATE_FRACTION, paceReachMs, slotExpiryMs } from "../src/index.ts";
 import {
-  ManualClock,
-  PacedThrottler,
-  QuotaBucketDriver,
-  SluiceError,
-  isSluiceError,
-  maxPacedAnswer,
-  paceReachMs,
-  quotaBucketConfig,
-  slotExpiryMs,
-  type Clock,
-  type PacedConfig,
-  type PacedQuotaRemote,
-  type PaceSchedule,
-} from "../src/index.ts";
+  MAX_DELAY_MS,
+  MAX_LATE_TIMER_FOR_UTILISATION_MS,
+  PERIOD_MS,
+  REQUEST_PERIOD_MS,
+  boundFor,
+  run,
+  type Scenario,
+} from "./smooth-scenario.ts";
 
 // DESIGN §7.1 in virtual time: many clients, each with its own RPC latencies, share one smooth
 // throttler through real QuotaBucketDrivers and PacedThrottlers, while the limit is reconfigured
@@ -23,56 +18,6 @@ import {
 // run no closed window of `period` holds more than `limit × period` units handed to callers, and a
 // backlogged throttler delivers ≥ 95 % of limit (with timers up to 15 ms late; later ones lose slots).
 
-const PERIOD_MS = 1_000;
-/**
- * Random seeds, as fast-check does by default: a failure prints its seed and path, which
- * SMOOTH_SEED and SMOOTH_PATH replay (SMOOTH_RUNS=300 for a longer search). Every scenario here can
- * meet 95 %: the period is 1 s and limits are ≥ 2, so limit × period ≥ 2 and the paced rate (96 %)
- * leaves 41.7 ms of tolerance, more than the delays drawn below (stalled scenarios check only the bound). (Random seeds once found 90–93 %
- * and hung runs: float residues of slot counting made whole slots expire and refills ask for 1e-9
- * units — see SlotSchedule's snapToWhole and PacedThrottler.maybeRefill.)
- */
-const REQUEST_PERIOD_MS = 500;
-
-interface Scenario {
-  readonly clients: readonly { readonly callers: number; readonly thinkMs: number; readonly burstEveryMs: number | null }[];
-  /** Request latency and the response latency's extra over the common base, per client. */
-  readonly latencies: readonly { readonly requestMs: number; readonly responseMs: number }[];
-  /** The one-way delay from controller to every client, before the per-client extra and the jitter. */
-  readonly responseBaseMs: number;
-  /** Added to each response at random: up to this much. */
-  readonly jitterMs: number;
-  /** One answer in 20 is read up to MAX_STALL_MS late (its travel tells the client so). */
-  readonly stalls: boolean;
-  /**
-   * Event-loop stalls: every timer of a client fires up to this much late (0 = on time), so its
-   * slots are handed out late by as much — and the client does not know.
-   */
-  readonly timerLateMs: number;
-  readonly limits: readonly { readonly atMs: number; readonly limit: number }[];
-  readonly restart: { readonly atMs: number; readonly downMs: number };
-  readonly runMs: number;
-  readonly seed: number;
-  /** Every client's callers come back as soon as they are served: the utilisation is checked then. */
-  readonly allBacklogged: boolean;
-}
-
-/**
- * Delays drawn for RPCs. A client subtracts an answer's travel (round trip less the controller's
- * wait) from the slots' expiry, so any delay is safe for the window bound; utilisation needs the
- * travel to leave some of the expiry (37.5 ms at a 1 s period): 4 × 8 ms at most here.
- */
-const MAX_DELAY_MS = 8;
-/** Now and then a client reads an answer this much late (a starved process): the bound must hold. */
-const MAX_STALL_MS = 80;
-/**
- * Timer lateness up to which utilisation is still promised: a wake-up comes at most a third of the
- * expiry after a slot (PacedThrottler), so with travel ≤ 4 × LATE_TIMER_DELAY_MS a third of the
- * expiry is left for lateness. Beyond it (up to 120 ms drawn) slots expire and only the bound is checked.
- */
-const MAX_LATE_TIMER_FOR_UTILISATION_MS = 15;
-/** RPC delays in scenarios with late timers that check utilisation: their travel leaves the rest. */
-const LATE_TIMER_DELAY_MS = 2;
 const scenario: fc.Arbitrary<Scenario> = fc
   .integer({ min: 1, max: 20 })
   .chain((count) =>
@@ -104,162 +49,6 @@ const scenario: fc.Arbitrary<Scenario> = fc
     }),
   );
 
-/** A small deterministic generator, so a failing case replays exactly. */
-function random(seed: number): () => number {
-  let state = seed >>> 0 || 1;
-  return () => {
-    state ^= state << 13;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    return (state >>> 0) / 2 ** 32;
-  };
-}
-
-/** A client's clock in a process whose event loop stalls: its timers fire up to `lateMs` late. */
-function lateTimers(clock: ManualClock, rnd: () => number, lateMs: number): Clock {
-  return { now: () => clock.now(), sleep: (ms, signal) => clock.sleep(ms + rnd() * lateMs, signal) };
-}
-
-/** Late-timer scenarios that check utilisation get fast RPCs, so that the expiry is left for the lateness. */
-function withinLateTimerBudget(s: Scenario): Scenario {
-  if (s.timerLateMs === 0 || s.timerLateMs > MAX_LATE_TIMER_FOR_UTILISATION_MS) return s;
-  const clamp = (ms: number) => Math.min(ms, LATE_TIMER_DELAY_MS);
-  return {
-    ...s,
-    latencies: s.latencies.map((l) => ({ requestMs: clamp(l.requestMs), responseMs: clamp(l.responseMs) })),
-    responseBaseMs: clamp(s.responseBaseMs),
-    jitterMs: clamp(s.jitterMs),
-  };
-}
-
-async function run(scenarioDrawn: Scenario) {
-  // The first client is always backlogged, so that the throttler is: utilisation is measured then.
-  const steady = { thinkMs: 0, burstEveryMs: null };
-  const clientsDrawn = scenarioDrawn.allBacklogged ? scenarioDrawn.clients.map((c) => ({ ...c, ...steady })) : scenarioDrawn.clients.slice(1);
-  const s: Scenario = withinLateTimerBudget({ ...scenarioDrawn, clients: scenarioDrawn.allBacklogged ? clientsDrawn : [{ callers: 1, ...steady }, ...clientsDrawn] });
-  const clock = new ManualClock(1_000_000);
-  const start = clock.now();
-  const rnd = random(s.seed);
-  const config = (limit: number) =>
-    quotaBucketConfig({ limit, periodMs: PERIOD_MS, smooth: true, requestPeriodMs: REQUEST_PERIOD_MS });
-  const limitsSorted = [...s.limits].sort((a, b) => a.atMs - b.atMs);
-  const initialLimit = 10 + (s.seed >>> 0) % 50;
-  /** The limit in force from each time on (virtual ms since start). */
-  const timeline: { atMs: number; limit: number }[] = [{ atMs: 0, limit: initialLimit }, ...limitsSorted];
-  let limit = initialLimit;
-  let driver: QuotaBucketDriver | null = new QuotaBucketDriver("pdf", config(limit), clock);
-  let requestSeq = 0;
-
-  const remoteFor = (index: number): PacedQuotaRemote => {
-    const latency = s.latencies[index] ?? { requestMs: 0, responseMs: 0 };
-    return {
-      async acquirePaced(amount, signal): Promise<PaceSchedule> {
-        const requestId = `c${index}-${requestSeq++}`;
-        // The retrying channel: the same request id until a controller answers it.
-        for (;;) {
-          const sentAt = clock.now();
-          await clock.sleep(latency.requestMs, signal);
-          const current = driver;
-          try {
-            if (!current) throw new SluiceError("CONTROLLER_UNAVAILABLE", "the controller is down");
-            const grant = await current.acquire({ amount, requestId, clientId: `c${index}`, signal, onAbort: "cancel" });
-            const stall = s.stalls && rnd() < 0.05 ? rnd() * MAX_STALL_MS : 0;
-            await clock.sleep(s.responseBaseMs + latency.responseMs + rnd() * s.jitterMs + stall, signal);
-            // As over a transport (RetryingQuotaRemote): the delay counts from the answer's arrival, so
-            // travel shifts the slots later, by at most the round trip less the wait (whole ms on the wire).
-            const travelMs = Math.max(0, clock.now() - sentAt - Math.floor(grant.waitedMs));
-            return { startDelayMs: grant.paceStartDelayMs ?? 0, intervalMs: grant.paceIntervalMs ?? 0, travelMs };
-          } catch (error) {
-            if (signal.aborted || !isSluiceError(error, "CONTROLLER_UNAVAILABLE")) throw error;
-            await clock.sleep(100, signal);
-          }
-        }
-      },
-    };
-  };
-
-  const pacedConfig = (forLimit: number): PacedConfig => ({
-    targetRps: 1000 / REQUEST_PERIOD_MS,
-    minPrefetchAmount: 1,
-    maxPrefetchAmount: maxPacedAnswer({ limit: forLimit, requestPeriodMs: REQUEST_PERIOD_MS }),
-    windowMs: 10 * REQUEST_PERIOD_MS,
-    slotExpiryMs: slotExpiryMs(PERIOD_MS),
-  });
-  const clientClocks = s.clients.map(() => (s.timerLateMs > 0 ? lateTimers(clock, rnd, s.timerLateMs) : clock));
-  const newClient = (index: number, forLimit: number) => new PacedThrottler(pacedConfig(forLimit), remoteFor(index), clientClocks[index] ?? clock, "pdf");
-  const clients = s.clients.map((_, index) => newClient(index, limit));
-  /** Every client built, retired ones too: all are closed when the run ends. */
-  const everyClient = [...clients];
-
-  const handedAt: number[] = [];
-  let running = true;
-  const loops: Promise<void>[] = [];
-  s.clients.forEach((shape, index) => {
-    for (let caller = 0; caller < shape.callers; caller++) {
-      loops.push(
-        (async () => {
-          while (running) {
-            try {
-              await clients[index]?.throttle(1);
-              if (!running) return;
-              handedAt.push(clock.now() - start);
-            } catch (error) {
-              // A client retired by a reconfiguration fails only callers it could not serve.
-              if (!isSluiceError(error, "CANCELLED")) throw error;
-              continue;
-            }
-            if (shape.burstEveryMs !== null && rnd() < 0.05) await clock.sleep(rnd() * shape.burstEveryMs);
-            else if (shape.thinkMs > 0) await clock.sleep(rnd() * shape.thinkMs);
-          }
-        })(),
-      );
-    }
-  });
-
-  // The script: limit changes (clients rebuilt for the new prefetch cap, as the runtime does) and a restart.
-  const events = [
-    ...limitsSorted.map((change) => ({ atMs: change.atMs, apply: () => {
-      limit = change.limit;
-      driver?.reconfigure(config(limit));
-      clients.forEach((old, index) => {
-        clients[index] = newClient(index, limit);
-        everyClient.push(clients[index]);
-        old.retire();
-      });
-    } })),
-    { atMs: s.restart.atMs, apply: () => {
-      driver?.close(new SluiceError("CONTROLLER_UNAVAILABLE", "the controller is restarting"));
-      driver = null;
-    } },
-    { atMs: s.restart.atMs + s.restart.downMs, apply: () => {
-      driver = new QuotaBucketDriver("pdf", config(limit), clock);
-    } },
-  ].sort((a, b) => a.atMs - b.atMs);
-  for (const event of events) {
-    await clock.advanceTo(start + event.atMs);
-    event.apply();
-  }
-  await clock.advanceTo(start + s.runMs);
-  running = false;
-  if (process.env["SMOOTH_DEBUG"]) console.log("clients", JSON.stringify(clients.map((c) => { const st = c.stats(); return [st.refills, Math.round(st.expired), st.prefetchAmount]; })), JSON.stringify(s.clients), JSON.stringify(s.latencies), s.jitterMs);
-  for (const client of everyClient) client.close("the run ended");
-  await clock.advance(10_000);
-  await Promise.all(loops);
-  return { handedAt, timeline, events: [0, ...events.map((e) => e.atMs)] };
-}
-
-/** The limit that bounds a window: the largest in force from one reach before it to its end. */
-function boundFor(timeline: readonly { atMs: number; limit: number }[], fromMs: number, toMs: number): number {
-  let bound = 0;
-  for (let i = 0; i < timeline.length; i++) {
-    const entry = timeline[i];
-    const next = timeline[i + 1];
-    if (!entry) continue;
-    const endsAt = next ? next.atMs : Number.POSITIVE_INFINITY;
-    if (endsAt > fromMs && entry.atMs <= toMs) bound = Math.max(bound, entry.limit);
-  }
-  return bound;
-}
 
 /** Every client backlogged, every answer on time, every client's timers late by up to 1–15 ms at random. */
 const lateTimerScenario: fc.Arbitrary<Scenario> = fc
@@ -293,6 +82,44 @@ describe("smooth throttler, in virtual time (DESIGN §7.1)", () => {
       },
     );
   });
+
+  it("limit 2 after two reconfigurations at one instant and a restart: no slot lost, 95 % in whole units (SMOOTH_SEED=13825265, shrunk)", async () => {
+    // Read 93.5 % (46 of 49.2) when the capacity was counted in fractions of a unit: the hand-outs
+    // were a perfect grid, and the spans' edges cut it where 46 whole units was all there was.
+    const backlogged = { callers: 1, thinkMs: 0, burstEveryMs: null };
+    const s: Scenario = {
+      clients: [backlogged, backlogged, backlogged, backlogged, backlogged],
+      latencies: Array.from({ length: 5 }, () => ({ requestMs: 0, responseMs: 0 })),
+      responseBaseMs: 0,
+      jitterMs: 0,
+      stalls: false,
+      timerLateMs: 1,
+      limits: [{ atMs: 2_000, limit: 9 }, { atMs: 2_000, limit: 2 }],
+      restart: { atMs: 5_000, downMs: 0 },
+      runMs: 30_000,
+      seed: -352755256,
+      allBacklogged: true,
+    };
+    const { handedAt, timeline, events } = await run(s);
+    verify(s, handedAt, timeline, events);
+    // At limit 2 every hand-out is one slot after the one before (each lies within the slot expiry
+    // after its slot), from a reach after the reconfiguration on; across the restart the new
+    // controller's first slot is one reach after it starts (its predecessor's slots may reach that far).
+    const intervalMs = 1000 / (2 * SMOOTH_RATE_FRACTION);
+    const reachMs = paceReachMs({ limit: 2, requestPeriodMs: REQUEST_PERIOD_MS });
+    const toleranceMs = slotExpiryMs(PERIOD_MS);
+    const steady = handedAt.filter((t) => t >= 2_000 + reachMs + REQUEST_PERIOD_MS);
+    assert.ok(steady.length >= 40, `${steady.length} hand-outs at limit 2`);
+    for (let i = 1; i < steady.length; i++) {
+      const before = steady[i - 1] ?? 0;
+      const at = steady[i] ?? 0;
+      if (before < s.restart.atMs && at > s.restart.atMs) {
+        assert.ok(at <= s.restart.atMs + reachMs + toleranceMs, `first hand-out after the restart at ${at.toFixed(1)} ms, ${(at - s.restart.atMs).toFixed(1)} ms after it: more than one reach (${reachMs.toFixed(1)} ms)`);
+      } else {
+        assert.ok(Math.abs(at - before - intervalMs) <= toleranceMs, `hand-outs at ${before.toFixed(1)} and ${at.toFixed(1)} ms: ${(at - before).toFixed(1)} ms apart, one slot is ${intervalMs.toFixed(1)} ms`);
+      }
+    }
+  });
 });
 
 async function check(s: Scenario): Promise<void> {
@@ -325,12 +152,25 @@ function verify(s: Scenario, handedAt: number[], timeline: readonly { atMs: numb
         const marks = [...events, s.runMs].sort((a, b) => a - b);
         let delivered = 0;
         let capacity = 0;
+        /**
+         * 95 % of each span's capacity in whole units, rounded down. A span of length L holds a whole
+         * number of slots, ⌊L × r⌋ or ⌊L × r⌋ + 1 depending on where the slot grid (1/r apart) falls
+         * against its edges: up to one unit per span that no throttler can deliver. At limit 2 that
+         * unit is half a second, more than the 1 % between the paced 96 % and the promised 95 % over
+         * a span of 1.3 s (2 of 2.6 units) or of 23.3 s (44 of 46.6): a perfect grid read 93.5 %
+         * there (46 of 49.2; the regression test below). A perfect grid always holds
+         * ⌊0.96 c⌋ ≥ ⌊0.95 c⌋ units in a span of capacity c, so this forgives the rounding and
+         * nothing else: a lost unit still fails.
+         */
+        let required = 0;
         for (let k = 0; k + 1 < marks.length; k++) {
           const from = (marks[k] ?? 0) + settleMs;
           const to = marks[k + 1] ?? 0;
           if (to - from < 1_000) continue;
           delivered += handedAt.filter((t) => t >= from && t < to).length;
-          capacity += (boundFor(timeline, from, from) * (to - from)) / 1000;
+          const spanCapacity = (boundFor(timeline, from, from) * (to - from)) / 1000;
+          capacity += spanCapacity;
+          required += Math.floor(0.95 * spanCapacity + 1e-9);
         }
         // Clients that pause waste the rest of the run they hold (README, "Shaping"): the 95 % is a
         // promise for a backlog, so it is checked when every client has one.
@@ -343,6 +183,9 @@ function verify(s: Scenario, handedAt: number[], timeline: readonly { atMs: numb
             console.log("gaps", gaps.map(([g, at]) => `${g.toFixed(0)}@${at.toFixed(0)}`).join(" "));
           }
           if (process.env["SMOOTH_DEBUG"]) console.log(`utilisation ${(utilisation * 100).toFixed(1)} % (${delivered} / ${capacity.toFixed(1)})`);
-          assert.ok(utilisation >= 0.95, `delivered ${delivered} of ${capacity.toFixed(1)} units while backlogged: ${(utilisation * 100).toFixed(1)} %`);
+          assert.ok(
+            delivered >= required,
+            `delivered ${delivered} of ${capacity.toFixed(1)} units while backlogged: ${(utilisation * 100).toFixed(1)} %, below 95 % in whole units per span (${required})`,
+          );
         }
 }
