@@ -148,10 +148,17 @@ function addFigures(g: GroupContext, samples: Map<string, Sample[]>, openRate: n
       "the 2 generator processes": runsOf(STREAM, "open", (s) => s.generatorCores),
       "everything else on the machine": runsOf(STREAM, "open", (s) => s.otherCores),
       "the machine, busy": runsOf(STREAM, "open", (s) => s.machineBusyCores),
-      "the controller's event loop waiting for a core, ms per s": runsOf(STREAM, "open", (s) => s.serverRunQueueMsPerS),
-      "the generators' event loops waiting for a core, ms per s": runsOf(STREAM, "open", (s) => s.generatorRunQueueMsPerS),
     },
-    note: "Linux's per-thread accounting (/proc/<pid>/task/*/schedstat, /proc/stat) over the window, read by the bench process; a core's wait is time the event loop was runnable but another process had the core",
+    note: "Linux's per-thread accounting (/proc/<pid>/task/*/schedstat, /proc/stat) over the window, read by the bench process",
+  });
+  g.add({
+    id: "stream.rpc.open_loop.run_queue_wait",
+    label: `how long the controller's event loop waited for a core, ${openLabel}`,
+    unit: "ms/s",
+    better: "lower",
+    sluice: runsOf(STREAM, "open", (s) => s.serverRunQueueMsPerS),
+    peers: { "the generators' event loops (their mean)": runsOf(STREAM, "open", (s) => s.generatorRunQueueMsPerS) },
+    note: "ms per second of the window that the main thread was runnable but another process had the core (schedstat's run-queue time); it is in every wall-clock latency measured in that process",
   });
   const quarterLabel = `open loop at ${formatNumber(Math.round(openRate / 2))} requests/s on streams (a quarter of the stream's capacity)`;
   g.add({
