@@ -11,6 +11,8 @@ import { CALLERS_PER_CHANNEL } from "../lib/grpc-load.ts";
 import { controllerSpec } from "../lib/specs.ts";
 import { median, percentiles } from "../lib/stats.ts";
 import type { LoadRun } from "../children/quota-load-process.ts";
+import { snapshot, windowShares, type Snapshot } from "../lib/cpu-accounting.ts";
+import { availableParallelism } from "node:os";
 
 const LEVELS = [1, 16, 256] as const;
 const ECHO = "bare grpc-js echo (same proto)";
@@ -38,6 +40,19 @@ export interface Sample {
   readonly controllerGcShare?: number;
   /** Timed runs: p99 of the controller's event-loop delay (how long an arrived frame waited to be read). */
   readonly controllerLoopDelayP99Ms?: number;
+  /**
+   * Who used the cores in the window (Linux's per-thread accounting, read by the bench process): the
+   * machine busy, the server process, the generators together, everything else (other work on the
+   * machine, the bench process); in cores.
+   */
+  readonly machineBusyCores: number;
+  readonly serverCores: number;
+  readonly generatorCores: number;
+  readonly otherCores: number;
+  /** ms per second the server's main thread (its event loop) was runnable but had no CPU. */
+  readonly serverRunQueueMsPerS: number;
+  /** The same for the generators' main threads (their mean). */
+  readonly generatorRunQueueMsPerS: number;
 }
 
 export interface Server {
@@ -88,7 +103,7 @@ export async function measureControllerThroughput(g: GroupContext): Promise<void
         const sample = await measure(g, server, generators, { mode: "open", clients: openClients, ratePerS: openRate, warmupMs, windowMs, timed: server.child === sluice });
         record(`${server.name}@open`, sample);
         g.log(
-          `run ${rep + 1} ${server.name} open loop at ${formatNumber(openRate)}/s: ${formatNumber(sample.grantsPerS)} answered/s, p50 ${formatNumber(sample.p50Ms)} ms, p99 ${formatNumber(sample.p99Ms)} ms (generator lag p99 ${formatNumber(sample.lagP99Ms)} ms${sample.controllerP99Ms !== undefined ? `; inside the controller p99 ${formatNumber(sample.controllerP99Ms)} ms, event-loop delay p99 ${formatNumber(sample.controllerLoopDelayP99Ms ?? NaN)} ms, longest GC pause ${formatNumber(sample.controllerGcMaxMs ?? NaN)} ms` : ""}), server at ${formatNumber(sample.serverCpu * 100)} % of a core`,
+          `run ${rep + 1} ${server.name} open loop at ${formatNumber(openRate)}/s: ${formatNumber(sample.grantsPerS)} answered/s, p50 ${formatNumber(sample.p50Ms)} ms, p99 ${formatNumber(sample.p99Ms)} ms (generator lag p99 ${formatNumber(sample.lagP99Ms)} ms${sample.controllerP99Ms !== undefined ? `; inside the controller p99 ${formatNumber(sample.controllerP99Ms)} ms, event-loop delay p99 ${formatNumber(sample.controllerLoopDelayP99Ms ?? NaN)} ms, longest GC pause ${formatNumber(sample.controllerGcMaxMs ?? NaN)} ms` : ""}), server at ${formatNumber(sample.serverCpu * 100)} % of a core; ${describeCores(sample)}`,
         );
       }
     }
@@ -141,7 +156,14 @@ export async function measure(
   const at = (when: number, type: string) =>
     new Promise<ChildEvent>((resolve, reject) => setTimeout(() => server.child.request({ type }).then(resolve, reject), Math.max(0, when - Date.now())));
   const timing = plan.timed ? Promise.all([at(windowFrom, "timing-reset"), at(windowTo, "timing")]) : null;
-  const [before, after] = await Promise.all([usage(windowFrom), usage(windowTo)]);
+  const pids = [server.child.pid, ...used.map((child) => child.pid)];
+  const accounted = (when: number) => new Promise<Snapshot>((resolve) => setTimeout(() => resolve(snapshot(pids)), Math.max(0, when - Date.now())));
+  const [before, after, cpuBefore, cpuAfter] = await Promise.all([usage(windowFrom), usage(windowTo), accounted(windowFrom), accounted(windowTo)]);
+  const shares = windowShares(cpuBefore, cpuAfter, availableParallelism());
+  const coresOf = (pid: number) => shares.byPid.get(pid) ?? Number.NaN;
+  const serverCores = coresOf(server.child.pid);
+  const generatorCores = used.reduce((sum, child) => sum + coresOf(child.pid), 0);
+  const generatorWaits = used.map((child) => shares.mainWaitMsPerSByPid.get(child.pid) ?? Number.NaN);
   const controllerTiming = timing ? (await timing)[1] : null;
   const outcomes = await Promise.all(results);
   const calls = outcomes.reduce((sum, o) => sum + Number(o["calls"]), 0);
@@ -160,6 +182,12 @@ export async function measure(
     serverCpu,
     grantsPerCpuS: grantsPerS / serverCpu,
     lagP99Ms: lagP99,
+    machineBusyCores: shares.machineBusy,
+    serverCores,
+    generatorCores,
+    otherCores: shares.machineBusy - serverCores - generatorCores,
+    serverRunQueueMsPerS: shares.mainWaitMsPerSByPid.get(server.child.pid) ?? Number.NaN,
+    generatorRunQueueMsPerS: generatorWaits.reduce((sum, wait) => sum + wait, 0) / Math.max(1, generatorWaits.length),
     ...(controllerTiming
       ? {
           controllerP50Ms: Number(controllerTiming["handlerP50Ms"]),
@@ -281,6 +309,15 @@ function addFigures(g: GroupContext, samples: Map<string, Sample[]>, open: { rea
     compare: "<",
     describe: `${formatNumber(openP99.sluice?.median ?? NaN)} ms at ${formatNumber(open.openRate)} requests/s (bare grpc-js echo ${formatNumber(openP99.peers[ECHO]?.value.median ?? NaN)} ms; p50 ${formatNumber(openP50.sluice?.median ?? NaN)} ms)`,
   });
+}
+
+/** Who had the 2 cores in the window, and how long each side's event loop waited for one. */
+export function describeCores(sample: Sample): string {
+  return (
+    `cores busy ${formatNumber(sample.machineBusyCores)}: controller ${formatNumber(sample.serverCores)}, generators ${formatNumber(sample.generatorCores)}, ` +
+    `others ${formatNumber(sample.otherCores)}; run-queue wait of the main thread: controller ${formatNumber(sample.serverRunQueueMsPerS)} ms/s, ` +
+    `generators ${formatNumber(sample.generatorRunQueueMsPerS)} ms/s`
+  );
 }
 
 export function cpuShare(before: ChildEvent | null, after: ChildEvent | null): number {

@@ -10,7 +10,7 @@ import type { GroupContext } from "../lib/group.ts";
 import { CALLERS_PER_CHANNEL } from "../lib/grpc-load.ts";
 import { controllerSpec } from "../lib/specs.ts";
 import { median } from "../lib/stats.ts";
-import { measure, type Sample, type Server } from "./controller-throughput.ts";
+import { describeCores, measure, type Sample, type Server } from "./controller-throughput.ts";
 
 export const STREAM = "Sluice over QuotaStream";
 export const UNARY = "Sluice over unary gRPC";
@@ -79,7 +79,7 @@ export async function measureStreamThroughput(g: GroupContext): Promise<void> {
               `(generator send lag p99 ${formatNumber(sample.lagP99Ms)} ms${timed ? `; inside the controller: handler → answer written p50 ${formatNumber(sample.controllerP50Ms ?? NaN)} ms, p99 ${formatNumber(sample.controllerP99Ms ?? NaN)} ms; ` +
                 `event-loop delay p99 ${formatNumber(sample.controllerLoopDelayP99Ms ?? NaN)} ms, max ${formatNumber(sample.controllerLoopDelayMaxMs ?? NaN)} ms; ` +
                 `GC pauses max ${formatNumber(sample.controllerGcMaxMs ?? NaN)} ms, ${formatNumber((sample.controllerGcShare ?? NaN) * 100)} % of the window` : ""}), ` +
-              `server at ${formatNumber(sample.serverCpu * 100)} % of a core`,
+              `server at ${formatNumber(sample.serverCpu * 100)} % of a core; ${describeCores(sample)}`,
           );
         }
       }
@@ -137,6 +137,28 @@ function addFigures(g: GroupContext, samples: Map<string, Sample[]>, openRate: n
       "the controller's longest GC pause": runsOf(STREAM, "open", (s) => s.controllerGcMaxMs ?? NaN),
     },
     note: "inside the controller process: from the handler being called until the turn after it settles (the answer frame written); the event-loop delay is how long an arrived frame waited to be read",
+  });
+  g.add({
+    id: "stream.rpc.open_loop.cores",
+    label: `cores the controller used, ${openLabel}`,
+    unit: "cores",
+    better: "lower",
+    sluice: runsOf(STREAM, "open", (s) => s.serverCores),
+    peers: {
+      "the 2 generator processes": runsOf(STREAM, "open", (s) => s.generatorCores),
+      "everything else on the machine": runsOf(STREAM, "open", (s) => s.otherCores),
+      "the machine, busy": runsOf(STREAM, "open", (s) => s.machineBusyCores),
+    },
+    note: "Linux's per-thread accounting (/proc/<pid>/task/*/schedstat, /proc/stat) over the window, read by the bench process",
+  });
+  g.add({
+    id: "stream.rpc.open_loop.run_queue_wait",
+    label: `how long the controller's event loop waited for a core, ${openLabel}`,
+    unit: "ms/s",
+    better: "lower",
+    sluice: runsOf(STREAM, "open", (s) => s.serverRunQueueMsPerS),
+    peers: { "the generators' event loops (their mean)": runsOf(STREAM, "open", (s) => s.generatorRunQueueMsPerS) },
+    note: "ms per second of the window that the main thread was runnable but another process had the core (schedstat's run-queue time); it is in every wall-clock latency measured in that process",
   });
   const quarterLabel = `open loop at ${formatNumber(Math.round(openRate / 2))} requests/s on streams (a quarter of the stream's capacity)`;
   g.add({

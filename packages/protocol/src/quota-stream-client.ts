@@ -18,6 +18,9 @@ import { toUint64 } from "./uint64.ts";
  */
 const MAX_STREAM_CALL_BYTES = 256 * 1024;
 
+/** The metadata of a call that carries none: one shared empty object, never written to. */
+const NO_METADATA: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
 /**
  * A QuotaServiceClient that carries RequestQuota, ReleaseQuota, RenewLeases and WatchDynamicSpec
  * on one QuotaStream to `address` (quota.proto), the calls of one turn of the event loop in one
@@ -53,15 +56,29 @@ export function createStreamQuotaClient(address: string, options: GrpcQuotaClien
     return opened;
   };
 
-  /** A call answered once, as its unary RPC would be. */
-  function once<T>(name: string, call: Omit<WireQuotaStreamCall, "callId" | "timeoutMs" | "metadata">, callOptions: CallOptions | undefined, decode: (answer: WireQuotaStreamAnswer) => T | undefined): Promise<T> {
+  /**
+   * A call answered once, as its unary RPC would be; `asUnary` sends it as its unary RPC instead
+   * when it is too large for a frame.
+   */
+  function once<T>(
+    name: string,
+    call: Omit<WireQuotaStreamCall, "callId" | "timeoutMs" | "metadata">,
+    callOptions: CallOptions | undefined,
+    decode: (answer: WireQuotaStreamAnswer) => T | undefined,
+    asUnary: () => Promise<T>,
+  ): Promise<T> {
+    const metadata = callOptions?.metadata;
+    // One copy of the call, its size counted once (it was built and measured twice per call).
+    const entry: WireQuotaStreamCall = { callId: 0, timeoutMs: 0, metadata: metadata ? { ...metadata } : NO_METADATA, ...call };
+    const size = callSize(entry);
+    if (size > MAX_STREAM_CALL_BYTES) return asUnary();
     const signal = callOptions?.signal;
     const deadlineAt = callOptions?.deadlineAt;
     const site: CallSite = { method: name, address, deadlineAt, signal };
     if (closed) return Promise.reject(closedError(name));
     if (signal?.aborted) return Promise.reject(cancelledError(signal, `${name} to the controller at ${address}`));
     const callId = ++nextCallId;
-    const entry: WireQuotaStreamCall = { callId, timeoutMs: 0, metadata: { ...callOptions?.metadata }, ...call };
+    entry.callId = callId;
     const on = currentSession();
     return new Promise<T>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
@@ -89,7 +106,7 @@ export function createStreamQuotaClient(address: string, options: GrpcQuotaClien
           done();
           reject(closed && !signal?.aborted ? closedError(name) : transportError(cause, site, options.tls));
         },
-      }, deadlineAt);
+      }, deadlineAt, size);
       signal?.addEventListener("abort", onAbort, { once: true });
       // The controller answers at the deadline; this is for a controller that cannot (stuck, cut off).
       if (deadlineAt !== undefined) {
@@ -101,10 +118,6 @@ export function createStreamQuotaClient(address: string, options: GrpcQuotaClien
       }
     });
   }
-
-  /** Whether a call is too large for a frame (it then goes as its unary RPC). */
-  const oversized = (call: Omit<WireQuotaStreamCall, "callId" | "timeoutMs" | "metadata">, callOptions: CallOptions | undefined) =>
-    callSize({ callId: 0, timeoutMs: 0, metadata: { ...callOptions?.metadata }, ...call }) > MAX_STREAM_CALL_BYTES;
 
   return {
     requestQuota(request, callOptions) {
@@ -118,9 +131,12 @@ export function createStreamQuotaClient(address: string, options: GrpcQuotaClien
           requestId: request.requestId,
         },
       };
-      if (oversized(call, callOptions)) return unary.requestQuota(request, callOptions);
-      return once("RequestQuota", call, callOptions, (answer) =>
-        answer.requestQuota ? { granted: answer.requestQuota.granted, waitedMs: answer.requestQuota.waitedMs, ...paceFieldsOf(answer.requestQuota) } : undefined,
+      return once(
+        "RequestQuota",
+        call,
+        callOptions,
+        (answer) => (answer.requestQuota ? { granted: answer.requestQuota.granted, waitedMs: answer.requestQuota.waitedMs, ...paceFieldsOf(answer.requestQuota) } : undefined),
+        () => unary.requestQuota(request, callOptions),
       );
     },
 
@@ -128,14 +144,24 @@ export function createStreamQuotaClient(address: string, options: GrpcQuotaClien
       const call = {
         releaseQuota: { throttlerId: request.throttlerId, clientId: request.clientId, amount: request.amount, quotaClassId: request.quotaClassId },
       };
-      if (oversized(call, callOptions)) return unary.releaseQuota(request, callOptions);
-      return once("ReleaseQuota", call, callOptions, (answer) => (answer.releaseQuota ? (true as const) : undefined)).then(() => undefined);
+      return once(
+        "ReleaseQuota",
+        call,
+        callOptions,
+        (answer) => (answer.releaseQuota ? (true as const) : undefined),
+        () => unary.releaseQuota(request, callOptions).then(() => true as const),
+      ).then(() => undefined);
     },
 
     renewLeases(request, callOptions) {
       const call = { renewLeases: { clientId: request.clientId, throttlerIds: [...request.throttlerIds] } };
-      if (oversized(call, callOptions)) return unary.renewLeases?.(request, callOptions) ?? Promise.reject(closedError("RenewLeases"));
-      return once("RenewLeases", call, callOptions, (answer) => (answer.renewLeases ? { held: answer.renewLeases.held } : undefined));
+      return once(
+        "RenewLeases",
+        call,
+        callOptions,
+        (answer) => (answer.renewLeases ? { held: answer.renewLeases.held } : undefined),
+        () => unary.renewLeases?.(request, callOptions) ?? Promise.reject(closedError("RenewLeases")),
+      );
     },
 
     // Watermark alignment (DESIGN §7.5) reports every few seconds per worker: unary, as before.
@@ -149,7 +175,7 @@ export function createStreamQuotaClient(address: string, options: GrpcQuotaClien
       if (closed) return Promise.reject(closedError(name));
       if (signal.aborted) return Promise.resolve();
       const call = { watchDynamicSpec: { clientId } };
-      if (oversized(call, undefined)) return unary.watchDynamicSpec(clientId, onUpdate, signal);
+      if (callSize({ callId: 0, timeoutMs: 0, metadata: NO_METADATA, ...call }) > MAX_STREAM_CALL_BYTES) return unary.watchDynamicSpec(clientId, onUpdate, signal);
       const callId = ++nextCallId;
       const on = currentSession();
       return new Promise<void>((resolve, reject) => {
@@ -157,7 +183,8 @@ export function createStreamQuotaClient(address: string, options: GrpcQuotaClien
           on.cancel(callId);
           resolve();
         };
-        on.send({ callId, timeoutMs: 0, metadata: {}, ...call }, {
+        const entry: WireQuotaStreamCall = { callId, timeoutMs: 0, metadata: NO_METADATA, ...call };
+        on.send(entry, {
           answer(answer) {
             const update = answer.dynamicSpecUpdate;
             if (update) {

@@ -72,6 +72,17 @@ const STREAM_ENDED = new Error("the client ended the quota stream or its connect
 const CALL_CANCELLED = new Error("the client cancelled the call");
 const DEADLINE_PASSED = new Error("the call's deadline passed");
 
+/**
+ * At most this many calls of one stream start in one turn of the event loop; the rest start in the
+ * next turns, each after the answers of the turn before have been written and the other streams'
+ * frames read. After a stall (a GC pause, the process descheduled) a stream's frames arrive in one
+ * read; without the bound every call of the backlog started before the first answer left, so the
+ * oldest calls, already the latest, waited for the newest (bench/README.md, group 8).
+ */
+export const CALLS_PER_TURN = 256;
+/** Past this many calls waiting to start, the stream stops reading until they have started. */
+const BACKLOG_PAUSE_CALLS = 16 * CALLS_PER_TURN;
+
 class ServedQuotaStream {
   private readonly calls = new Map<number, StreamCall>();
   private readonly out: FrameBatcher<WireQuotaStreamAnswer>;
@@ -81,6 +92,12 @@ class ServedQuotaStream {
   private streamMetadata: CallMetadata | undefined;
   private ended = false;
   private endingWhenIdle = false;
+  /** Calls received but not started yet (past this turn's CALLS_PER_TURN), in arrival order. */
+  private backlog: WireQuotaStreamCall[] = [];
+  private backlogReceivedAt: number[] = [];
+  private backlogHead = 0;
+  private startedThisTurn = 0;
+  private turnEndScheduled = false;
 
   constructor(
     private readonly call: Duplex,
@@ -117,7 +134,12 @@ class ServedQuotaStream {
   /** Ends the stream (OK) once no call is open; at once when none is. */
   endWhenIdle(): void {
     this.endingWhenIdle = true;
-    if (this.calls.size === 0) this.end(null);
+    if (this.idle) this.end(null);
+  }
+
+  /** No call open and none waiting to start. */
+  private get idle(): boolean {
+    return this.calls.size === 0 && this.backlogHead === this.backlog.length;
   }
 
   private receive(frame: WireQuotaStreamClientFrame | UndecodableRequest): void {
@@ -127,7 +149,56 @@ class ServedQuotaStream {
       return;
     }
     const receivedAt = systemClock.now();
-    for (const entry of frame.calls) this.start(entry, receivedAt);
+    const calls = frame.calls;
+    if (this.backlogHead === this.backlog.length && this.startedThisTurn + calls.length <= CALLS_PER_TURN) {
+      this.startedThisTurn += calls.length;
+      this.scheduleTurnEnd();
+      for (const entry of calls) this.start(entry, receivedAt);
+      return;
+    }
+    for (const entry of calls) {
+      this.backlog.push(entry);
+      this.backlogReceivedAt.push(receivedAt);
+    }
+    // A client outrunning the controller is held back by HTTP/2 flow control, as it was when every
+    // call started on arrival, instead of piling frames up here.
+    if (this.backlog.length - this.backlogHead > BACKLOG_PAUSE_CALLS) this.call.pause();
+    this.startBacklog();
+  }
+
+  /** Starts what this turn's bound leaves room for, oldest first; the rest waits for a later turn. */
+  private startBacklog(): void {
+    while (!this.ended && this.startedThisTurn < CALLS_PER_TURN && this.backlogHead < this.backlog.length) {
+      const at = this.backlogHead++;
+      this.startedThisTurn += 1;
+      this.start(this.backlog[at] as WireQuotaStreamCall, this.backlogReceivedAt[at] as number);
+    }
+    if (this.backlogHead === this.backlog.length) {
+      this.backlog = [];
+      this.backlogReceivedAt = [];
+      this.backlogHead = 0;
+      if (this.call.isPaused()) this.call.resume();
+      // Calls refused at their start are answered without being open: nothing else would notice idleness.
+      if (this.endingWhenIdle && this.calls.size === 0) setImmediate(() => this.end(null));
+    }
+    this.scheduleTurnEnd();
+  }
+
+  /**
+   * Resets the per-turn count in the next turn. Two hops: the first immediate runs in this turn's
+   * check phase, before the answer frame's flush (queued later, when the first answer settles);
+   * the second runs in the next turn's, after its poll phase has read the frames that arrived.
+   */
+  private scheduleTurnEnd(): void {
+    if (this.turnEndScheduled) return;
+    this.turnEndScheduled = true;
+    setImmediate(() =>
+      setImmediate(() => {
+        this.turnEndScheduled = false;
+        this.startedThisTurn = 0;
+        if (this.backlogHead < this.backlog.length) this.startBacklog();
+      }),
+    );
   }
 
   private start(entry: WireQuotaStreamCall, receivedAt: number): void {
@@ -142,7 +213,7 @@ class ServedQuotaStream {
       return;
     }
     const deadlineAt = streamCallDeadline(entry.timeoutMs, this.streamDeadlineAt, receivedAt);
-    const own = Object.keys(entry.metadata).length === 0 ? null : entry.metadata;
+    const own = hasEntries(entry.metadata) ? entry.metadata : null;
     const open = new StreamCall(callId, deadlineAt, own, this.readMetadata);
     this.calls.set(callId, open);
     if (deadlineAt !== null) this.deadlines.add(deadlineAt, callId, open, methodName(entry));
@@ -264,7 +335,7 @@ class ServedQuotaStream {
 
   private forget(callId: number): void {
     this.calls.delete(callId);
-    if (this.endingWhenIdle && this.calls.size === 0) setImmediate(() => this.end(null));
+    if (this.endingWhenIdle && this.idle) setImmediate(() => this.end(null));
   }
 
   private write(answers: WireQuotaStreamAnswer[]): void {
@@ -279,6 +350,10 @@ class ServedQuotaStream {
     this.ended = true;
     this.open.delete(this);
     this.deadlines.clear();
+    // Calls not started yet were never open: the client fails them with the stream.
+    this.backlog = [];
+    this.backlogReceivedAt = [];
+    this.backlogHead = 0;
     const open = [...this.calls.values()];
     this.calls.clear();
     for (const call of open) call.cancel(STREAM_ENDED);
@@ -286,6 +361,12 @@ class ServedQuotaStream {
     if (error) this.call.emit("error", toServiceError(error));
     else this.call.end();
   }
+}
+
+/** Whether a call carries metadata of its own (without Object.keys' array per call). */
+function hasEntries(metadata: Record<string, string>): boolean {
+  for (const _ in metadata) return true;
+  return false;
 }
 
 function methodName(entry: WireQuotaStreamCall): string {

@@ -16,6 +16,8 @@ export interface StreamPendingCall {
 interface OutgoingCall {
   readonly call: WireQuotaStreamCall;
   readonly deadlineAt: number | undefined;
+  /** callSize(call), counted once by the sender. */
+  readonly size: number;
 }
 
 export type QuotaStreamDuplex = ClientDuplexStream<WireQuotaStreamClientFrame, WireQuotaStreamServerFrame>;
@@ -42,7 +44,7 @@ export class QuotaStreamSession {
         const calls = outgoing.map(({ call, deadlineAt }) => (deadlineAt === undefined ? call : { ...call, timeoutMs: streamCallTimeoutMs(deadlineAt, now) }));
         this.stream.write({ calls });
       },
-      (outgoing) => callSize(outgoing.call),
+      (outgoing) => outgoing.size,
     );
     stream.on("data", (frame: WireQuotaStreamServerFrame) => {
       for (const answer of frame.answers) {
@@ -63,15 +65,15 @@ export class QuotaStreamSession {
   }
 
   /** Sends `call` in this turn's frame, with the time left until `deadlineAt` then; its answers go to `pending`. */
-  send(call: WireQuotaStreamCall, pending: StreamPendingCall, deadlineAt?: number): void {
+  send(call: WireQuotaStreamCall, pending: StreamPendingCall, deadlineAt?: number, size = callSize(call)): void {
     this.calls.set(call.callId, pending);
-    this.out.push({ call, deadlineAt });
+    this.out.push({ call, deadlineAt, size });
   }
 
   /** Forgets the call and tells the controller, which cancels it (and refunds what it was granted). */
   cancel(callId: number): void {
     if (!this.calls.delete(callId) || this.ended) return;
-    this.out.push({ call: { callId, timeoutMs: 0, metadata: {}, cancel: {} }, deadlineAt: undefined });
+    this.out.push({ call: { callId, timeoutMs: 0, metadata: {}, cancel: {} }, deadlineAt: undefined, size: 48 });
   }
 
   /** Fails every call with `error` and cancels the stream. */
@@ -94,7 +96,8 @@ export class QuotaStreamSession {
 /** An upper bound of a call's encoded size, for the frame limit and the choice of transport. */
 export function callSize(call: WireQuotaStreamCall): number {
   let size = 48;
-  for (const [key, value] of Object.entries(call.metadata)) size += utf8Bound(key) + utf8Bound(value) + 8;
+  const metadata = call.metadata;
+  for (const key in metadata) size += utf8Bound(key) + utf8Bound(metadata[key] ?? "") + 8;
   const request = call.requestQuota ?? call.releaseQuota;
   if (request) size += utf8Bound(request.throttlerId) + utf8Bound(request.clientId) + utf8Bound(request.quotaClassId);
   if (call.requestQuota) size += utf8Bound(call.requestQuota.requestId);
