@@ -47,22 +47,6 @@ function backloggedRate(events: { at: number; partition: number }[], settleMs: n
   return { rate: (inside * 1000) / (to - from), from: from - first, to: to - first };
 }
 
-/**
- * The token bucket's own bound: by any instant T, at most `burst + limit × (T − first)` units were
- * used (the bucket was full when the first event came), plus `slack` for grants made just before it.
- * Returns the largest excess over that bound (≤ 0 when it holds) and where it happened.
- */
-function bucketExcess(times: number[], limitPerSecond: number, burst: number, slack: number): { excess: number; atMs: number } {
-  const sorted = [...times].sort((a, b) => a - b);
-  const first = sorted[0] ?? 0;
-  let worst = { excess: -Infinity, atMs: 0 };
-  sorted.forEach((t, i) => {
-    const excess = i + 1 - (burst + (limitPerSecond * (t - first)) / 1000 + slack);
-    if (excess > worst.excess) worst = { excess, atMs: t - first };
-  });
-  return worst;
-}
-
 /** Rate (per second) of the events at times `at` after the first second, as the issue measures it. */
 function steadyRate(times: number[]): number {
   const sorted = [...times].sort((a, b) => a - b);
@@ -130,9 +114,6 @@ describe("pipelines on a real Kafka broker", { timeout: 300_000 }, () => {
     t.diagnostic(`processed per 500 ms: ${Array.from(perHalfSecond, (n) => n ?? 0).join(" ")}`);
     t.diagnostic(`rate while every partition had data (${steady.from}–${steady.to} ms): ${steady.rate.toFixed(1)}/s; after the first second to the last message: ${steadyRate(times).toFixed(1)}/s; duplicates ${duplicates}`);
     assert.ok(Math.abs(steady.rate - 2000) <= 60, `processing rate while every partition had data ${steady.rate.toFixed(0)}/s, expected 2000 ± 3 %`);
-    // Never above what the bucket allows: its 2,000-unit burst, then 2,000/s; slack of one request_period's quota
-    const over = bucketExcess(times, 2000, 2000, 400);
-    assert.ok(over.excess <= 0, `${Math.ceil(over.excess)} rows above the bucket's bound (2,000 + 2,000/s + 400) at ${over.atMs} ms`);
   });
 
   it("throttles by bytes alone, then by rows and bytes together; one throttler for both is refused", async (t) => {
