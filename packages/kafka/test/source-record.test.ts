@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { KafkaMessage } from "kafkajs";
-import { toSourceRecord } from "../src/kafka-consumer-helpers.ts";
+import { toSourceRecord } from "../src/kafka-record-reader.ts";
 
 function message(offset: string, timestamp: string, headers: KafkaMessage["headers"] = {}): KafkaMessage {
   return { magicByte: 2, attributes: 0, timestamp, offset, key: null, value: Buffer.from("{}"), headers, isControlRecord: false, batchContext: {} as never } as KafkaMessage;

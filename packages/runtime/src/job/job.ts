@@ -3,10 +3,11 @@ import { SluiceError, type Clock } from "@sluice/core";
 import type { DynamicSpec, PipelineSpec } from "@sluice/spec";
 import type { DistributedThrottlerFactory } from "@sluice/client";
 import type { Batch, Computation, Logger, Message, OutputMessage, RuntimeContext } from "../computation.ts";
-import { recordByteSize } from "../io/record-byte-size.ts";
+import { byteSizeOf } from "../io/record-byte-size.ts";
+import { nativeRecordsOf } from "../io/source-record-reader.ts";
 import { decodeHeaders, decodeText, decodeValue, encodeHeaders, encodeText, encodeValue } from "../io/stream-codec.ts";
 import type { Sink, SinkRecord } from "../ports/sink.ts";
-import type { BatchContext, SourceBatch, SourceRecord } from "../ports/source.ts";
+import type { BatchContext, RecordReader, SourceBatch } from "../ports/source.ts";
 import type { ComputationStats } from "./computation-stats.ts";
 import type { RetiredThrottlerTotals } from "./retired-throttler-totals.ts";
 import { throttlerMetricsView, type ThrottlerMetricsView } from "./throttler-metrics-view.ts";
@@ -110,11 +111,13 @@ export class Job {
     const readAhead = context.readAheadOldestMs;
     this.eventTimes.watchReadAhead(stream, streamDelayMs, readAhead ? () => readAhead.call(context) : () => undefined);
     // Every iteration of the batch is outstanding from now on, each as its own span: an iteration
-    // that ends no longer holds the lag timestamp back, the ones still to come do.
-    const iterations: { records: readonly SourceRecord[]; unprocessed: UnprocessedSpan }[] = [];
-    for (let start = 0; start < batch.records.length; start += maxRows) {
-      const records = batch.records.slice(start, start + maxRows);
-      iterations.push({ records, unprocessed: this.eventTimes.readRecords(stream, streamDelayMs, records) });
+    // that ends no longer holds the lag timestamp back, the ones still to come do. The records stay
+    // in the source's form until their iteration decodes them (see RecordReader).
+    const { items, reader } = nativeRecordsOf(batch);
+    const iterations: { records: readonly unknown[]; unprocessed: UnprocessedSpan }[] = [];
+    for (let start = 0; start < items.length; start += maxRows) {
+      const records = items.slice(start, start + maxRows);
+      iterations.push({ records, unprocessed: this.eventTimes.readRecords(stream, streamDelayMs, records, reader) });
     }
     const alignment = this.options.alignment;
     alignment?.begin();
@@ -126,9 +129,9 @@ export class Job {
           // Before quota: a held partition asks for none, whatever its class (DESIGN §7.5).
           await alignment.whenReadable(signal, (held) => context.hold?.(held));
           if (signal.aborted) return;
-          alignment.noteRead(records.map((r) => r.timestampMs));
+          alignment.noteRead(records.map((r) => reader.timestampMs(r)));
         }
-        await this.iterate(records, context, waits);
+        await this.iterate(records, reader, context, waits);
         unprocessed.done();
         this.consecutiveFailures = 0;
       }
@@ -184,10 +187,10 @@ export class Job {
     });
   }
 
-  private async iterate(records: readonly SourceRecord[], context: BatchContext, waits: BatchWaits): Promise<void> {
+  private async iterate<R>(records: readonly R[], reader: RecordReader<R>, context: BatchContext, waits: BatchWaits): Promise<void> {
     const { signal } = waits;
     const { tracer, clock, stats, computationName, stream, partition } = this.options;
-    const { messages, bytes } = this.decode(records);
+    const { messages, bytes } = this.decode(records, reader);
     const first = messages[0];
     const last = messages[messages.length - 1];
     if (!first || !last) return;
@@ -328,25 +331,31 @@ export class Job {
    */
   private readonly decodingWhere = (): string => `stream "${this.options.stream}" partition ${this.options.partition} offset ${this.decodingOffset}`;
 
-  /** One iteration's records as the computation sees them, and their bytes, in one loop. */
-  private decode(records: readonly SourceRecord[]): { messages: Message[]; bytes: number } {
+  /**
+   * One iteration's records as the computation sees them, and their bytes, in one loop: each
+   * record's fields are read once through its reader and become one Message.
+   */
+  private decode<R>(records: readonly R[], reader: RecordReader<R>): { messages: Message[]; bytes: number } {
     const { stream, partition } = this.options;
     const format = this.options.pipeline.streams[stream]?.format ?? "json";
     const messages: Message[] = [];
     let bytes = 0;
     for (const record of records) {
-      const offset = record.offset;
+      const offset = reader.offset(record);
       this.decodingOffset = offset;
-      const byteSize = recordByteSize(record);
+      const key = reader.key(record);
+      const value = reader.value(record);
+      const headers = reader.headers(record);
+      const byteSize = byteSizeOf(key, value, headers);
       bytes += byteSize;
       messages.push({
         stream,
-        key: decodeText(record.key),
-        value: decodeValue(format, record.value, this.decodingWhere),
-        headers: decodeHeaders(record.headers),
+        key: decodeText(key),
+        value: decodeValue(format, value, this.decodingWhere),
+        headers: decodeHeaders(headers),
         partition,
         offset,
-        timestampMs: record.timestampMs,
+        timestampMs: reader.timestampMs(record),
         byteSize,
       });
     }
