@@ -2,16 +2,16 @@ import type { Attributes, Span, Tracer } from "@opentelemetry/api";
 import { SluiceError, type Clock } from "@sluice/core";
 import type { DynamicSpec, PipelineSpec } from "@sluice/spec";
 import type { DistributedThrottlerFactory } from "@sluice/client";
-import type { Batch, Computation, Logger, Message, OutputMessage, RuntimeContext } from "../computation.ts";
-import { byteSizeOf } from "../io/record-byte-size.ts";
+import type { Batch, Computation, Logger, OutputMessage, RuntimeContext } from "../computation.ts";
 import { nativeRecordsOf } from "../io/source-record-reader.ts";
-import { decodeHeaders, decodeText, decodeValue, encodeHeaders, encodeText, encodeValue } from "../io/stream-codec.ts";
+import { encodeHeaders, encodeText, encodeValue } from "../io/stream-codec.ts";
 import type { Sink, SinkRecord } from "../ports/sink.ts";
 import type { BatchContext, RecordReader, SourceBatch } from "../ports/source.ts";
 import type { ComputationStats } from "./computation-stats.ts";
 import type { RetiredThrottlerTotals } from "./retired-throttler-totals.ts";
 import { throttlerMetricsView, type ThrottlerMetricsView } from "./throttler-metrics-view.ts";
 import { failSpan } from "./fail-span.ts";
+import { IterationDecoder } from "./iteration-decoder.ts";
 import { BatchWaits, InputThrottle } from "./input-throttle.ts";
 import { SharedLinks } from "./shared-links.ts";
 import { UnprocessedEventTimes, type UnprocessedSpan } from "./unprocessed-event-times.ts";
@@ -68,10 +68,12 @@ export class Job {
   private closed = false;
   /** The iteration span's name, made once. */
   private readonly iterationSpanName: string;
+  private readonly decoder: IterationDecoder;
 
   constructor(private readonly options: JobOptions) {
     this.id = `${options.workerId}/${options.computationName}/${options.partition}`;
     this.iterationSpanName = `${options.computationName} iteration`;
+    this.decoder = new IterationDecoder(options.stream, options.partition, options.pipeline.streams[options.stream]?.format ?? "json");
     this.eventTimes = options.eventTimes ?? new UnprocessedEventTimes();
     this.inputThrottle = new InputThrottle(options);
     const declaredOutputs = options.pipeline.computations[options.computationName]?.outputs ?? [];
@@ -193,7 +195,7 @@ export class Job {
   private async iterate<R>(records: readonly R[], reader: RecordReader<R>, context: BatchContext, waits: BatchWaits): Promise<void> {
     const { signal } = waits;
     const { tracer, clock, stats, computationName, stream, partition } = this.options;
-    const { messages, bytes } = this.decode(records, reader);
+    const { messages, bytes } = this.decoder.decode(records, reader);
     const first = messages[0];
     const last = messages[messages.length - 1];
     if (!first || !last) return;
@@ -325,46 +327,6 @@ export class Job {
         this.options.log.warn(`job ${this.id}: ${reason}; rows before offset ${nextOffset} are processed again if the job restarts before a later commit`);
       },
     );
-  }
-
-  /** The offset of the record being decoded, for `decodingWhere`. */
-  private decodingOffset = "";
-  /**
-   * Names a record whose value does not decode. One closure per job, reading the record being
-   * decoded: a closure per record showed in the garbage of a busy Kafka job, and under tsx a named
-   * closure made per call costs an `Object.defineProperty` (esbuild's keepNames) besides.
-   */
-  private readonly decodingWhere = (): string => `stream "${this.options.stream}" partition ${this.options.partition} offset ${this.decodingOffset}`;
-
-  /**
-   * One iteration's records as the computation sees them, and their bytes, in one loop: each
-   * record's fields are read once through its reader and become one Message.
-   */
-  private decode<R>(records: readonly R[], reader: RecordReader<R>): { messages: Message[]; bytes: number } {
-    const { stream, partition } = this.options;
-    const format = this.options.pipeline.streams[stream]?.format ?? "json";
-    const messages: Message[] = [];
-    let bytes = 0;
-    for (const record of records) {
-      const offset = reader.offset(record);
-      this.decodingOffset = offset;
-      const key = reader.key(record);
-      const value = reader.value(record);
-      const headers = reader.headers(record);
-      const byteSize = byteSizeOf(key, value, headers);
-      bytes += byteSize;
-      messages.push({
-        stream,
-        key: decodeText(key),
-        value: decodeValue(format, value, this.decodingWhere),
-        headers: decodeHeaders(headers),
-        partition,
-        offset,
-        timestampMs: reader.timestampMs(record),
-        byteSize,
-      });
-    }
-    return { messages, bytes };
   }
 
   /**
