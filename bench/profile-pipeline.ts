@@ -8,6 +8,8 @@
 // With --kafka (KAFKA_BROKERS or 127.0.0.1:19092; one topic of N messages made for the run), variants:
 // bare (the bench's bare kafkajs eachBatch consumer), none, grpc (default: all three). Both modes also
 // take none-grpc: no throttler, with the controller over gRPC all the same (what gRPC alone costs).
+// Each line gives messages/s and the child's CPU time per message over the timed window (the figure
+// that a loaded machine disturbs least).
 import { randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { BenchChild } from "./lib/child.ts";
@@ -61,6 +63,16 @@ interface Metric {
   rpcCount: number;
 }
 
+/**
+ * The child's CPU time (user + system, all its threads: GC helpers too) per message over the timed
+ * window. On a shared machine a run's messages/s moves with what else runs; its CPU per message
+ * much less, so this is the figure to compare between variants and versions there.
+ */
+function cpuPerMessage(start: Record<string, unknown>, end: Record<string, unknown>, messages: number): string {
+  const cpuMs = Number(end["cpuMs"]) - Number(start["cpuMs"]);
+  return Number.isFinite(cpuMs) && messages > 0 ? `${((cpuMs * 1000) / messages).toFixed(2)} µs CPU/message` : "";
+}
+
 function describeWaits(finished: Record<string, unknown>): string {
   const metrics = (finished["metrics"] ?? []) as Metric[];
   const waitCount = metrics.reduce((sum, m) => sum + m.waitCount, 0);
@@ -79,7 +91,7 @@ async function runBare(broker: Broker, topic: string, round: number): Promise<st
     const joined = await child.waitForType("joined", 60_000);
     const finished = await child.waitForType("finished", 180_000);
     await profileWritten(child);
-    return `${Math.round((rows * 1000) / (Number(finished["at"]) - Number(joined["at"]))).toLocaleString("en-US")} messages/s`;
+    return `${Math.round((rows * 1000) / (Number(finished["at"]) - Number(joined["at"]))).toLocaleString("en-US")} messages/s ${cpuPerMessage(joined, finished, rows)}`;
   } finally {
     await child.stop();
   }
@@ -107,7 +119,7 @@ async function runPipeline(variant: string, address: string, round: number, brok
     const finished = await child.waitForType("finished", 180_000);
     const rate = (Number(finished["rows"]) * 1000) / (Number(finished["at"]) - Number(started["at"]));
     await profileWritten(child);
-    return `${Math.round(rate).toLocaleString("en-US")} messages/s ${describeWaits(finished)}`;
+    return `${Math.round(rate).toLocaleString("en-US")} messages/s ${cpuPerMessage(started, finished, Number(finished["rows"]))} ${describeWaits(finished)}`;
   } finally {
     await child.stop();
   }

@@ -2,9 +2,9 @@
 // or Kafka, with an embedded controller or one reached over gRPC. Computations are defined here and
 // only count and time what they see, so every figure is the framework's own cost.
 //
-// Events: started {at}; probe {stream, partition, latencyMs} for every message whose value carries
+// Events: started {at, cpuMs}; probe {stream, partition, latencyMs} for every message whose value carries
 // `probeSentAt`; sample {at, computations} on request or every `sampleEveryMs`; finished {at, rows}
-// once `finishAtRows` rows were processed; iterations {list} on request (per-iteration log).
+// once `finishAtRows` rows were processed (both with the process's CPU time so far, cpuMs); iterations {list} on request (per-iteration log).
 // Commands: sample; append {stream, partition, timestampMs?} (a probe message); iterations.
 // With `profileTo`: a CPU profile from just before worker.start() to `finished`, written there, then
 // the event profiled {path}.
@@ -92,7 +92,7 @@ function counting(name: string): Computation {
       totalRows += batch.messages.length;
       if (!finished && config.finishAtRows !== undefined && totalRows >= config.finishAtRows) {
         finished = true;
-        emit({ type: "finished", at: now, rows: totalRows, metrics: worker.throttlerMetrics() });
+        emit({ type: "finished", at: now, rows: totalRows, metrics: worker.throttlerMetrics(), cpuMs: resourceUsage().cpuMs });
         if (profile && config.profileTo) {
           const path = config.profileTo;
           void profile.stop(path).then(() => emit({ type: "profiled", path }));
@@ -136,7 +136,7 @@ const profile: WindowProfile | null = config.profileTo ? await startWindowProfil
 const worker = new Worker({ pipeline: spec, specDir: CHILDREN_DIR, io, quotaClient: () => client, workerId: "bench", loaded, log, dynamicSpecWaitMs: 10_000 });
 const startedAt = systemClock.now();
 await worker.start();
-emit({ type: "started", at: systemClock.now(), startAt: startedAt });
+emit({ type: "started", at: systemClock.now(), startAt: startedAt, cpuMs: resourceUsage().cpuMs });
 
 function sample(): void {
   const computations = Object.fromEntries(

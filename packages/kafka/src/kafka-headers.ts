@@ -1,8 +1,9 @@
 import type { IHeaders } from "kafkajs";
+import { NO_RECORD_HEADERS } from "@sluice/runtime";
 
 const encoder = new TextEncoder();
-/** Most records have no headers; they share one frozen empty set instead of one object each. */
-const NO_HEADERS: Readonly<Record<string, Uint8Array>> = Object.freeze({});
+/** Most records have no headers; they share the runtime's one frozen empty set (the job skips it). */
+const NO_HEADERS = NO_RECORD_HEADERS;
 
 /**
  * kafkajs hands headers over as Buffer, string or arrays of them (a header name may repeat in

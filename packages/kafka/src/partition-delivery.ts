@@ -6,7 +6,7 @@
 import type { EachBatchPayload } from "kafkajs";
 import type { BatchContext, BatchHandler } from "@sluice/runtime";
 import { revokedCommitError, type CommitCoalescer } from "./commit-coalescer.ts";
-import { toSourceRecord } from "./kafka-consumer-helpers.ts";
+import { KafkaSourceBatch } from "./kafka-record-reader.ts";
 import { KafkaIoError, describeError, isKafkaIoError } from "./kafka-io-error.ts";
 import { isValidOffset, offsetAfter, offsetLessThan } from "./offset.ts";
 import type { PartitionTransactions } from "./partition-transactions.ts";
@@ -80,9 +80,9 @@ export class PartitionDelivery {
     if (from === undefined || offsetLessThan(from, after)) lease.nextOffset = after;
     resolveOffset(lastOffset);
     if (messages.length === 0) return;
-    const records = messages.map(toSourceRecord);
-    const oldestEventTimeMs = records.reduce((oldest, r) => (r.timestampMs < oldest ? r.timestampMs : oldest), Number.POSITIVE_INFINITY);
-    slot.pending.push({ lease, batch: { stream: lease.stream, partition: lease.partition, records }, oldestEventTimeMs });
+    // kafkajs's messages as they are: the job reads each one once, in its iteration (KafkaSourceBatch).
+    const handed = new KafkaSourceBatch(lease.stream, lease.partition, messages);
+    slot.pending.push({ lease, batch: handed, oldestEventTimeMs: handed.oldestEventTimeMs() });
     if (slot.buffered > prefetchBatchesPerPartition) moves.pause(slot);
     this.drain(slot);
   }
@@ -178,8 +178,8 @@ export class PartitionDelivery {
     try {
       await handler(batch, context);
     } catch (error) {
-      const first = batch.records[0]?.offset;
-      const last = batch.records[batch.records.length - 1]?.offset;
+      const first = batch.firstOffset;
+      const last = batch.lastOffset;
       this.options.onError(
         new KafkaIoError(
           "HANDLER_FAILED",

@@ -1,4 +1,5 @@
-import type { PartitionRef, SourceBatch } from "@sluice/runtime";
+import type { PartitionRef } from "@sluice/runtime";
+import type { KafkaSourceBatch } from "./kafka-record-reader.ts";
 
 /**
  * One stretch of ownership of a partition: from the group join that assigned it to the join (or
@@ -75,7 +76,7 @@ export class PartitionLease {
 
 export interface QueuedBatch {
   readonly lease: PartitionLease;
-  readonly batch: SourceBatch;
+  readonly batch: KafkaSourceBatch;
   /** The oldest event time among its records (they need not be in time order), epoch ms. */
   readonly oldestEventTimeMs: number;
 }

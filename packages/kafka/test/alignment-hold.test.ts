@@ -10,7 +10,7 @@ import { PartitionDelivery } from "../src/partition-delivery.ts";
 import { PartitionLease, PartitionSlot } from "../src/partition-lease.ts";
 
 function batchOf(offsets: number[]): Pick<EachBatchPayload, "batch" | "resolveOffset"> {
-  // Only the fields toSourceRecord reads; kafkajs's KafkaMessage is a union of two record formats.
+  // Only the fields the Kafka record reader reads; kafkajs's KafkaMessage is a union of two record formats.
   const messages = offsets.map((o) => ({ key: null, value: Buffer.from("{}"), headers: {}, offset: String(o), timestamp: String(1_700_000_000_000 + o) }) as unknown as KafkaMessage);
   const batch = { topic: "in", partition: 0, messages, lastOffset: () => String(offsets[offsets.length - 1]) } as unknown as EachBatchPayload["batch"];
   return { batch, resolveOffset: () => {} };

@@ -4,7 +4,7 @@ import { trace } from "@opentelemetry/api";
 import { systemClock } from "@sluice/core";
 import { DistributedThrottlerFactory } from "@sluice/client";
 import { validatePipelineSpec, type PipelineSpec } from "@sluice/spec";
-import { ComputationStats, defineComputation, Job, type BatchContext, type Message, type Sink, type SourceRecord } from "../src/index.ts";
+import { ComputationStats, defineComputation, Job, NO_RECORD_HEADERS, type BatchContext, type Message, type RecordReader, type Sink, type SourceRecord } from "../src/index.ts";
 import { FakeQuotaClient } from "../../client/test/fake-quota-client.ts";
 
 // How a Job turns source records into the messages a computation sees: values by the stream's
@@ -96,5 +96,48 @@ describe("Job decoding", () => {
     assert.equal(seen.length, 0);
     assert.equal(errors.length, 1);
     assert.match(errors[0] ?? "", /stream "input" partition 0 offset 7: the stream's format is "json" but the value is not JSON/);
+  });
+
+  it("reads a batch's native records through their reader, one Message each, and never its SourceRecords", async () => {
+    // A source's own record form: here a tuple [offset, text, header value or null].
+    type Raw = readonly [number, string, string | null];
+    const reads: string[] = [];
+    const reader: RecordReader<Raw> = {
+      key: () => null,
+      value: ([, text]) => Buffer.from(text),
+      headers: ([, , header]) => (header === null ? NO_RECORD_HEADERS : { h: Buffer.from(header) }),
+      offset: ([offset]) => (reads.push(`offset ${offset}`), String(offset)),
+      timestampMs: ([offset]) => 5_000 + offset,
+    };
+    const items: Raw[] = [
+      [40, '{"a":1}', null],
+      [41, '"x"', "yz"],
+      [42, "[]", null],
+    ];
+    const seen: Message[] = [];
+    const errors: string[] = [];
+    const j = job(seen, errors);
+    await j.handle(
+      {
+        stream: "input",
+        partition: 0,
+        get records(): readonly SourceRecord[] {
+          throw new Error("the job read batch.records although the batch has native records");
+        },
+        native: { items, reader },
+      },
+      context(),
+    );
+    await j.close();
+    assert.deepEqual(errors, []);
+    assert.deepEqual(
+      seen.map((m) => [m.key, m.value, m.headers, m.offset, m.timestampMs, m.byteSize]),
+      [
+        [null, { a: 1 }, {}, "40", 5_040, 7],
+        [null, "x", { h: "yz" }, "41", 5_041, 3 + 1 + 2],
+        [null, [], {}, "42", 5_042, 2],
+      ],
+    );
+    assert.deepEqual(reads, ["offset 40", "offset 41", "offset 42"], "each record's fields read once");
   });
 });

@@ -18,13 +18,14 @@ describe("UnprocessedEventTimes (the lag timestamp, DESIGN §7.5)", () => {
     assert.equal(times.lagTimestamp(), 0, "processed: nothing outstanding");
   });
 
-  it("reads a span from records as from their times, ignoring unusable times", () => {
+  it("reads a span from records (through their reader) as from their times, ignoring unusable times", () => {
     const times = new UnprocessedEventTimes();
-    const span = times.readRecords("a", 1_000, [{ timestampMs: 5_000 }, { timestampMs: Number.NaN }, { timestampMs: 0 }, { timestampMs: 3_000 }]);
+    const reader = { timestampMs: (record: { readonly timestampMs: number }) => record.timestampMs };
+    const span = times.readRecords("a", 1_000, [{ timestampMs: 5_000 }, { timestampMs: Number.NaN }, { timestampMs: 0 }, { timestampMs: 3_000 }], reader);
     assert.equal(times.lagTimestamp(), 4_000);
     span.done();
     assert.equal(times.lagTimestamp(), 0);
-    times.readRecords("a", 0, [{ timestampMs: -1 }]);
+    times.readRecords("a", 0, [{ timestampMs: -1 }], reader);
     assert.equal(times.lagTimestamp(), 0, "no usable time: holds nothing back");
   });
 

@@ -1,5 +1,6 @@
 import type { StreamFormat } from "@sluice/spec";
 import { SluiceError } from "@sluice/core";
+import { NO_RECORD_HEADERS } from "./source-record-reader.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -68,6 +69,7 @@ export function encodeText(text: string | null | undefined): Uint8Array | null {
 const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
 export function decodeHeaders(headers: Readonly<Record<string, Uint8Array>>): Readonly<Record<string, string>> {
+  if (headers === NO_RECORD_HEADERS) return NO_HEADERS;
   // for…in finds out that there are none without allocating Object.keys's array for every record.
   let out: Record<string, string> | null = null;
   for (const name in headers) {

@@ -2,15 +2,16 @@ import type { Attributes, Span, Tracer } from "@opentelemetry/api";
 import { SluiceError, type Clock } from "@sluice/core";
 import type { DynamicSpec, PipelineSpec } from "@sluice/spec";
 import type { DistributedThrottlerFactory } from "@sluice/client";
-import type { Batch, Computation, Logger, Message, OutputMessage, RuntimeContext } from "../computation.ts";
-import { recordByteSize } from "../io/record-byte-size.ts";
-import { decodeHeaders, decodeText, decodeValue, encodeHeaders, encodeText, encodeValue } from "../io/stream-codec.ts";
+import type { Batch, Computation, Logger, OutputMessage, RuntimeContext } from "../computation.ts";
+import { nativeRecordsOf } from "../io/source-record-reader.ts";
+import { encodeHeaders, encodeText, encodeValue } from "../io/stream-codec.ts";
 import type { Sink, SinkRecord } from "../ports/sink.ts";
-import type { BatchContext, SourceBatch, SourceRecord } from "../ports/source.ts";
+import type { BatchContext, RecordReader, SourceBatch } from "../ports/source.ts";
 import type { ComputationStats } from "./computation-stats.ts";
 import type { RetiredThrottlerTotals } from "./retired-throttler-totals.ts";
 import { throttlerMetricsView, type ThrottlerMetricsView } from "./throttler-metrics-view.ts";
 import { failSpan } from "./fail-span.ts";
+import { IterationDecoder } from "./iteration-decoder.ts";
 import { BatchWaits, InputThrottle } from "./input-throttle.ts";
 import { SharedLinks } from "./shared-links.ts";
 import { UnprocessedEventTimes, type UnprocessedSpan } from "./unprocessed-event-times.ts";
@@ -65,9 +66,14 @@ export class Job {
   private initialized: Promise<void> | null = null;
   private consecutiveFailures = 0;
   private closed = false;
+  /** The iteration span's name, made once. */
+  private readonly iterationSpanName: string;
+  private readonly decoder: IterationDecoder;
 
   constructor(private readonly options: JobOptions) {
     this.id = `${options.workerId}/${options.computationName}/${options.partition}`;
+    this.iterationSpanName = `${options.computationName} iteration`;
+    this.decoder = new IterationDecoder(options.stream, options.partition, options.pipeline.streams[options.stream]?.format ?? "json");
     this.eventTimes = options.eventTimes ?? new UnprocessedEventTimes();
     this.inputThrottle = new InputThrottle(options);
     const declaredOutputs = options.pipeline.computations[options.computationName]?.outputs ?? [];
@@ -110,11 +116,13 @@ export class Job {
     const readAhead = context.readAheadOldestMs;
     this.eventTimes.watchReadAhead(stream, streamDelayMs, readAhead ? () => readAhead.call(context) : () => undefined);
     // Every iteration of the batch is outstanding from now on, each as its own span: an iteration
-    // that ends no longer holds the lag timestamp back, the ones still to come do.
-    const iterations: { records: readonly SourceRecord[]; unprocessed: UnprocessedSpan }[] = [];
-    for (let start = 0; start < batch.records.length; start += maxRows) {
-      const records = batch.records.slice(start, start + maxRows);
-      iterations.push({ records, unprocessed: this.eventTimes.readRecords(stream, streamDelayMs, records) });
+    // that ends no longer holds the lag timestamp back, the ones still to come do. The records stay
+    // in the source's form until their iteration decodes them (see RecordReader).
+    const { items, reader } = nativeRecordsOf(batch);
+    const iterations: { records: readonly unknown[]; unprocessed: UnprocessedSpan }[] = [];
+    for (let start = 0; start < items.length; start += maxRows) {
+      const records = items.slice(start, start + maxRows);
+      iterations.push({ records, unprocessed: this.eventTimes.readRecords(stream, streamDelayMs, records, reader) });
     }
     const alignment = this.options.alignment;
     alignment?.begin();
@@ -126,9 +134,9 @@ export class Job {
           // Before quota: a held partition asks for none, whatever its class (DESIGN §7.5).
           await alignment.whenReadable(signal, (held) => context.hold?.(held));
           if (signal.aborted) return;
-          alignment.noteRead(records.map((r) => r.timestampMs));
+          alignment.noteRead(records.map((r) => reader.timestampMs(r)));
         }
-        await this.iterate(records, context, waits);
+        await this.iterate(records, reader, context, waits);
         unprocessed.done();
         this.consecutiveFailures = 0;
       }
@@ -184,10 +192,10 @@ export class Job {
     });
   }
 
-  private async iterate(records: readonly SourceRecord[], context: BatchContext, waits: BatchWaits): Promise<void> {
+  private async iterate<R>(records: readonly R[], reader: RecordReader<R>, context: BatchContext, waits: BatchWaits): Promise<void> {
     const { signal } = waits;
     const { tracer, clock, stats, computationName, stream, partition } = this.options;
-    const { messages, bytes } = this.decode(records);
+    const { messages, bytes } = this.decoder.decode(records, reader);
     const first = messages[0];
     const last = messages[messages.length - 1];
     if (!first || !last) return;
@@ -202,7 +210,7 @@ export class Job {
       "sluice.batch.first_offset": first.offset,
       "sluice.batch.last_offset": last.offset,
     };
-    await tracer.startActiveSpan(`${computationName} iteration`, { attributes }, async (span) => {
+    await tracer.startActiveSpan(this.iterationSpanName, { attributes }, async (span) => {
       try {
         this.options.throttlers.setPriority(this.eventTimes.lagTimestamp());
         const throttled = this.inputThrottle.acquire(messages.length, bytes, waits);
@@ -211,12 +219,14 @@ export class Job {
         const nextOffset = (BigInt(last.offset) + 1n).toString();
         try {
           const batch: Batch = { stream, partition, messages };
-          await this.child("Process", () => Promise.resolve(this.options.computation.process(batch, this.context)));
+          const processing = this.process(batch);
+          if (processing) await processing;
           if (signal.aborted) throw signal.reason;
           if (this.exactlyOnce) {
             await this.outputAndCommitTogether(context, nextOffset);
           } else {
-            await this.child("Output", () => this.flushOutputs(this.options.sink));
+            const flushing = this.output(this.options.sink);
+            if (flushing) await flushing;
           }
         } finally {
           // DESIGN §7.2: a concurrency throttler's units are the batch in flight, held from before
@@ -319,38 +329,43 @@ export class Job {
     );
   }
 
-  /** The offset of the record being decoded, for `decodingWhere`. */
-  private decodingOffset = "";
   /**
-   * Names a record whose value does not decode. One closure per job, reading the record being
-   * decoded: a closure per record showed in the garbage of a busy Kafka job, and under tsx a named
-   * closure made per call costs an `Object.defineProperty` (esbuild's keepNames) besides.
+   * The computation's Process in its span. A process() that returns no promise ends its span at
+   * once and this returns undefined, so the iteration does not wait a turn for it: an async
+   * function and two promises per iteration showed in a busy job's profile.
    */
-  private readonly decodingWhere = (): string => `stream "${this.options.stream}" partition ${this.options.partition} offset ${this.decodingOffset}`;
+  private process(batch: Batch): Promise<void> | undefined {
+    return this.options.tracer.startActiveSpan("Process", (span: Span) => {
+      let result: unknown;
+      try {
+        result = this.options.computation.process(batch, this.context);
+      } catch (error) {
+        failSpan(span, error);
+        span.end();
+        throw error;
+      }
+      if (!isPromiseLike(result)) {
+        span.end();
+        return undefined;
+      }
+      return Promise.resolve(result).then(
+        () => span.end(),
+        (error: unknown) => {
+          failSpan(span, error);
+          span.end();
+          throw error;
+        },
+      );
+    });
+  }
 
-  /** One iteration's records as the computation sees them, and their bytes, in one loop. */
-  private decode(records: readonly SourceRecord[]): { messages: Message[]; bytes: number } {
-    const { stream, partition } = this.options;
-    const format = this.options.pipeline.streams[stream]?.format ?? "json";
-    const messages: Message[] = [];
-    let bytes = 0;
-    for (const record of records) {
-      const offset = record.offset;
-      this.decodingOffset = offset;
-      const byteSize = recordByteSize(record);
-      bytes += byteSize;
-      messages.push({
-        stream,
-        key: decodeText(record.key),
-        value: decodeValue(format, record.value, this.decodingWhere),
-        headers: decodeHeaders(record.headers),
-        partition,
-        offset,
-        timestampMs: record.timestampMs,
-        byteSize,
-      });
+  /** Output of at_least_once: the buffered messages sent and acknowledged, in the `Output` span; nothing to wait for (undefined) when none were emitted. */
+  private output(sink: Pick<Sink, "send">): Promise<void> | undefined {
+    if (this.outputs.size === 0) {
+      this.options.tracer.startSpan("Output").end();
+      return undefined;
     }
-    return { messages, bytes };
+    return this.child("Output", () => this.flushOutputs(sink));
   }
 
   private async child(name: string, work: () => Promise<void>): Promise<void> {
@@ -377,4 +392,8 @@ export class Job {
     context.rewind();
     await this.options.clock.sleep(backoffMs, signal).catch(() => undefined);
   }
+}
+
+function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+  return typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function";
 }

@@ -1,3 +1,4 @@
+import type { RecordReader } from "../ports/source.ts";
 import { lagTimestamp } from "./lag-timestamp.ts";
 
 /** A stretch of records read and not yet processed; `done()` once processed, dropped or rewound. */
@@ -40,10 +41,16 @@ export class UnprocessedEventTimes {
     return this.outstanding(input, streamDelayMs, oldest);
   }
 
-  /** As `read`, from the records themselves: a job's every iteration, without an array of their times. */
-  readRecords(input: string, streamDelayMs: number, records: readonly { readonly timestampMs: number }[]): UnprocessedSpan {
+  /**
+   * As `read`, from the records themselves through their reader: a job's every iteration, without
+   * an array of their times.
+   */
+  readRecords<R>(input: string, streamDelayMs: number, records: readonly R[], reader: Pick<RecordReader<R>, "timestampMs">): UnprocessedSpan {
     let oldest = Number.POSITIVE_INFINITY;
-    for (const { timestampMs: t } of records) if (Number.isFinite(t) && t > 0 && t < oldest) oldest = t;
+    for (const record of records) {
+      const t = reader.timestampMs(record);
+      if (Number.isFinite(t) && t > 0 && t < oldest) oldest = t;
+    }
     return this.outstanding(input, streamDelayMs, oldest);
   }
 

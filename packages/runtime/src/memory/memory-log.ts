@@ -1,5 +1,6 @@
 import type { SinkRecord } from "../ports/sink.ts";
 import type { SourceRecord } from "../ports/source.ts";
+import { NO_RECORD_HEADERS } from "../io/source-record-reader.ts";
 
 interface Partition {
   readonly records: SourceRecord[];
@@ -39,7 +40,7 @@ export class MemoryLog {
     partition.records.push({
       key: record.key,
       value: record.value,
-      headers: record.headers ?? {},
+      headers: record.headers ?? NO_RECORD_HEADERS,
       offset,
       timestampMs: record.timestampMs ?? this.now(),
     });

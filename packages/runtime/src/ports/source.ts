@@ -15,12 +15,44 @@ export interface SourceRecord {
   readonly timestampMs: number;
 }
 
+/**
+ * Reads the fields of a source's own record objects as a SourceRecord would hold them. A source
+ * that has its records in another form (kafkajs's messages) hands them over with a reader instead
+ * of one SourceRecord each: the job reads them straight into the computation's messages, one
+ * iteration at a time, so a busy consumer makes one object per record, not two, and a fetched
+ * batch's records do not all carry a second object while its iterations run.
+ *
+ * Method syntax on purpose: it lets a reader of a concrete type stand for `RecordReader<unknown>`
+ * in `NativeRecords`, whose items are always of that reader's type.
+ */
+export interface RecordReader<R> {
+  key(record: R): Uint8Array | null;
+  value(record: R): Uint8Array | null;
+  headers(record: R): Readonly<Record<string, Uint8Array>>;
+  offset(record: R): string;
+  timestampMs(record: R): number;
+}
+
+/** A batch's records in the source's own form, and how to read them (see RecordReader). */
+export interface NativeRecords<R = unknown> {
+  readonly items: readonly R[];
+  readonly reader: RecordReader<R>;
+}
+
 export interface SourceBatch {
   /** Stream name from the spec (not the topic). */
   readonly stream: string;
   readonly partition: number;
-  /** In offset order; may hold more than max_rows_per_batch: the job splits it into iterations. */
+  /**
+   * In offset order; may hold more than max_rows_per_batch: the job splits it into iterations.
+   * A source that also gives `native` may build these only when they are first read.
+   */
   readonly records: readonly SourceRecord[];
+  /**
+   * Optional: the same records, in the same order, in the source's own form with their reader.
+   * The runtime reads these when present and never touches `records`.
+   */
+  readonly native?: NativeRecords;
 }
 
 export interface BatchContext {
