@@ -1,17 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { HashedGrantTable } from "../src/hashed-grant-table.ts";
-
-/** A seeded xorshift generator: the same operations on every run. */
-function random(seed: number): () => number {
-  let state = seed >>> 0 || 1;
-  return () => {
-    state ^= state << 13;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    return (state >>> 0) / 2 ** 32;
-  };
-}
+import { seededRandom } from "./seeded-random.ts";
 
 interface ModelGrant {
   readonly key: string;
@@ -73,7 +63,7 @@ describe("HashedGrantTable", () => {
     ["every low half within 8 values (long probe runs, backward shifts across the wrap)", 8, 12_000],
   ] as const) {
     it(`agrees with a model over ${steps} random pushes, drops and shrinks: ${name}`, () => {
-      const next = random(lowRange === 8 ? 7 : 11);
+      const next = seededRandom(lowRange === 8 ? 7 : 11);
       const table = new HashedGrantTable();
       const model = new Model();
       let now = 0;

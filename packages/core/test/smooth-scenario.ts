@@ -13,6 +13,7 @@ import {
   type PacedQuotaRemote,
   type PaceSchedule,
 } from "../src/index.ts";
+import { seededRandom } from "./seeded-random.ts";
 
 // The scenario runner of smooth.property.test.ts (DESIGN §7.1 in virtual time): many clients, each with
 // its own RPC latencies, share one smooth throttler through real QuotaBucketDrivers and
@@ -71,17 +72,6 @@ export const MAX_LATE_TIMER_FOR_UTILISATION_MS = 15;
 /** RPC delays in scenarios with late timers that check utilisation: their travel leaves the rest. */
 export const LATE_TIMER_DELAY_MS = 2;
 
-/** A small deterministic generator, so a failing case replays exactly. */
-export function random(seed: number): () => number {
-  let state = seed >>> 0 || 1;
-  return () => {
-    state ^= state << 13;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    return (state >>> 0) / 2 ** 32;
-  };
-}
-
 /** A client's clock in a process whose event loop stalls: its timers fire up to `lateMs` late. */
 export function lateTimers(clock: ManualClock, rnd: () => number, lateMs: number): Clock {
   return { now: () => clock.now(), sleep: (ms, signal) => clock.sleep(ms + rnd() * lateMs, signal) };
@@ -106,7 +96,7 @@ export async function run(scenarioDrawn: Scenario) {
   const s: Scenario = withinLateTimerBudget({ ...scenarioDrawn, clients: scenarioDrawn.allBacklogged ? clientsDrawn : [{ callers: 1, ...steady }, ...clientsDrawn] });
   const clock = new ManualClock(1_000_000);
   const start = clock.now();
-  const rnd = random(s.seed);
+  const rnd = seededRandom(s.seed);
   const config = (limit: number) =>
     quotaBucketConfig({ limit, periodMs: PERIOD_MS, smooth: true, requestPeriodMs: REQUEST_PERIOD_MS });
   const limitsSorted = [...s.limits].sort((a, b) => a.atMs - b.atMs);

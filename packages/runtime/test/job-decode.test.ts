@@ -1,11 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { trace } from "@opentelemetry/api";
-import { systemClock } from "@sluice/core";
-import { DistributedThrottlerFactory } from "@sluice/client";
 import { validatePipelineSpec, type PipelineSpec } from "@sluice/spec";
-import { ComputationStats, defineComputation, Job, NO_RECORD_HEADERS, type BatchContext, type Message, type RecordReader, type Sink, type SourceRecord } from "../src/index.ts";
-import { FakeQuotaClient } from "../../client/test/fake-quota-client.ts";
+import { type Job, NO_RECORD_HEADERS, type BatchContext, type Message, type RecordReader, type Sink, type SourceRecord } from "../src/index.ts";
+import { testJob } from "./test-job.ts";
 
 // How a Job turns source records into the messages a computation sees: values by the stream's
 // format (Buffers, as kafkajs hands them over, and plain Uint8Arrays, as the memory log does),
@@ -25,27 +23,8 @@ const sink: Sink = { send: async () => undefined, close: async () => undefined }
 const context = (): BatchContext => ({ signal: new AbortController().signal, commit: async () => undefined, rewind: () => undefined });
 
 function job(seen: Message[], errors: string[]): Job {
-  const spec = pipeline();
-  // No waits here: the restart backoff is 0, so the system clock's sleep(0) ends at once.
-  const clock = systemClock;
-  const throttlers = new DistributedThrottlerFactory({ computation: "Reader", clientId: "w/Reader/0", client: () => new FakeQuotaClient(), clock });
-  throttlers.reconfigure(spec.dynamic_spec);
-  return new Job({
-    pipeline: spec,
-    computationName: "Reader",
-    computation: defineComputation({ process: (batch) => void seen.push(...batch.messages) }),
-    stream: "input",
-    partition: 0,
-    workerId: "w",
-    sink,
-    throttlers,
-    dynamicSpec: () => spec.dynamic_spec,
-    stats: new ComputationStats("Reader"),
-    clock,
-    log: { info: () => {}, warn: () => {}, error: (line) => void errors.push(line) },
-    tracer: trace.getTracer("job-decode-test"),
-    restartBackoffMs: { min: 0, max: 0 },
-  });
+  const computation = { process: (batch: { messages: readonly Message[] }) => void seen.push(...batch.messages) };
+  return testJob({ spec: pipeline(), computationName: "Reader", computation, sink, tracer: trace.getTracer("job-decode-test"), errors });
 }
 
 const record = (offset: number, value: Uint8Array | null, headers: Record<string, Uint8Array> = {}): SourceRecord => ({

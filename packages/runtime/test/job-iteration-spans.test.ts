@@ -7,11 +7,9 @@ import { after, describe, it } from "node:test";
 import { SpanStatusCode } from "@opentelemetry/api";
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
-import { systemClock } from "@sluice/core";
-import { DistributedThrottlerFactory } from "@sluice/client";
 import { validatePipelineSpec } from "@sluice/spec";
-import { ComputationStats, defineComputation, Job, type BatchContext, type ComputationDefinition, type Sink, type SinkRecord, type SourceRecord } from "../src/index.ts";
-import { FakeQuotaClient } from "../../client/test/fake-quota-client.ts";
+import { type BatchContext, type ComputationDefinition, type Sink, type SinkRecord, type SourceRecord } from "../src/index.ts";
+import { testJob } from "./test-job.ts";
 
 const exporter = new InMemorySpanExporter();
 const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
@@ -45,24 +43,7 @@ async function run(definition: ComputationDefinition, count: number, onSend: (ba
   let rewinds = 0;
   const errors: string[] = [];
   const context: BatchContext = { signal: new AbortController().signal, commit: async (offset) => void commits.push(offset), rewind: () => void (rewinds += 1) };
-  const throttlers = new DistributedThrottlerFactory({ computation: "Stage", clientId: "w/Stage/0", client: () => new FakeQuotaClient(), clock: systemClock });
-  throttlers.reconfigure(spec.dynamic_spec);
-  const job = new Job({
-    pipeline: spec,
-    computationName: "Stage",
-    computation: defineComputation(definition),
-    stream: "input",
-    partition: 0,
-    workerId: "w",
-    sink,
-    throttlers,
-    dynamicSpec: () => spec.dynamic_spec,
-    stats: new ComputationStats("Stage"),
-    clock: systemClock,
-    log: { info: () => {}, warn: () => {}, error: (line) => void errors.push(line) },
-    tracer: provider.getTracer("job-iteration-spans-test"),
-    restartBackoffMs: { min: 0, max: 0 },
-  });
+  const job = testJob({ spec, computationName: "Stage", computation: definition, sink, tracer: provider.getTracer("job-iteration-spans-test"), errors });
   await job.handle({ stream: "input", partition: 0, records: records(count) }, context);
   await job.close();
   // The Commit spans end when the commit settles, after the iteration: give them that turn.
