@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The whole test suite: type-check, then every *.test.ts under packages/*/test and test/ with node's
-// test runner. Services that tests need (a Kafka broker, a Jaeger, a Prometheus) are started here when nothing is listening
+// test runner. Services that tests need (a Kafka broker, a Jaeger, a Zipkin, a Prometheus) are started here when nothing is listening
 // yet, and stopped by their own pid at the end.
 //
 //   pnpm test                      everything
@@ -51,6 +51,16 @@ if (needsJaeger && existsSync(join(root, "scripts/jaeger.mjs"))) {
   process.env.JAEGER_OTLP_ENDPOINT = jaeger.otlpHttpEndpoint;
   process.env.JAEGER_QUERY_URL = jaeger.queryUrl;
   services.push(jaeger);
+}
+
+const needsZipkin = files.some((f) => f.startsWith("test/zipkin") || f.includes("/zipkin/"));
+if (needsZipkin && existsSync(join(root, "scripts/zipkin.mjs"))) {
+  // Fetches the server's jar with Maven on a fresh machine (first use), like the Kafka broker's.
+  const { ensureZipkin } = await import("./zipkin.mjs");
+  const zipkin = await ensureZipkin();
+  // Tests that want it ask ensureZipkin(), which then uses this one and starts nothing.
+  process.env.ZIPKIN_URL = zipkin.url;
+  services.push(zipkin);
 }
 
 const needsPrometheus = files.some(
