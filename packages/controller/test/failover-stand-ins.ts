@@ -33,12 +33,14 @@ export class MemoryStore implements ControllerStateStore {
   failWith: Error | null = null;
   /** Set: the next write is refused as Kafka refuses a fenced writer's. */
   fenceNext = false;
-  claims = 0;
+  /** The claims and reads, in order ("claim", "catchUp"). */
+  calls: string[] = [];
   async start(): Promise<void> {}
   async claimWriter(): Promise<void> {
-    this.claims += 1;
+    this.calls.push("claim");
   }
   async catchUp(): Promise<ControllerState> {
+    this.calls.push("catchUp");
     return this.state;
   }
   latest(): ControllerState {
