@@ -2,7 +2,7 @@
 // (DESIGN §7.4): pure functions, so no broker here; test/controller-*.test.ts runs them on one.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { chooseLeader } from "../src/controller-election.ts";
+import { chooseLeader, onClock } from "../src/controller-election.ts";
 import { LAW_STATE_FIELDS } from "../src/controller-state-adaptive.ts";
 import type { PersistedThrottler } from "@sluice/controller";
 import { bucketKey, decodeStateRecord, encodeLeader, encodeSpec, encodeThrottler, type DecodedRecord } from "../src/controller-state-records.ts";
@@ -122,5 +122,12 @@ describe("chooseLeader", () => {
     assert.equal(chooseLeader([member("z", "127.0.0.1:8", null), member("y", "127.0.0.1:7", null)])?.memberId, "y");
     assert.equal(chooseLeader([member("z", "h:1", null), member("y", "h:1", null)])?.memberId, "y");
     assert.equal(chooseLeader([]), null);
+  });
+});
+
+describe("onClock (the election's times on the controller's clock)", () => {
+  it("takes the time elapsed on the wall clock from the controller clock's now, and knows nothing safely after a step back", () => {
+    assert.equal(onClock(1_000, 1_250, 50_000), 49_750);
+    assert.equal(onClock(1_000, 900, 50_000), null, "the wall clock stepped back while the request was out");
   });
 });
