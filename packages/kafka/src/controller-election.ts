@@ -105,7 +105,6 @@ export class KafkaControllerElection implements ControllerElection {
         });
       }
       const sentAtMs = this.lastHeartbeatSentAtMs;
-      this.lastHeartbeatSentAtMs = null;
       if (sentAtMs !== null) this.listener?.onConfirmed(payload.groupGenerationId, sentAtMs);
     });
     consumer.on(CRASH, ({ payload }) => {
