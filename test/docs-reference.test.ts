@@ -45,6 +45,30 @@ describe("generated references (docs/reference)", () => {
     assert.deepEqual(silent, [], "add a .describe() to these fields of the zod schema in packages/spec");
   });
 
+  it("lists a field of several union variants once, and follows $defs references", () => {
+    const schema = {
+      type: "object",
+      $defs: { Window: { type: "string", description: "A window." } },
+      properties: {
+        throttler: {
+          description: "A throttler.",
+          anyOf: [
+            { type: "object", properties: { kind: { enum: ["rate"], description: "Rate." }, limit: { type: "number", description: "Units per second." } }, required: ["kind"] },
+            { type: "object", properties: { kind: { enum: ["keyed"], description: "Keyed." }, limit: { type: "number", description: "Units per second." } }, required: ["kind"] },
+          ],
+        },
+        window: { $ref: "#/$defs/Window" },
+      },
+    };
+    const rows = specFields(schema).map((f) => [f.path, f.type, f.required, f.description]);
+    assert.deepEqual(rows, [
+      ["throttler", "object", false, "A throttler."],
+      ["throttler.kind", '"rate" or "keyed"', true, "Rate. — Keyed."],
+      ["throttler.limit", "number", false, "Units per second."],
+      ["window", "string", false, "A window."],
+    ]);
+  });
+
   it("every command and option of the CLI has a description", () => {
     const ignore = () => undefined;
     const program = sluiceProgram({ stdout: ignore, stderr: ignore, setExitCode: ignore });

@@ -31,17 +31,53 @@ function schemas(value: unknown): Schema[] {
 /** Every field of an object schema, depth first, in declaration order. */
 export function specFields(root: Schema, prefix = ""): SpecField[] {
   const fields: SpecField[] = [];
-  walk(root, prefix, fields);
-  return fields;
+  walk(root, prefix, fields, asSchema(root["$defs"]) ?? {});
+  return merged(fields);
 }
 
-function walk(schema: Schema, path: string, into: SpecField[]): void {
+/**
+ * One row per path: a field declared by several variants of a union (a throttler kind, say) is
+ * listed once, with the types of all variants and each distinct description.
+ */
+function merged(fields: readonly SpecField[]): SpecField[] {
+  const byPath = new Map<string, SpecField>();
+  for (const field of fields) {
+    const seen = byPath.get(field.path);
+    if (!seen) {
+      byPath.set(field.path, field);
+      continue;
+    }
+    const join = (a: string, b: string, separator: string) => (a === b || b === "" ? a : a === "" ? b : `${a}${separator}${b}`);
+    byPath.set(field.path, {
+      path: field.path,
+      type: join(seen.type, field.type, " or "),
+      required: seen.required && field.required,
+      defaultValue: join(seen.defaultValue, field.defaultValue, " / "),
+      description: join(seen.description, field.description, " — "),
+    });
+  }
+  return [...byPath.values()];
+}
+
+/** A `$ref` to `#/$defs/<name>` (zod emits one for schemas registered with an id) resolved. */
+function resolved(schema: Schema, defs: Schema): Schema {
+  const ref = schema["$ref"];
+  if (typeof ref !== "string" || !ref.startsWith("#/$defs/")) return schema;
+  const target = asSchema(defs[ref.slice("#/$defs/".length)]);
+  return target ? { ...target, ...Object.fromEntries(Object.entries(schema).filter(([k]) => k !== "$ref")) } : schema;
+}
+
+function walk(raw: Schema, path: string, into: SpecField[], defs: Schema, depth = 0): void {
+  // A recursive schema would walk for ever; no spec nests this deep.
+  if (depth > 20) return;
+  const schema = resolved(raw, defs);
   const properties = asSchema(schema["properties"]);
   const required = new Set(Array.isArray(schema["required"]) ? (schema["required"] as string[]) : []);
   if (properties) {
     for (const [name, value] of Object.entries(properties)) {
-      const child = asSchema(value);
-      if (!child) continue;
+      const declared = asSchema(value);
+      if (!declared) continue;
+      const child = resolved(declared, defs);
       const childPath = path === "" ? name : `${path}.${name}`;
       into.push({
         path: childPath,
@@ -50,20 +86,21 @@ function walk(schema: Schema, path: string, into: SpecField[]): void {
         defaultValue: "default" in child ? JSON.stringify(child["default"]) : "",
         description: typeof child["description"] === "string" ? child["description"] : "",
       });
-      walk(child, childPath, into);
+      walk(child, childPath, into, defs, depth + 1);
     }
   }
-  const entries = asSchema(schema["additionalProperties"]);
+  const declaredEntries = asSchema(schema["additionalProperties"]);
+  const entries = declaredEntries ? resolved(declaredEntries, defs) : null;
   if (entries) {
     // The entry of a map (a stream, a throttler) has a description of its own when it is an object.
     if (typeof entries["description"] === "string") {
       into.push({ path: `${path}.<name>`, type: typeOf(entries), required: false, defaultValue: "", description: entries["description"] });
     }
-    walk(entries, `${path}.<name>`, into);
+    walk(entries, `${path}.<name>`, into, defs, depth + 1);
   }
   const items = asSchema(schema["items"]);
-  if (items) walk(items, `${path}[]`, into);
-  for (const variant of [...schemas(schema["anyOf"]), ...schemas(schema["oneOf"])]) walk(variant, path, into);
+  if (items) walk(items, `${path}[]`, into, defs, depth + 1);
+  for (const variant of [...schemas(schema["anyOf"]), ...schemas(schema["oneOf"])]) walk(variant, path, into, defs, depth + 1);
 }
 
 /** A short type: `integer ≥ 1`, `duration`, `"json" \| "string"`, `string[]`, `map of object`. */
