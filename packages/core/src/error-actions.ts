@@ -14,7 +14,8 @@ export const ERROR_ACTIONS: Readonly<Record<SluiceErrorCode, string>> = {
   INVALID_REQUEST: "Fix the client: shorten the id (at most 1024 characters) or send a message that decodes as the RPC's protobuf type.",
   QUEUE_FULL: "Retry with backoff (the Sluice client does); if it persists, raise `max_queue_size` or the limit, or send fewer concurrent requests.",
   QUOTA_TIMEOUT: "Retry with the same request id to keep the place in the queue (the Sluice client does); if it persists the limit is too low for the demand, or `rpc_timeout` too short.",
-  CONTROLLER_UNAVAILABLE: "Retry with backoff (the Sluice client does, following `sluice-leader` to a failover group's leader); check that a controller is running and reachable at the spec's address.",
+  CONTROLLER_UNAVAILABLE:
+    "Retry with backoff under the same request id (the Sluice client does). It also comes from a follower of a failover group, naming the leader in `sluice-leader` (clients go there), and from a leader that could not persist its state. If it lasts, check that a controller is running, reachable at the spec's address, and that its Kafka brokers are.",
   RETRIES_EXHAUSTED: "The job fails and restarts from its last commit; find why the controller kept refusing (the cause is in the message) or raise `retrying_channel.retry_attempts` / `retry_timeout`.",
   CANCELLED: "Nothing: the caller cancelled, and any quota granted to the request went back to the bucket.",
   UNAUTHENTICATED: "Give the client the controller's token (`SLUICE_CONTROLLER_TOKEN`) or a certificate its `--tls-client-ca` accepts; retrying with the same credentials fails again.",
