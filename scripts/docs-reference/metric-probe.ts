@@ -1,7 +1,8 @@
 // A stand-in for any snapshot a metric writer reads: every property is the probe again, calling it
-// returns the probe, it iterates and maps as a one-element array of itself, and it converts to the
-// number 1. Handed to the real writers, it makes each one write every family it can write with one
-// series per label set, so the reference sees each family's labels without a running process.
+// returns the probe, it iterates and maps as a one-element array of itself, a record of it has one
+// entry, and it converts to the number 1. Handed to the real writers, it makes each one write every
+// family it can write with one series per label set, so the reference sees each family's labels
+// without a running process.
 // A writer that skips a family on a specific value (a `typeof x === "number"` test) would skip it
 // here too; the completeness test (every metric name literal in packages/*/src) catches that.
 
@@ -23,6 +24,13 @@ export function metricProbe(): Probe {
     },
     apply() {
       return probe;
+    },
+    // Object.entries / Object.values / for…in over a record of the snapshot see one entry.
+    ownKeys() {
+      return ["probe"];
+    },
+    getOwnPropertyDescriptor(_target, property) {
+      return property === "probe" ? { value: probe, enumerable: true, configurable: true, writable: true } : undefined;
     },
   };
   const probe: unknown = new Proxy(() => undefined, handler);
