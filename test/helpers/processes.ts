@@ -33,7 +33,12 @@ export class Child {
     return this.process.pid ?? -1;
   }
 
-  async waitFor(pattern: RegExp, timeoutMs = 20_000, stream: "stdout" | "stderr" = "stdout"): Promise<RegExpMatchArray> {
+  /**
+   * The default wait is long because a child started from TypeScript sources takes seconds to
+   * start on a loaded machine (over 20 s at a load average of 20); a child that exits stops the
+   * wait at once, so a broken start still fails fast.
+   */
+  async waitFor(pattern: RegExp, timeoutMs = 60_000, stream: "stdout" | "stderr" = "stdout"): Promise<RegExpMatchArray> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const match = this[stream].match(pattern);

@@ -83,13 +83,22 @@ export function quotaServiceContract(name: string, makeClient: MakeClient): void
     it("makes the request after the burst wait about 1/limit s, then one every 1/limit s", async (t) => {
       const s = await setup(t, { api: { limit: 10, period: "500ms" } }); // capacity 5
       const start = performance.now();
-      const done = await Promise.all(Array.from({ length: 8 }, () => s.ask({ amount: 1 }).then(() => since(start))));
-      done.sort((a, b) => a - b);
-      // Pay-after: 5 from the full bucket, a 6th 1 ms later (it found nobody waiting at balance 0), then 100 ms apart.
-      assert.ok((done[5] ?? Infinity) < 80, `burst took ${done[5]} ms`);
-      assert.ok((done[6] ?? 0) > 60 && (done[6] ?? Infinity) < 400, `7th after ${done[6]} ms`);
-      const gap = (done[7] ?? 0) - (done[6] ?? 0);
-      assert.ok(gap > 60 && gap < 250, `8th ${gap} ms after the 7th`);
+      const answers = await Promise.all(
+        Array.from({ length: 8 }, () => s.ask({ amount: 1 }).then(({ waitedMs }) => ({ waitedMs, atMs: since(start) }))),
+      );
+      answers.sort((a, b) => a.atMs - b.atMs);
+      const waited = answers.map((a) => a.waitedMs);
+      const at = answers.map((a) => a.atMs);
+      const figures = `waited ${waited.map((w) => w.toFixed(1)).join(", ")} ms; answered at ${at.map((a) => a.toFixed(0)).join(", ")} ms`;
+      // Pay-after: 5 from the full bucket at once, a 6th as soon as the balance is above 0 (it found
+      // nobody waiting at balance 0), then one per 100 ms. The controller's own wait figures say the
+      // burst did not wait; a loaded machine may delay every answer, so wall-clock times are checked
+      // only from below (nothing can come early) and against a generous ceiling. How long the 7th
+      // itself waited depends on when it reached the controller, which a cold, loaded machine spreads.
+      assert.deepEqual(waited.slice(0, 5), [0, 0, 0, 0, 0], `the burst is granted at once: ${figures}`);
+      assert.ok((waited[5] ?? Infinity) < 90, `the 6th waits for a sliver of balance, not a slot: ${figures}`);
+      assert.ok((at[6] ?? 0) >= 60 && (at[7] ?? 0) >= 160, `one per 100 ms after the burst: ${figures}`);
+      assert.ok((at[7] ?? Infinity) < 3_000, `the 8th within 3 s: ${figures}`);
     });
 
     it("serves the oldest lag timestamp first when quota is scarce", async (t) => {
