@@ -130,8 +130,8 @@ export class ThrottlerDrivers {
     const atMs = this.clock.now();
     const balances: Record<string, BucketBalance> = {};
     for (const [id, driver] of this.drivers) {
-      const { balance } = driver.snapshot();
-      if (balance !== null && Number.isFinite(balance)) balances[id] = { balance, atMs };
+      const { balance, limit, capacity } = driver.snapshot();
+      if (balance !== null && Number.isFinite(balance)) balances[id] = { balance, atMs, limitPerSecond: limit, capacity };
     }
     return balances;
   }

@@ -10,4 +10,5 @@ export { StreamTopics, type StreamTopic } from "./stream-topics.ts";
 export { KAFKA_CLIENT_DEFAULTS, KAFKA_SOURCE_DEFAULTS, KAFKA_SINK_DEFAULTS, ENSURE_TOPICS_DEFAULTS } from "./defaults.ts";
 export { KafkaControllerElection, chooseLeader, type KafkaControllerElectionOptions } from "./controller-election.ts";
 export { KafkaControllerStateStore, type KafkaControllerStateStoreOptions } from "./controller-state-store.ts";
-export { controllerGroupId, controllerStateTopic } from "./controller-state-records.ts";
+export { controllerGroupId, controllerStateTopic, controllerWriterId } from "./controller-state-records.ts";
+export { STATE_TOPIC_CONFIG } from "./controller-state-topic.ts";
