@@ -35,14 +35,14 @@ const tsc = spawnSync("pnpm", ["exec", "tsc", "-p", "tsconfig.json"], { stdio: "
 if (tsc.status !== 0) process.exit(tsc.status ?? 1);
 
 const services = [];
-const needsKafka = files.some((f) => f.startsWith("test/kafka") || f.includes("/kafka/"));
+const needsKafka = files.some((f) => f.startsWith("test/e2e/kafka") || f.includes("/kafka/"));
 if (needsKafka && existsSync(join(root, "scripts/kafka.mjs"))) {
   const { ensureKafka } = await import("./kafka.mjs");
   const kafka = await ensureKafka();
   process.env.KAFKA_BROKERS = kafka.brokers;
   services.push(kafka);
 }
-const needsJaeger = files.some((f) => f.startsWith("test/jaeger") || f.includes("/jaeger/"));
+const needsJaeger = files.some((f) => f.startsWith("test/e2e/jaeger") || f.includes("/jaeger/"));
 if (needsJaeger && existsSync(join(root, "scripts/jaeger.mjs"))) {
   const { ensureJaeger } = await import("./jaeger.mjs");
   const jaeger = await ensureJaeger();
@@ -54,7 +54,7 @@ if (needsJaeger && existsSync(join(root, "scripts/jaeger.mjs"))) {
 }
 
 const needsPrometheus = files.some(
-  (f) => f.startsWith("test/prometheus") || f.startsWith("test/adaptive") || f.includes("/prometheus/") || f.includes("cluster-admission"),
+  (f) => f.startsWith("test/e2e/prometheus") || f.startsWith("test/e2e/adaptive") || f.includes("/prometheus/") || f.includes("cluster-admission"),
 );
 if (needsPrometheus && existsSync(join(root, "scripts/prometheus.mjs"))) {
   const { ensurePrometheus } = await import("./prometheus.mjs");

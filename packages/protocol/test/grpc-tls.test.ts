@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { isSluiceError, type SluiceError } from "@sluice/core";
-import { generateTestCertificates, type TestCertificates } from "../../../test/helpers/test-certificates.ts";
+import { generateTestCertificates, type TestCertificates } from "../../../test/support/certificates.ts";
 import {
   clientTlsProblem,
   createGrpcQuotaClient,
