@@ -1,3 +1,4 @@
+// services: processes, kafka
 // Concurrency leases across a controller failover (DESIGN §7.2, §7.4) on the real broker
 // (KAFKA_BROKERS): two `sluice controller` processes of one pipeline, a simulated cluster, and two
 // holder processes (test/fixtures/concurrency-holder.ts, following the leader). Holder A runs long

@@ -1,3 +1,4 @@
+// services: processes
 // Concurrency throttlers across processes (issue 11, DESIGN §7.2): one `sluice controller` and two
 // holder processes (test/fixtures/concurrency-holder.ts: @sluice/runtime's throttler client over
 // real gRPC) admit tasks to a simulated cluster. The cluster never runs more than `limit` tasks at

@@ -1,3 +1,4 @@
+// services: processes, kafka
 // "At most N rows in flight" across processes (DESIGN §7.2, issue 11 item 5) on the real broker
 // (KAFKA_BROKERS): one `sluice controller` and two `sluice worker` processes consume one topic
 // through a concurrency throttler applied by automatic input throttling (max_rows_per_batch 1).

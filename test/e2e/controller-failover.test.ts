@@ -1,3 +1,4 @@
+// services: processes, kafka
 // DESIGN §7.4, issue 12 item 5: a failover group of `sluice controller` processes on the real broker
 // (KAFKA_BROKERS), with workers under load. Every process is a real child, started here and ended by
 // its own pid; pipeline names are unique per run. Time bounds are the issue's (10 s to a serving

@@ -1,3 +1,4 @@
+// services: processes
 // `sluice controller --http-port`: its /metrics scraped while job-like quota clients (child
 // processes, over gRPC) compete for one throttler in three classes, and checked against what the
 // clients report they consumed, how many RPCs they sent, and what the test itself did (an unknown

@@ -1,3 +1,4 @@
+// services: processes, kafka
 // Seed 003 end to end (examples/correspondence): the two publishers write letters into a Kafka
 // topic with 3 partitions; two `sluice worker` processes share one `sluice controller` and run the
 // example's PdfGenerator through the smooth throttler `pdf` (10/s). The PDF generator is one

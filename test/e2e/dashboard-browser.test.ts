@@ -1,3 +1,4 @@
+// services: processes, chromium
 // The controller's dashboard in a real browser (Debian's headless Chromium driven by playwright-core)
 // while a real pipeline runs: the page loads without console errors, shows a panel per throttler, its
 // numbers move, the class shares come out as the weights say, and a screenshot is saved to

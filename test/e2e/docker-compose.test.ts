@@ -1,3 +1,4 @@
+// services: processes
 // docker-compose.yml cannot run here (no Docker engine), so this reads it and checks what would break
 // it: every Sluice command and flag exists in the CLI (`sluice <command> --help`), the spec and the
 // producer it names exist and validate, ports agree between the flags, the published ports, the

@@ -1,3 +1,4 @@
+// services: kafka
 // A real Kafka broker end to end with kafkajs: create a 3-partition topic, produce 1,000 messages,
 // consume them all back through a consumer group, and compare.
 //

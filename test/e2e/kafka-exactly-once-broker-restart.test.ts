@@ -1,3 +1,4 @@
+// services: processes, kafka
 // delivery "exactly_once" (DESIGN §7.6) across a broker restart: `sluice controller` and two `sluice
 // worker` processes relay 6 partitions on a broker of this test's own (test/support/private-kafka.ts;
 // the shared broker is never stopped), which is SIGKILLed mid-run and started again on the same

@@ -1,3 +1,4 @@
+// services: processes, kafka
 // Whole pipelines on a real Kafka broker: `sluice controller`, `sluice worker` and `sluice run` as
 // child processes, topics checked with kafkajs. Rates use generous, stated tolerances; every process
 // is started here and ended by its own pid.

@@ -1,3 +1,4 @@
+// services: processes, kafka
 // Tracing of the distributed deployment on a real Kafka broker: `sluice controller` and
 // `sluice worker` as separate processes, their spans read back from an OTLP/HTTP receiver inside the
 // test. The worker's iteration spans hold Input.Throttle with the controller's RequestQuota under it

@@ -1,3 +1,4 @@
+// services: processes, kafka
 // Watermark alignment (DESIGN §7.5) end to end on the real broker: `sluice run` (embedded
 // controller + worker, one process) reads two partitions whose event times are an hour apart. With
 // alignment the partition ahead is held (paused, no quota asked) while the other catches up, then

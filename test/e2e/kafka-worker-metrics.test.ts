@@ -1,3 +1,4 @@
+// services: processes, kafka
 // `sluice worker --metrics-port` on a real Kafka broker, beside `sluice controller --http-port`: the
 // worker's /metrics scraped while it processes, checked against the messages produced and against
 // the controller's own counters. The spec names a broker that does not exist; `--brokers` points the

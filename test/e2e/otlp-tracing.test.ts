@@ -1,3 +1,4 @@
+// services: processes
 // Tracing of real `sluice` processes, read back from an OTLP/HTTP receiver inside the test (no trace
 // backend needed; test/e2e/jaeger-tracing.test.ts does the same against a real Jaeger). A throttled
 // pipeline of one computation on one partition runs with the embedded controller, and with a

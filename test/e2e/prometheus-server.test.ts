@@ -1,3 +1,4 @@
+// services: prometheus
 // The test Prometheus of scripts/prometheus.mjs: the server scripts/test.mjs started (or one started
 // here) scrapes a target a test registers as a file_sd file, and forgets it once removed.
 //

@@ -1,3 +1,4 @@
+// services: processes, python
 // clients/python's tests (python3 -m pytest) against a real `sluice controller` child started here,
 // with a token, on a free port; the throttlers they use are declared below. `.ci/run` installs
 // clients/python/requirements-dev.txt (grpcio, grpcio-tools, pytest).

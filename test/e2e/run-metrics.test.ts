@@ -1,3 +1,4 @@
+// services: processes
 // `sluice run --http-port`: one port for the whole process — the embedded controller's dashboard,
 // /api/snapshot and metrics, and the worker's metrics — scraped while the pipeline runs, and checked
 // against what it processed (the rows the generator wrote, the bytes its summary line reports).

@@ -1,3 +1,4 @@
+// services: processes
 // @sluice/client's connectThrottlers in a plain Node process (this one) against a real
 // `sluice controller` child over gRPC on 127.0.0.1: the rate it is held to, live reconfiguration
 // with stable handles, and the token. Rates are checked with generous, stated tolerances.

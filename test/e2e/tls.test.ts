@@ -1,3 +1,4 @@
+// services: processes, kafka
 // TLS and tokens end to end, with certificates generated for this run (openssl): a real
 // `sluice controller` serving gRPC with mutual TLS and its dashboard over https behind the token;
 // `sluice top`, `sluice reconfigure` and `sluice run` (a spec whose controller section has tls) as

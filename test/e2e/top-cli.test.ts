@@ -1,3 +1,4 @@
+// services: processes
 // `sluice top` against a running pipeline (`sluice run --controller-port`): one frame with --once,
 // live frames until Ctrl-C, in-place redraws in a real terminal (a pty from util-linux `script`), and
 // a clear error for an address nobody serves. Every process is started here and ended by its own pid.
