@@ -7,7 +7,7 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import { createGrpcQuotaClient } from "@sluice/protocol";
-import { Child, ROOT, SLUICE_BIN, sluice } from "../support/processes.ts";
+import { CHILD_NODE_FLAGS, Child, ROOT, SLUICE_BIN, sluice } from "../support/processes.ts";
 import { writeTwoClassPipeline } from "../support/two-class-pipeline.ts";
 
 const children: Child[] = [];
@@ -87,7 +87,7 @@ describe("sluice top", { timeout: 120_000 }, () => {
     // `script` gives the command a pseudo-terminal and copies what it draws to our pipe. It starts the
     // command through $SHELL -c; `exec` makes sluice the terminal's foreground process itself, since a
     // shell left in between (dash) would die of the same Ctrl-C with 130 whatever sluice does.
-    const command = `exec ${JSON.stringify(process.execPath)} ${JSON.stringify(SLUICE_BIN)} top --controller ${address} --interval 300ms`;
+    const command = `exec ${[process.execPath, ...CHILD_NODE_FLAGS, SLUICE_BIN].map((arg) => JSON.stringify(arg)).join(" ")} top --controller ${address} --interval 300ms`;
     const tty = track(new Child(spawn("script", ["-qfec", command, "/dev/null"], { cwd: ROOT, env: { ...process.env, SHELL: "/bin/sh", COLUMNS: "120", TERM: "xterm" }, stdio: ["pipe", "pipe", "pipe"] })));
     await tty.waitFor(/(\x1b\[H[^]*api_quota[^]*){2}/);
     tty.process.stdin?.write("\x03"); // Ctrl-C through the terminal, as a person presses it

@@ -9,6 +9,15 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 export const SLUICE_BIN = join(ROOT, "packages/cli/bin/sluice.mjs");
 export const NOOP_COMPUTATION = join(ROOT, "test/fixtures/noop-computation.ts");
 
+/**
+ * Node flags for every child a test starts: when the test runner has built the packages
+ * (SLUICE_E2E_BUILT=1, set by `pnpm test:e2e` after `pnpm build`), the children load their compiled
+ * dist/ rather than compiling the TypeScript sources through tsx on every start. A test file run on
+ * its own (`node --import tsx --test …`) starts them on the sources.
+ */
+export const CHILD_NODE_FLAGS: readonly string[] =
+  process.env["SLUICE_E2E_BUILT"] === "1" ? ["--import", join(ROOT, "test/support/use-built-packages.mjs")] : [];
+
 /** Writes a spec into a fresh temp dir and returns its path. */
 export function writeSpec(spec: unknown): string {
   const dir = mkdtempSync(join(tmpdir(), "sluice-test-"));
@@ -62,11 +71,11 @@ export class Child {
 }
 
 export function sluice(args: readonly string[], env: NodeJS.ProcessEnv = {}): Child {
-  return new Child(spawn(process.execPath, [SLUICE_BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] }));
+  return new Child(spawn(process.execPath, [...CHILD_NODE_FLAGS, SLUICE_BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] }));
 }
 
 export function tsNode(script: string, args: readonly string[]): Child {
-  return new Child(spawn(process.execPath, ["--import", "tsx", join(ROOT, script), ...args], { cwd: ROOT, stdio: ["pipe", "pipe", "pipe"] }));
+  return new Child(spawn(process.execPath, ["--import", "tsx", ...CHILD_NODE_FLAGS, join(ROOT, script), ...args], { cwd: ROOT, stdio: ["pipe", "pipe", "pipe"] }));
 }
 
 /** Starts `sluice controller` on the spec (port 0 = any) and resolves with its port. */
