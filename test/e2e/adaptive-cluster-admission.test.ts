@@ -69,7 +69,7 @@ before(async () => {
   const { path, spec } = examplePipeline({ prometheusUrl: prometheus.url, clusterName });
   specText = JSON.stringify(spec.dynamic_spec);
   run = sluice(["run", path, "--controller-port", "0", "--quiet"], { CLUSTER_URL: clusterUrl });
-  const address = (await run.waitFor(/embedded controller listening on (127\.0\.0\.1:\d+)/, 60_000))[1] ?? "";
+  const address = (await run.waitFor(/embedded controller listening on (127\.0\.0\.1:\d+)/, 120_000))[1] ?? "";
   client = createGrpcQuotaClient(address);
   sampler = new SnapshotSampler(client, THROTTLER);
   sampler.start(250);

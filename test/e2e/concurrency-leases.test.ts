@@ -27,7 +27,7 @@ test("at most limit tasks run at once across two processes; a SIGKILLed holder's
   });
   const controller = sluice(["controller", spec, "--port", "0"]);
   children.push(controller);
-  const address = (await controller.waitFor(/listening on (127\.0\.0\.1:\d+)/, 30_000))[1] ?? "";
+  const address = (await controller.waitFor(/listening on (127\.0\.0\.1:\d+)/, 120_000))[1] ?? "";
   bed.connect(address);
   const holder = (clientId: string) => {
     const child = tsNode("test/fixtures/concurrency-holder.ts", [JSON.stringify({ controller: address, throttler: "tasks", clientId, clusterUrl, lanes: 5 })]);
@@ -36,8 +36,8 @@ test("at most limit tasks run at once across two processes; a SIGKILLed holder's
   };
   const a = holder("holder-a");
   const b = holder("holder-b");
-  await Promise.all([a.waitFor(/"ready":true/, 30_000), b.waitFor(/"ready":true/, 30_000)]);
-  await Promise.all([a.waitFor(/"done":20/, 30_000), b.waitFor(/"done":20/, 30_000)]);
+  await Promise.all([a.waitFor(/"ready":true/, 30_000), b.waitFor(/"ready":true/, 120_000)]);
+  await Promise.all([a.waitFor(/"done":20/, 30_000), b.waitFor(/"done":20/, 120_000)]);
   const stats = cluster.stats();
   console.log(`# ${stats.completed} tasks done, at most ${stats.maxRunning} running at once (limit ${LIMIT})`);
   assert.ok(stats.maxRunning <= LIMIT, `the cluster ran ${stats.maxRunning} tasks at once, limit ${LIMIT}`);

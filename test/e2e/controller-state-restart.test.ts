@@ -29,7 +29,7 @@ async function startGroupController(specPath: string): Promise<{ child: Child; a
   const match = await child.waitFor(/listening on (127\.0\.0\.1:\d+)/);
   const address = match[1] ?? "";
   // A restarted member waits for the dead one's session (6 s) to expire before it is elected.
-  await child.waitFor(/leader of pipeline .* in generation \d+/, 30_000);
+  await child.waitFor(/leader of pipeline .* in generation \d+/, 120_000);
   const http = (await child.waitFor(/dashboard on (http:\/\/127\.0\.0\.1:\d+\/)/))[1] ?? "";
   const client = createGrpcQuotaClient(address);
   clients.push(client);
@@ -40,7 +40,7 @@ async function snapshotOf(client: QuotaServiceClient): Promise<Snapshot> {
   return JSON.parse((await client.describeThrottlers()).snapshotJson) as Snapshot;
 }
 
-describe("a single controller with Kafka restarts from its persisted state", { timeout: 90_000 }, () => {
+describe("a single controller with Kafka restarts from its persisted state", { timeout: 300_000 }, () => {
   it("does not start full after draining, SIGKILL and restart; the reconfigured version survives", async () => {
     const pipeline = uniqueName("restart");
     const specPath = writeSpec({

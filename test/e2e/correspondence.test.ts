@@ -58,7 +58,7 @@ function mostInAnyWindow(times: readonly number[], windowMs: number): number {
   return most;
 }
 
-describe("correspondence example (seed 003) on Kafka", { timeout: 180_000 }, () => {
+describe("correspondence example (seed 003) on Kafka", { timeout: 300_000 }, () => {
   it("2 workers, 1 controller, 3 partitions, 20 s of steady + burst letters: 0 refusals, every letter generated, ≤ 10 in any 1 s", async (t) => {
     const pdf = await startPdfService();
     const name = uniqueName("letters");
@@ -79,7 +79,7 @@ describe("correspondence example (seed 003) on Kafka", { timeout: 180_000 }, () 
     const env = { PDF_GENERATOR_URL: pdf.url };
     const workers = ["w1", "w2"].map((id) => sluice(["worker", spec, "--quiet", "--worker-id", id, "--controller", controller.address], env));
     children.push(...workers);
-    await Promise.all(workers.map((w) => w.waitFor(/started PdfGenerator/, 30_000, "stderr")));
+    await Promise.all(workers.map((w) => w.waitFor(/started PdfGenerator/, 120_000, "stderr")));
     await new Promise((r) => setTimeout(r, 1000));
 
     // The example's two publishers (rxjs), for 20 s, into the topic.

@@ -40,7 +40,7 @@ const missing = !existsSync(CHROMIUM);
 // In CI a missing browser is a broken setup (.ci/run installs it); on a developer's machine, a skip that says how to get it.
 const skip = missing && !process.env["CI"] ? `${CHROMIUM} not found: apt-get install -y chromium` : false;
 
-it("the dashboard of a running pipeline loads cleanly, moves, and shares the limit by weight", { skip, timeout: 120_000 }, async () => {
+it("the dashboard of a running pipeline loads cleanly, moves, and shares the limit by weight", { skip, timeout: 300_000 }, async () => {
   assert.ok(!missing, `${CHROMIUM} is missing: .ci/run installs Debian's chromium before the tests`);
   const run: Child = sluice(["run", writeTwoClassPipeline(), "--http-port", "0", "--quiet"]);
   cleanups.push(async () => {
@@ -115,7 +115,7 @@ it("the dashboard of a running pipeline loads cleanly, moves, and shares the lim
   assert.deepEqual(errors, [], "no console errors, page errors or failed requests");
 });
 
-it("a concurrency throttler's chart draws units in use and holders against the limit, not a rate", { skip, timeout: 60_000 }, async () => {
+it("a concurrency throttler's chart draws units in use and holders against the limit, not a rate", { skip, timeout: 300_000 }, async () => {
   assert.ok(!missing, `${CHROMIUM} is missing: .ci/run installs Debian's chromium before the tests`);
   const specPath = writeSpec({
     pipeline: "held-units",

@@ -106,7 +106,7 @@ export default defineComputation<{ n: number }>({
     const bin = join(app, "node_modules/.bin/sluice");
     const controller = new Child(spawn(bin, ["controller", "pipeline.json", "--port", "0"], { cwd: app, stdio: ["ignore", "pipe", "pipe"] }));
     children.push(controller);
-    const port = (await controller.waitFor(/listening on 127\.0\.0\.1:(\d+)/, 30_000))[1];
+    const port = (await controller.waitFor(/listening on 127\.0\.0\.1:(\d+)/, 120_000))[1];
     let out: string;
     try {
       out = ok(run("node", ["standalone-client.mjs", `127.0.0.1:${port}`], app, 60_000), "node standalone-client.mjs");

@@ -71,7 +71,7 @@ after(async () => {
   if (handle) await quietly("stop broker", () => handle!.stop());
 });
 
-test("kafkajs round trip through a real broker: 3 partitions, 1,000 messages, one consumer group", { timeout: 180_000 }, async (t) => {
+test("kafkajs round trip through a real broker: 3 partitions, 1,000 messages, one consumer group", { timeout: 300_000 }, async (t) => {
   assert.ok(handle, "no broker");
   const kafka = new Kafka({
     clientId: "sluice-e2e",

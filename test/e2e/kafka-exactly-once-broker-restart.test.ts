@@ -69,7 +69,7 @@ async function committedTotal(kafka: Kafka, groupId: string, topic: string): Pro
 }
 
 describe("delivery exactly_once on Kafka across a broker restart", () => {
-  it("6 partitions, 2 workers, the broker SIGKILLed and started again mid-run: a read_committed reader sees every input exactly once", { timeout: 180_000 }, async (t) => {
+  it("6 partitions, 2 workers, the broker SIGKILLed and started again mid-run: a read_committed reader sees every input exactly once", { timeout: 300_000 }, async (t) => {
     process.env["KAFKAJS_NO_PARTITIONER_WARNING"] = "1";
     broker = await PrivateKafka.start();
     t.diagnostic(broker.startLines.join("\n"));

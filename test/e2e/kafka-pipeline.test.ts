@@ -96,7 +96,7 @@ describe("pipelines on a real Kafka broker", { timeout: 300_000 }, () => {
     // Both workers in the group before the data arrives: nothing fails and nothing moves during the
     // run, so every message must be processed exactly once. (A rebalance mid-run redoes the
     // uncommitted batches of moved partitions: the rebalance test below counts those.)
-    await Promise.all(workers.map((w) => w.waitFor(/started Relay/, 30_000, "stderr")));
+    await Promise.all(workers.map((w) => w.waitFor(/started Relay/, 120_000, "stderr")));
     await new Promise((r) => setTimeout(r, 1000));
     await produce(input, 30_000);
     const out = relayed(await consumeAll(output, 30_000, 90_000));

@@ -59,7 +59,7 @@ async function runPipeline(aligned: boolean): Promise<{ outputs: Out[]; heldSeen
   });
   const run = sluice(["run", spec, "--http-port", "0", "--quiet"]);
   children.push(run);
-  const base = `http://127.0.0.1:${(await run.waitFor(/sluice run: dashboard on http:\/\/127\.0\.0\.1:(\d+)\//, 30_000))[1]}`;
+  const base = `http://127.0.0.1:${(await run.waitFor(/sluice run: dashboard on http:\/\/127\.0\.0\.1:(\d+)\//, 120_000))[1]}`;
   const heldSeen = { worker: 0, controller: 0, groupWatermark: 0, dashboard: 0 };
   let reading = true;
   const watching = (async () => {
@@ -88,7 +88,7 @@ async function runPipeline(aligned: boolean): Promise<{ outputs: Out[]; heldSeen
   return { outputs, heldSeen };
 }
 
-describe("watermark alignment on a real Kafka broker", { timeout: 120_000 }, () => {
+describe("watermark alignment on a real Kafka broker", { timeout: 300_000 }, () => {
   it("the partition an hour ahead is held while the other catches up, then both read", async (t) => {
     const { outputs, heldSeen } = await runPipeline(true);
     const behind = outputs.filter((o) => o.partition === 0);

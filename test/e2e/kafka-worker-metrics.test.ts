@@ -18,7 +18,7 @@ after(() => {
   for (const child of children) child.kill("SIGKILL");
 });
 
-it("a worker's /metrics count what it processed and agree with the controller's", { timeout: 120_000 }, async () => {
+it("a worker's /metrics count what it processed and agree with the controller's", { timeout: 300_000 }, async () => {
   const name = uniqueName("metrics");
   await createTopic(`${name}-in`, 2);
   await createTopic(`${name}-out`, 2);
@@ -36,7 +36,7 @@ it("a worker's /metrics count what it processed and agree with the controller's"
   // the controller is a failover member (DESIGN §7.4), so it needs the real brokers as well.
   const controllerChild = sluice(["controller", spec, "--port", "0", "--brokers", (await brokers()).join(",")]);
   children.push(controllerChild);
-  const port = Number((await controllerChild.waitFor(/listening on 127\.0\.0\.1:(\d+)/, 30_000))[1]);
+  const port = Number((await controllerChild.waitFor(/listening on 127\.0\.0\.1:(\d+)/, 120_000))[1]);
   const controller = { child: controllerChild, address: `127.0.0.1:${port}` };
   const worker = sluice(["worker", spec, "--quiet", "--worker-id", "w1", "--controller", controller.address, "--brokers", (await brokers()).join(","), "--metrics-port", "0"]);
   children.push(worker);
@@ -44,7 +44,7 @@ it("a worker's /metrics count what it processed and agree with the controller's"
   assert.equal((await get(metrics.replace(/metrics$/, "healthz"))).body, "ok\n", "healthz answers while the worker joins its group");
   assert.equal((await get(metrics.replace(/metrics$/, ""))).status, 404, "a worker has no dashboard");
 
-  await worker.waitFor(/started Relay/, 30_000, "stderr");
+  await worker.waitFor(/started Relay/, 120_000, "stderr");
   await produce(`${name}-in`, MESSAGES);
   const relay = { computation_id: "Relay" };
   const done = await scrapeUntil(metrics, (e) => e.find("sluice_worker_computation_rows_total", relay) === MESSAGES, 60_000, `${MESSAGES} rows processed`);

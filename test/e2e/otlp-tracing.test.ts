@@ -29,7 +29,7 @@ describe("sluice processes export their spans by OTLP/HTTP", () => {
     const pipeline = `otlp-embedded-${process.pid}`;
     const run = sluice(["run", writeSpec(throttledSpec(pipeline)), "--drain", "--quiet", "--worker-id", "w-embedded", "--otlp", collector.endpoint], otelEnv(null));
     children.push(run);
-    assert.equal(await exitCodeWithin(run, 60_000), 0, run.stderr);
+    assert.equal(await exitCodeWithin(run, 120_000), 0, run.stderr);
     assert.match(run.stdout, /tracing to http:\/\/127\.0\.0\.1:\d+\/v1\/traces as sluice-worker and sluice-controller/);
 
     // Exported on the way out: the batch processor's 5 s delay has not passed for the last spans.
@@ -67,12 +67,12 @@ describe("sluice processes export their spans by OTLP/HTTP", () => {
       otelEnv(null),
     );
     children.push(run);
-    assert.equal(await exitCodeWithin(run, 60_000), 0, run.stderr);
+    assert.equal(await exitCodeWithin(run, 120_000), 0, run.stderr);
     assert.match(run.stdout, /as sluice-worker\n/, "no embedded controller, no second service");
 
     // The controller's spans are flushed by its SIGTERM shutdown.
     started.child.kill("SIGTERM");
-    assert.equal(await exitCodeWithin(started.child, 15_000), 0, started.child.stderr);
+    assert.equal(await exitCodeWithin(started.child, 120_000), 0, started.child.stderr);
     const spans = collector.spans.filter((s) => s.resource["sluice.pipeline"] === pipeline);
     const summary = checkThrottleTraces(spans, { ...EXPECTATION, controllerInAnotherProcess: true });
     t.diagnostic(`summary ${JSON.stringify(summary)}`);
@@ -91,7 +91,7 @@ describe("sluice processes export their spans by OTLP/HTTP", () => {
     const spec = throttledSpec(pipeline);
     const run = sluice(["run", writeSpec(spec), "--drain", "--quiet"], otelEnv(null));
     children.push(run);
-    assert.equal(await exitCodeWithin(run, 60_000), 0, run.stderr);
+    assert.equal(await exitCodeWithin(run, 120_000), 0, run.stderr);
     assert.doesNotMatch(run.stdout, /tracing to/);
     assert.equal(collector.spans.length, before);
   });
@@ -99,7 +99,7 @@ describe("sluice processes export their spans by OTLP/HTTP", () => {
   it("--otlp refuses what is not an http(s) URL", async () => {
     const run = sluice(["run", writeSpec(throttledSpec("otlp-bad")), "--otlp", "127.0.0.1:4318"], otelEnv(null));
     children.push(run);
-    assert.equal(await exitCodeWithin(run, 20_000), 2);
+    assert.equal(await exitCodeWithin(run, 120_000), 2);
     assert.match(run.stderr, /an OTLP\/HTTP endpoint is an http\(s\) URL such as http:\/\/127\.0\.0\.1:4318, got "127\.0\.0\.1:4318"/);
   });
 });

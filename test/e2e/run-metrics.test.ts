@@ -19,7 +19,7 @@ after(() => {
   for (const child of children) child.kill("SIGKILL");
 });
 
-it("sluice run serves the dashboard and the metrics of its controller and worker on one port", { timeout: 60_000 }, async () => {
+it("sluice run serves the dashboard and the metrics of its controller and worker on one port", { timeout: 300_000 }, async () => {
   const spec = writeSpec({
     pipeline: "run-metrics",
     streams: { numbers: { topic: "numbers", partitions: 2, generator: { module: join(ROOT, "test/fixtures/sequence-generator.ts"), messages: MESSAGES } } },

@@ -51,7 +51,7 @@ interface Snapshot {
   throttlers: { id: string; limit: number | null; counters: { granted: number } }[];
 }
 
-describe("TLS and tokens", { timeout: 180_000 }, () => {
+describe("TLS and tokens", { timeout: 300_000 }, () => {
   let certs: TestCertificates;
   let spec: string;
   let mtls: { child: Child; address: string; dashboard: string };
@@ -180,7 +180,7 @@ describe("TLS and tokens", { timeout: 180_000 }, () => {
     );
     const before = await grantedOnMtls();
     const run = track(sluice(["run", runSpec, "--drain", "--quiet"], { SLUICE_CONTROLLER_TOKEN: TOKEN }));
-    assert.equal(await exitCodeWithin(run, 60_000), 0, run.stderr);
+    assert.equal(await exitCodeWithin(run, 120_000), 0, run.stderr);
     const granted = (await grantedOnMtls()) - before;
     assert.ok(granted >= 60, `the controller granted ${granted} rows to the run (60 messages)`);
   });
@@ -198,7 +198,7 @@ describe("TLS and tokens", { timeout: 180_000 }, () => {
     assert.equal(without.code, 1);
     assert.match(without.stderr, /requires a client certificate/);
     run.kill("SIGTERM");
-    assert.equal(await exitCodeWithin(run, 30_000), 0, run.stderr);
+    assert.equal(await exitCodeWithin(run, 120_000), 0, run.stderr);
     const refused = await client(["run", spec, "--quiet", "--tls-cert", certs.serverCert, "--tls-key", certs.serverKey]);
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /serve the embedded controller's gRPC port: add --controller-port <port>/);
@@ -229,7 +229,7 @@ describe("TLS and tokens", { timeout: 180_000 }, () => {
       sluice(["worker", workerSpec, "--quiet", "--worker-id", "tls-w1", "--token", TOKEN, "--metrics-port", "0", "--metrics-tls-cert", certs.serverCert, "--metrics-tls-key", certs.serverKey]),
     );
     const metrics = (await worker.waitFor(/sluice worker: metrics on (https:\/\/127\.0\.0\.1:\d+\/metrics)/))[1] ?? "";
-    await worker.waitFor(/started Noop/, 30_000, "stderr");
+    await worker.waitFor(/started Noop/, 120_000, "stderr");
     const before = await grantedOnMtls();
     await produce(`${name}-in`, 40);
     const ca = certs.read(certs.caCert);
@@ -246,6 +246,6 @@ describe("TLS and tokens", { timeout: 180_000 }, () => {
     assert.ok((await grantedOnMtls()) - before >= 40, "with quota the mTLS controller granted");
     assert.equal((await httpsGet(metrics, ca)).status, 401, "the worker's metrics need the token");
     worker.kill("SIGTERM");
-    assert.equal(await exitCodeWithin(worker, 30_000), 0, worker.stderr);
+    assert.equal(await exitCodeWithin(worker, 120_000), 0, worker.stderr);
   });
 });

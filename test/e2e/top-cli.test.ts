@@ -36,7 +36,7 @@ async function firstGrant(address: string, throttlerId: string, timeoutMs = 60_0
   }
 }
 
-describe("sluice top", { timeout: 120_000 }, () => {
+describe("sluice top", { timeout: 300_000 }, () => {
   let address = "";
   before(async () => {
     const run = track(sluice(["run", writeTwoClassPipeline(), "--controller-port", "0", "--quiet"]));

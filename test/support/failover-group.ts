@@ -35,7 +35,7 @@ export async function startControllers(spec: string, addresses: readonly string[
     children.push(child);
     controllers.set(address, child);
   }
-  await Promise.all([...controllers.values()].map((c) => c.waitFor(/listening on/, 30_000)));
+  await Promise.all([...controllers.values()].map((c) => c.waitFor(/listening on/, 120_000)));
   return controllers;
 }
 

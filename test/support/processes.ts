@@ -43,11 +43,11 @@ export class Child {
   }
 
   /**
-   * The default wait is long because a child started from TypeScript sources takes seconds to
-   * start on a loaded machine (over 20 s at a load average of 20); a child that exits stops the
-   * wait at once, so a broken start still fails fast.
+   * The default wait is long because a child takes seconds to start on a loaded machine (over 20 s
+   * from TypeScript sources at a load average of 20; over 60 s, from dist/ too, at 30); a child that
+   * exits stops the wait at once, so a broken start still fails fast.
    */
-  async waitFor(pattern: RegExp, timeoutMs = 60_000, stream: "stdout" | "stderr" = "stdout"): Promise<RegExpMatchArray> {
+  async waitFor(pattern: RegExp, timeoutMs = 120_000, stream: "stdout" | "stderr" = "stdout"): Promise<RegExpMatchArray> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const match = this[stream].match(pattern);

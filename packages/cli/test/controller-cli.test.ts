@@ -14,7 +14,8 @@ import { repoRoot } from "./run-cli.ts";
 // talking gRPC on loopback. Every wait is bounded; only the children started here are signalled.
 
 const SLUICE = [...CHILD_NODE_FLAGS, "packages/cli/bin/sluice.mjs"];
-const STARTUP_MS = 30_000;
+// A wait, not a bound: a child started on a loaded machine takes over 20 s (it returns at once when it is up).
+const STARTUP_MS = 120_000;
 
 interface Finished {
   readonly code: number | null;
