@@ -49,6 +49,7 @@ export {
 } from "./quota-bucket-config.ts";
 export { QuotaBucketDriver, type AcquireRequest, type Grant } from "./quota-bucket-driver.ts";
 export { RateWindow } from "./rate-window.ts";
+export { ERROR_ACTIONS } from "./error-actions.ts";
 export {
   ERROR_CODES,
   SLUICE_ERROR_CODES,
