@@ -9,7 +9,7 @@ import { describe, it } from "node:test";
 // drawing in the same commit; this test says which edges differ. It also checks that every
 // `docs/design.md §N` cited in the sources is a section the document has.
 
-const root = resolve(fileURLToPath(import.meta.url), "../..");
+const root = resolve(fileURLToPath(import.meta.url), "../../..");
 const designPath = resolve(root, "docs/design.md");
 
 interface PackageJson {

@@ -4,16 +4,16 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, it } from "node:test";
 import { pipelineJsonSchema } from "@sluice/spec";
-import { sluiceProgram } from "../packages/cli/src/main.ts";
-import { controllerMetricFamilies, workerMetricFamilies } from "../scripts/docs-reference/metrics-reference.ts";
-import { referencePages, REGENERATE_COMMAND } from "../scripts/docs-reference/pages.ts";
-import { specFields } from "../scripts/docs-reference/spec-reference.ts";
+import { sluiceProgram } from "../../packages/cli/src/main.ts";
+import { controllerMetricFamilies, workerMetricFamilies } from "../../scripts/docs-reference/metrics-reference.ts";
+import { referencePages, REGENERATE_COMMAND } from "../../scripts/docs-reference/pages.ts";
+import { specFields } from "../../scripts/docs-reference/spec-reference.ts";
 
 // docs/reference/ is generated from the code (`pnpm docs:reference`). These tests regenerate every
 // page in memory and compare it with the committed one, and check that the code holds a description
 // for everything the pages list, so a reference is never stale nor silent about a field.
 
-const root = resolve(fileURLToPath(import.meta.url), "../..");
+const root = resolve(fileURLToPath(import.meta.url), "../../..");
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
