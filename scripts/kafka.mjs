@@ -16,7 +16,7 @@
 // KAFKA_HOME (where the broker's data, server.properties, log and pid file go: .tools/kafka; the
 // jars stay in .tools/kafka/lib), KAFKA_KEEP_DATA (1: a data dir formatted before is kept, so a
 // broker started again on it has its topics, offsets and transactions; default: formatted afresh).
-// A test that restarts a broker starts a private one with these (test/helpers/private-kafka.ts).
+// A test that restarts a broker starts a private one with these (test/support/private-kafka.ts).
 //
 // Only node built-ins; plain ESM so that it runs before anything is compiled.
 import { spawnSync } from "node:child_process";
