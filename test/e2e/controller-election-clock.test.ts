@@ -1,3 +1,4 @@
+// services: kafka
 // One time base for the leader's lease (DESIGN §9.1): kafkajs stamps its requests with `Date.now()`,
 // the controller's clock is monotonic (performance.timeOrigin + performance.now()). After the wall
 // clock steps back (NTP), the two differ by the step; a lease that compared them directly saw every
@@ -10,7 +11,7 @@ import { systemClock, type Clock } from "@sluice/core";
 import { FailoverController } from "@sluice/controller";
 import { KafkaControllerElection, KafkaControllerStateStore } from "@sluice/kafka";
 import { dynamicSpecSchema } from "@sluice/spec";
-import { kafka, uniqueName } from "./helpers/kafka.ts";
+import { kafka, uniqueName } from "../support/kafka.ts";
 
 const STEP_MS = 6_000;
 const LEASE_MS = 3_000;

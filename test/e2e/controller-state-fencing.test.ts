@@ -1,3 +1,4 @@
+// services: kafka
 // The controller state on a real broker (DESIGN §9.1): Kafka, not our numbers, orders and fences
 // it. Each store here is what one controller process has (its reader, its claim on the writer).
 import assert from "node:assert/strict";
@@ -5,7 +6,7 @@ import { after, describe, it } from "node:test";
 import type { Consumer } from "kafkajs";
 import { StateWriterFencedError, type ControllerState, type PersistedThrottler } from "@sluice/controller";
 import { KafkaControllerStateStore, STATE_TOPIC_CONFIG } from "@sluice/kafka";
-import { kafka, uniqueName, withAdmin } from "./helpers/kafka.ts";
+import { kafka, uniqueName, withAdmin } from "../support/kafka.ts";
 
 const stores: KafkaControllerStateStore[] = [];
 after(async () => {

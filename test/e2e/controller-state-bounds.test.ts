@@ -1,3 +1,4 @@
+// services: kafka
 // Records at their documented bounds written to and read back from a real broker (DESIGN §9.1):
 // the single `buckets` record of before outgrew the broker's 1 MiB limit with eight busy concurrency
 // throttlers, and then every grant failed.
@@ -5,8 +6,8 @@ import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { PERSISTED_HOLDERS_MAX, PERSISTED_REQUEST_IDS_MAX, type PersistedThrottler } from "@sluice/controller";
 import { KafkaControllerStateStore } from "@sluice/kafka";
-import { concurrencyRecord, leasesOf } from "../packages/kafka/test/state-record-fixtures.ts";
-import { kafka, uniqueName } from "./helpers/kafka.ts";
+import { concurrencyRecord, leasesOf } from "../../packages/kafka/test/state-record-fixtures.ts";
+import { kafka, uniqueName } from "../support/kafka.ts";
 
 const stores: KafkaControllerStateStore[] = [];
 after(async () => {
