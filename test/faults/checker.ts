@@ -224,6 +224,8 @@ export interface CheckResult {
   readonly violations: Violation[];
   readonly maxHeld: Record<string, number>;
   readonly grants: number;
+  /** Grants per throttler: a throttler that stops granting after a fault shows here (liveness, not an invariant). */
+  readonly grantsByThrottler: Record<string, number>;
   readonly releases: number;
   readonly failures: Record<string, number>;
 }
@@ -250,6 +252,7 @@ export function checkHistory(unordered: readonly HistoryEvent[], options: CheckO
     violations: violations.sort((a, b) => a.at - b.at),
     maxHeld,
     grants: ofType(events, "grant").length,
+    grantsByThrottler: Object.fromEntries(setup.throttlers.map((t) => [t.id, ofType(events, "grant").filter((g) => g.throttler === t.id).length])),
     releases: ofType(events, "release").length,
     failures,
   };

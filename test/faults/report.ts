@@ -4,7 +4,7 @@ import { iso, rateWindows, type CheckResult } from "./checker.ts";
 import type { HistoryEvent } from "./history.ts";
 import type { FaultOutcome } from "./nemesis.ts";
 
-/** How long after a fault ends its over-grant and grant pause are still counted as its own. */
+/** How long after a fault ends (or the group recovers) its over-grant and grant pause are still counted as its own. */
 const AFTERMATH_MS = 15_000;
 
 export interface FaultFigures {
@@ -15,13 +15,30 @@ export interface FaultFigures {
   readonly overGrant: { throttler: string; granted: number; base: number; over: number; allowedOver: number; at: number }[];
 }
 
+/** The faults as the nemesis recorded them (start, end, recovery), so a stored history can be reported again. */
+export function outcomesFromHistory(events: readonly HistoryEvent[]): FaultOutcome[] {
+  const outcomes = new Map<number, FaultOutcome>();
+  for (const e of events) {
+    if (e.type === "fault" && e.phase === "start") {
+      outcomes.set(e.index, { index: e.index, kind: e.kind, startedAt: e.at, endedAt: e.at, target: e.target ?? "", detail: e.detail ?? "", failoverMs: null, newLeader: null });
+    }
+    const known = e.type === "fault" || e.type === "recovered" ? outcomes.get(e.index) : undefined;
+    if (!known) continue;
+    if (e.type === "fault" && e.phase === "end") outcomes.set(e.index, { ...known, endedAt: e.at });
+    if (e.type === "recovered") outcomes.set(e.index, { ...known, failoverMs: e.failoverMs, newLeader: e.leader });
+  }
+  return [...outcomes.values()].sort((a, b) => a.index - b.index);
+}
+
 export function faultFigures(events: readonly HistoryEvent[], outcomes: readonly FaultOutcome[]): FaultFigures[] {
   const setup = events.find((e): e is Extract<HistoryEvent, { type: "setup" }> => e.type === "setup");
   const runEnd = events.at(-1)?.at ?? 0;
   const grants = events.filter((e): e is Extract<HistoryEvent, { type: "grant" }> => e.type === "grant");
   return outcomes.map((outcome, i) => {
     const next = outcomes[i + 1]?.startedAt ?? Number.POSITIVE_INFINITY;
-    const until = Math.min(outcome.endedAt + AFTERMATH_MS, next);
+    // Up to the aftermath of the later of the fault's end and the recovery (the next fault, or the run's end, if none came).
+    const recoveredAt = outcome.failoverMs === null ? Number.POSITIVE_INFINITY : outcome.startedAt + outcome.failoverMs;
+    const until = Math.min(Math.max(outcome.endedAt, recoveredAt) + AFTERMATH_MS, next, runEnd);
     let gap = 0;
     let last = grants.filter((g) => g.at <= outcome.startedAt).at(-1)?.at ?? outcome.startedAt;
     for (const g of grants) {
@@ -30,7 +47,7 @@ export function faultFigures(events: readonly HistoryEvent[], outcomes: readonly
       last = g.at;
     }
     // A pause that lasts to the end of the fault's aftermath (or of the run) counts up to there.
-    gap = Math.max(gap, Math.min(until, runEnd) - last);
+    gap = Math.max(gap, until - last);
     const overGrant = (setup?.throttlers ?? [])
       .filter((t) => t.kind === "rate")
       .map((info) => {
@@ -51,7 +68,7 @@ export function printReport(seed: number, figures: readonly FaultFigures[], resu
     const o = f.outcome;
     print(
       `#${o.index + 1} ${o.kind} on ${o.target} at ${iso(o.startedAt)} (${o.detail}): ` +
-        `leader serving after ${o.failoverMs === null ? "NEVER" : `${o.failoverMs} ms`}${o.newLeader ? ` (${o.newLeader})` : ""}, ` +
+        `leader serving after ${o.failoverMs === null ? "NEVER" : `${o.failoverMs} ms`}${o.newLeader ? ` (${o.newLeader}${sameLeader(o) ? (o.kind === "kill-leader" ? ": no survivor took over, the replacement on its port did" : ": no successor, the faulted leader again") : ""})` : ""}, ` +
         `longest pause in grants ${f.grantGapMs} ms`,
     );
     for (const g of f.overGrant) {
@@ -74,6 +91,7 @@ export function printReport(seed: number, figures: readonly FaultFigures[], resu
     );
   }
   const failures = Object.entries(result.failures).map(([code, n]) => `${code} ${n}`).join(", ") || "none";
+  print(`grants per throttler: ${Object.entries(result.grantsByThrottler).map(([id, n]) => `${id} ${n}`).join(", ")}`);
   print(`${result.grants} grants, ${result.releases} releases, failed calls: ${failures}; most concurrency units held: ${JSON.stringify(result.maxHeld)}`);
   if (result.violations.length === 0) {
     print("invariants: all hold (rate windows, concurrency held ≤ limit, spec version never backwards, deadlines answered)");
@@ -92,6 +110,11 @@ export function faultNear(at: number, figures: readonly FaultFigures[]): string 
   if (!before) return " (before any fault)";
   const during = at <= before.outcome.endedAt;
   return ` (${during ? "during" : "after"} fault #${before.outcome.index + 1} ${before.outcome.kind}, ${Math.round((at - before.outcome.startedAt) / 100) / 10} s from its start)`;
+}
+
+/** A leader fault after which no other controller took over (a liveness figure, not a safety violation). */
+function sameLeader(o: FaultOutcome): boolean {
+  return (o.kind === "kill-leader" || o.kind === "pause-leader" || o.kind === "cut-connection") && o.newLeader === o.target && !o.detail.includes("(follower)");
 }
 
 function round(n: number): number {

@@ -1,4 +1,5 @@
-// `pnpm test:faults [--seed N] [--minutes M] [--faults kind,kind]`: the fault harness (DESIGN §9.1).
+// `pnpm test:faults [--seed N] [--minutes M] [--faults kind,kind]`: the fault harness (DESIGN §9.1);
+// `pnpm test:faults --check <run dir>` checks and reports a recorded history again.
 // A seeded schedule of faults runs against a private broker, three controllers of one failover
 // group behind Toxiproxy and two client processes under load; then the checker reads the whole
 // history. Prints the seed first, the schedule, per fault the failover time and the over-grant,
@@ -14,7 +15,7 @@ import { FAULT_KINDS, HistoryWriter, readHistory, type FaultKind, type Throttler
 import type { LoadClientOptions } from "./load-client.ts";
 import { monitor } from "./monitor.ts";
 import { Nemesis, type FaultOutcome } from "./nemesis.ts";
-import { faultFigures, printReport } from "./report.ts";
+import { faultFigures, outcomesFromHistory, printReport } from "./report.ts";
 import { describeStep, faultSchedule, SESSION_TIMEOUT_MS } from "./schedule.ts";
 
 const { values } = parseArgs({
@@ -24,14 +25,25 @@ const { values } = parseArgs({
     faults: { type: "string" },
     clients: { type: "string", default: "2" },
     "run-dir": { type: "string" },
+    check: { type: "string" },
   },
 });
+
+// --check DIR: check and report a recorded history again (after a change to the checker), run nothing.
+if (values.check !== undefined) {
+  const events = readHistory(resolve(values.check));
+  const setup = events.find((e) => e.type === "setup");
+  const result = checkHistory(events);
+  const outcomes = outcomesFromHistory(events);
+  printReport(setup?.type === "setup" ? setup.seed : -1, faultFigures(events, outcomes), result, (line) => process.stdout.write(`${line}\n`));
+  process.exit(result.violations.length === 0 && outcomes.every((o) => o.failoverMs !== null) ? 0 : 1);
+}
 const seed = values.seed !== undefined ? Number(values.seed) : Math.floor(Math.random() * 2 ** 31);
 const minutes = Number(values.minutes);
 const clientCount = Number(values.clients);
 const kinds = values.faults ? (values.faults.split(",").map((k) => k.trim()) as FaultKind[]) : undefined;
 const usage = (why: string) => {
-  process.stderr.write(`test:faults: ${why}\nusage: pnpm test:faults [--seed N] [--minutes M] [--faults ${FAULT_KINDS.join(",")}] [--clients N]\n`);
+  process.stderr.write(`test:faults: ${why}\nusage: pnpm test:faults [--seed N] [--minutes M] [--faults ${FAULT_KINDS.join(",")}] [--clients N] | --check <run dir>\n`);
   process.exit(2);
 };
 if (!Number.isInteger(seed) || seed < 0) usage(`--seed takes a whole number ≥ 0, got ${values.seed}`);
@@ -156,7 +168,7 @@ await cleanup();
 
 const events = readHistory(runDir);
 const result = checkHistory(events);
-printReport(seed, faultFigures(events, outcomes), result, print);
+printReport(seed, faultFigures(events, outcomesFromHistory(events)), result, print);
 if (unrecovered > 0) print(`${unrecovered} fault(s) after which no controller served as leader within 90 s`);
 print(`seed ${seed}: ${result.violations.length === 0 && unrecovered === 0 ? "PASS" : "FAIL"}`);
 process.exit(result.violations.length === 0 && unrecovered === 0 ? 0 : 1);
