@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, mkdirSync, writeFileSync, type WriteStream } from "node:fs";
 import { join } from "node:path";
 import { Kafka, logLevel } from "kafkajs";
-import { createGrpcQuotaClient } from "@sluice/protocol";
+import { createGrpcQuotaClient, type QuotaServiceClient } from "@sluice/protocol";
 import { freePorts } from "../helpers/failover-group.ts";
 import { PrivateKafka } from "../helpers/private-kafka.ts";
 import { NOOP_COMPUTATION, ROOT, SLUICE_BIN } from "../helpers/processes.ts";
@@ -37,6 +37,7 @@ export interface ClusterOptions {
 export class FaultCluster {
   readonly slots: ControllerSlot[] = [];
   private readonly logs = new Map<number, WriteStream>();
+  private readonly probes = new Map<string, QuotaServiceClient>();
   private stopToxiproxy: () => Promise<void> = async () => {};
 
   private constructor(
@@ -143,16 +144,20 @@ export class FaultCluster {
   async leader(exclude: readonly string[] = [], sentAt?: { value: number }): Promise<{ slot: ControllerSlot; snapshot: LeaderSnapshot } | null> {
     for (const slot of this.slots) {
       if (exclude.includes(slot.address) || !this.isRunning(slot)) continue;
-      const client = createGrpcQuotaClient(slot.address);
+      // One channel per address for the whole run: a new one per poll costs a handshake, which a
+      // loaded machine can stretch past the deadline. gRPC reconnects it after a restart.
+      let client = this.probes.get(slot.address);
+      if (!client) {
+        client = createGrpcQuotaClient(slot.address);
+        this.probes.set(slot.address, client);
+      }
       try {
         if (sentAt) sentAt.value = Date.now();
-        const { snapshotJson } = await client.describeThrottlers({ deadlineAt: Date.now() + 500 });
+        const { snapshotJson } = await client.describeThrottlers({ deadlineAt: Date.now() + 1_500 });
         const snapshot = JSON.parse(snapshotJson) as LeaderSnapshot;
         if (snapshot.failover?.role === "leader") return { slot, snapshot };
       } catch {
         // a follower refuses; a paused or dead one does not answer
-      } finally {
-        client.close();
       }
     }
     return null;
@@ -208,6 +213,7 @@ export class FaultCluster {
 
   /** Ends every process this cluster started (by pid) and removes its proxies and the broker's home. */
   async close(): Promise<void> {
+    for (const probe of this.probes.values()) probe.close();
     await Promise.all(this.slots.map((slot) => this.stopController(slot, 3_000)));
     for (const slot of this.slots) await this.toxiproxy.remove(slot.proxyName).catch(() => {});
     await this.kafka.dispose();

@@ -120,7 +120,8 @@ export class Nemesis {
     const detail = `proxy ${target.proxyName} disabled for ${step.cutMs} ms (${role})`;
     const startedAt = this.begin(index, "cut-connection", target.address, detail);
     await this.cluster.toxiproxy.setEnabled(target.proxyName, false);
-    const measured = role === "leader" ? await this.successor(target.address, step.cutMs) : null;
+    // A follower's cut moves no leadership: the figure is then how soon a leader answers during it.
+    const measured = await this.successor(role === "leader" ? target.address : "", step.cutMs);
     await sleep(Math.max(0, startedAt + step.cutMs - Date.now()));
     await this.cluster.toxiproxy.setEnabled(target.proxyName, true);
     return this.finish(index, "cut-connection", target.address, detail, startedAt, [], measured);
