@@ -45,15 +45,18 @@ export class PrivateKafka {
     readonly home: string,
     readonly port: number,
     readonly controllerPort: number,
+    /** KAFKA_EXTRA_LISTENERS of scripts/kafka.mjs ("" = none): listeners that advertise a proxy's port. */
+    readonly extraListeners = "",
   ) {}
 
   get brokers(): string[] {
     return [`127.0.0.1:${this.port}`];
   }
 
-  /** A fresh broker (formatted data dir) on two free ports. */
-  static async start(): Promise<PrivateKafka> {
-    const kafka = new PrivateKafka(mkdtempSync(join(tmpdir(), "sluice-private-kafka-")), await freePort(), await freePort());
+  /** A fresh broker (formatted data dir) on two free ports, with `extraListeners` as KAFKA_EXTRA_LISTENERS. */
+  static async start(options: { extraListeners?: string } = {}): Promise<PrivateKafka> {
+    const home = mkdtempSync(join(tmpdir(), "sluice-private-kafka-"));
+    const kafka = new PrivateKafka(home, await freePort(), await freePort(), options.extraListeners ?? "");
     await kafka.launch(false);
     return kafka;
   }
@@ -98,6 +101,7 @@ export class PrivateKafka {
       KAFKA_PORT: String(this.port),
       KAFKA_CONTROLLER_PORT: String(this.controllerPort),
       KAFKA_KEEP_DATA: keepData ? "1" : "0",
+      KAFKA_EXTRA_LISTENERS: this.extraListeners,
     };
     delete env["KAFKA_BROKERS"]; // that names the shared broker: the script would start nothing
     const child = spawn(process.execPath, [KAFKA_SCRIPT, "start"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
