@@ -84,6 +84,8 @@ export class Controller implements QuotaServiceHandler {
   private readonly alignment: AlignmentGroups;
   private spec: DynamicSpec;
   private currentVersion = 1;
+  /** The update every new watch is sent first: one string per spec version, shared by every watch. */
+  private latestUpdate: DynamicSpecUpdate | null = null;
   private closedWith: SluiceError | null = null;
 
   constructor(options: ControllerOptions) {
@@ -328,6 +330,9 @@ export class Controller implements QuotaServiceHandler {
   }
 
   private currentUpdate(): DynamicSpecUpdate {
-    return { version: this.currentVersion, dynamicSpecJson: JSON.stringify(this.spec) };
+    if (this.latestUpdate?.version !== this.currentVersion) {
+      this.latestUpdate = { version: this.currentVersion, dynamicSpecJson: JSON.stringify(this.spec) };
+    }
+    return this.latestUpdate;
   }
 }

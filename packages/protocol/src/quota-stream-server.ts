@@ -3,7 +3,9 @@ import { SluiceError, systemClock } from "@sluice/core";
 import { AUTHORIZATION_METADATA_KEY, fromGrpcMetadata } from "./call-metadata.ts";
 import { deadlineAnswer, streamCallDeadline } from "./call-deadline.ts";
 import { toServiceError } from "./error-mapping.ts";
-import { FrameBatcher, utf8Bound } from "./frame-batcher.ts";
+import { AnswerOutbox } from "./answer-outbox.ts";
+import { BOUND_FIELD, DEFAULT_MAX_OPEN_CALLS_PER_STREAM } from "./quota-stream-limits.ts";
+import { utf8Bound } from "./frame-batcher.ts";
 import { fromGrpcDeadline } from "./grpc-deadline.ts";
 import type {
   WireQuotaStreamAnswer,
@@ -55,15 +57,21 @@ export class OpenQuotaStreams {
   }
 }
 
+
 /** The QuotaStream method of a QuotaService implementation. */
-export function quotaStreamMethod(handler: QuotaServiceHandler, authorize: Authorize, open: OpenQuotaStreams): (call: Duplex) => void {
+export function quotaStreamMethod(
+  handler: QuotaServiceHandler,
+  authorize: Authorize,
+  open: OpenQuotaStreams,
+  maxOpenCalls = DEFAULT_MAX_OPEN_CALLS_PER_STREAM,
+): (call: Duplex) => void {
   return (call) => {
     const refusal = authorize(call.metadata.get(AUTHORIZATION_METADATA_KEY)[0]);
     if (refusal) {
       call.emit("error", toServiceError(refusal));
       return;
     }
-    new ServedQuotaStream(call, handler, open);
+    new ServedQuotaStream(call, handler, open, maxOpenCalls);
   };
 }
 
@@ -85,7 +93,7 @@ const BACKLOG_PAUSE_CALLS = 16 * CALLS_PER_TURN;
 
 class ServedQuotaStream {
   private readonly calls = new Map<number, StreamCall>();
-  private readonly out: FrameBatcher<WireQuotaStreamAnswer>;
+  private readonly out: AnswerOutbox;
   private readonly deadlines: StreamCallDeadlines<StreamCall>;
   private readonly readMetadata = () => this.metadata;
   private readonly streamDeadlineAt: number | null;
@@ -103,8 +111,10 @@ class ServedQuotaStream {
     private readonly call: Duplex,
     private readonly handler: QuotaServiceHandler,
     private readonly open: OpenQuotaStreams,
+    private readonly maxOpenCalls: number,
   ) {
-    this.out = new FrameBatcher((answers) => this.write(answers), answerSize);
+    // A client that reads no answers stops being read: what it costs is bounded by its open calls.
+    this.out = new AnswerOutbox(call, answerSize, () => this.updateReading(), () => this.startBacklog());
     this.deadlines = new StreamCallDeadlines<StreamCall>(
       (callId, open) => this.calls.get(callId) === open,
       (callId, open, method, at) => {
@@ -150,7 +160,7 @@ class ServedQuotaStream {
     }
     const receivedAt = systemClock.now();
     const calls = frame.calls;
-    if (this.backlogHead === this.backlog.length && this.startedThisTurn + calls.length <= CALLS_PER_TURN) {
+    if (this.backlogHead === this.backlog.length && this.startedThisTurn + calls.length <= CALLS_PER_TURN && !this.out.blocked) {
       this.startedThisTurn += calls.length;
       this.scheduleTurnEnd();
       for (const entry of calls) this.start(entry, receivedAt);
@@ -160,15 +170,24 @@ class ServedQuotaStream {
       this.backlog.push(entry);
       this.backlogReceivedAt.push(receivedAt);
     }
-    // A client outrunning the controller is held back by HTTP/2 flow control, as it was when every
-    // call started on arrival, instead of piling frames up here.
-    if (this.backlog.length - this.backlogHead > BACKLOG_PAUSE_CALLS) this.call.pause();
+    this.updateReading();
     this.startBacklog();
+  }
+
+  /**
+   * A client outrunning the controller, or not reading its answers, is held back by HTTP/2 flow
+   * control instead of piling frames (or answers) up here.
+   */
+  private updateReading(): void {
+    if (this.ended) return;
+    const hold = this.out.blocked || this.backlog.length - this.backlogHead > BACKLOG_PAUSE_CALLS;
+    if (hold && !this.call.isPaused()) this.call.pause();
+    else if (!hold && this.call.isPaused()) this.call.resume();
   }
 
   /** Starts what this turn's bound leaves room for, oldest first; the rest waits for a later turn. */
   private startBacklog(): void {
-    while (!this.ended && this.startedThisTurn < CALLS_PER_TURN && this.backlogHead < this.backlog.length) {
+    while (!this.ended && !this.out.blocked && this.startedThisTurn < CALLS_PER_TURN && this.backlogHead < this.backlog.length) {
       const at = this.backlogHead++;
       this.startedThisTurn += 1;
       this.start(this.backlog[at] as WireQuotaStreamCall, this.backlogReceivedAt[at] as number);
@@ -177,10 +196,10 @@ class ServedQuotaStream {
       this.backlog = [];
       this.backlogReceivedAt = [];
       this.backlogHead = 0;
-      if (this.call.isPaused()) this.call.resume();
       // Calls refused at their start are answered without being open: nothing else would notice idleness.
       if (this.endingWhenIdle && this.calls.size === 0) setImmediate(() => this.end(null));
     }
+    this.updateReading();
     this.scheduleTurnEnd();
   }
 
@@ -305,6 +324,15 @@ class ServedQuotaStream {
         callId,
       });
     }
+    if (this.calls.size >= this.maxOpenCalls && !this.calls.has(callId)) {
+      const open = this.calls.size;
+      return new SluiceError(
+        "TOO_MANY_CALLS",
+        `QuotaStream: call ${callId} (${entry.call}) refused: the stream already has ${open} open calls, the most ${BOUND_FIELD} allows (${this.maxOpenCalls}); ` +
+          "send another once an open call is answered (or open another stream)",
+        { method: "QuotaStream", callId, openCalls: open, maxOpenCalls: this.maxOpenCalls, field: BOUND_FIELD },
+      );
+    }
     if (this.calls.has(callId)) {
       return new SluiceError(
         "INVALID_REQUEST",
@@ -338,15 +366,11 @@ class ServedQuotaStream {
     if (this.endingWhenIdle && this.idle) setImmediate(() => this.end(null));
   }
 
-  private write(answers: WireQuotaStreamAnswer[]): void {
-    if (this.ended || this.call.cancelled || this.call.writableEnded) return;
-    this.call.write({ answers });
-  }
-
   /** Ends the stream: cancels what is open, then closes it with `error`'s status (null = OK). */
   private end(error: SluiceError | null): void {
     if (this.ended) return;
     this.out.flush();
+    this.out.close();
     this.ended = true;
     this.open.delete(this);
     this.deadlines.clear();

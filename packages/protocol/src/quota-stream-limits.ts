@@ -1,0 +1,8 @@
+// DESIGN §9.1: a QuotaStream holds at most `controller.max_open_calls_per_stream` open calls. The
+// controller refuses more with TOO_MANY_CALLS; Sluice's own clients queue past the bound instead.
+
+/** The default of `controller.max_open_calls_per_stream` (the spec's CONTROLLER_DEFAULTS says the same). */
+export const DEFAULT_MAX_OPEN_CALLS_PER_STREAM = 4_096;
+
+/** The spec field the bound comes from, named in every TOO_MANY_CALLS. */
+export const BOUND_FIELD = "controller.max_open_calls_per_stream";
