@@ -1,4 +1,4 @@
-import { FrameBatcher } from "./frame-batcher.ts";
+import { FrameBatcher, utf8Bound } from "./frame-batcher.ts";
 import type { WireQuotaStreamAnswer, WireQuotaStreamServerFrame } from "./proto-definition.ts";
 
 /** The writable half of a QuotaStream as the server sees it (grpc-js's ServerDuplexStream). */
@@ -143,3 +143,11 @@ export class AnswerOutbox {
 
 const FRAME_ANSWERS = 4_096;
 const FRAME_BYTES = 1 << 20;
+
+/** An upper bound of an answer's encoded size, for the frame limit. */
+export function answerSize(answer: WireQuotaStreamAnswer): number {
+  const error = answer.error;
+  if (error) return 64 + utf8Bound(error.message) + utf8Bound(error.detailsJson) + utf8Bound(error.leader);
+  if (answer.dynamicSpecUpdate) return 64 + utf8Bound(answer.dynamicSpecUpdate.dynamicSpecJson);
+  return 64;
+}

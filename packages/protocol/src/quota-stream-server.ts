@@ -3,9 +3,8 @@ import { SluiceError, systemClock } from "@sluice/core";
 import { AUTHORIZATION_METADATA_KEY, fromGrpcMetadata } from "./call-metadata.ts";
 import { deadlineAnswer, streamCallDeadline } from "./call-deadline.ts";
 import { toServiceError } from "./error-mapping.ts";
-import { AnswerOutbox } from "./answer-outbox.ts";
-import { BOUND_FIELD, DEFAULT_MAX_OPEN_CALLS_PER_STREAM } from "./quota-stream-limits.ts";
-import { utf8Bound } from "./frame-batcher.ts";
+import { AnswerOutbox, answerSize } from "./answer-outbox.ts";
+import { DEFAULT_MAX_OPEN_CALLS_PER_STREAM, tooManyCalls } from "./quota-stream-limits.ts";
 import { fromGrpcDeadline } from "./grpc-deadline.ts";
 import type {
   WireQuotaStreamAnswer,
@@ -324,15 +323,7 @@ class ServedQuotaStream {
         callId,
       });
     }
-    if (this.calls.size >= this.maxOpenCalls && !this.calls.has(callId)) {
-      const open = this.calls.size;
-      return new SluiceError(
-        "TOO_MANY_CALLS",
-        `QuotaStream: call ${callId} (${entry.call}) refused: the stream already has ${open} open calls, the most ${BOUND_FIELD} allows (${this.maxOpenCalls}); ` +
-          "send another once an open call is answered (or open another stream)",
-        { method: "QuotaStream", callId, openCalls: open, maxOpenCalls: this.maxOpenCalls, field: BOUND_FIELD },
-      );
-    }
+    if (this.calls.size >= this.maxOpenCalls && !this.calls.has(callId)) return tooManyCalls(callId, entry.call, this.calls.size, this.maxOpenCalls);
     if (this.calls.has(callId)) {
       return new SluiceError(
         "INVALID_REQUEST",
@@ -406,12 +397,4 @@ function methodName(entry: WireQuotaStreamCall): string {
     default:
       return "QuotaStream";
   }
-}
-
-/** An upper bound of an answer's encoded size, for the frame limit. */
-function answerSize(answer: WireQuotaStreamAnswer): number {
-  const error = answer.error;
-  if (error) return 64 + utf8Bound(error.message) + utf8Bound(error.detailsJson) + utf8Bound(error.leader);
-  if (answer.dynamicSpecUpdate) return 64 + utf8Bound(answer.dynamicSpecUpdate.dynamicSpecJson);
-  return 64;
 }
