@@ -18,5 +18,9 @@ export const ERROR_ACTIONS: Readonly<Record<SluiceErrorCode, string>> = {
     "Retry with backoff under the same request id (the Sluice client does). It also comes from a follower of a failover group, naming the leader in `sluice-leader` (clients go there), and from a leader that could not persist its state. If it lasts, check that a controller is running, reachable at the spec's address, and that its Kafka brokers are.",
   RETRIES_EXHAUSTED: "The job fails and restarts from its last commit; find why the controller kept refusing (the cause is in the message) or raise `retrying_channel.retry_attempts` / `retry_timeout`.",
   CANCELLED: "Nothing: the caller cancelled, and any quota granted to the request went back to the bucket.",
+  TOO_MANY_CALLS:
+    "Wait for an open call of this stream to be answered before sending another, or open another stream (the Sluice client queues its calls under the bound and never sees this); if a well-behaved client needs more, raise `controller.max_open_calls_per_stream`.",
+  LEASE_EXPIRED:
+    "Nothing to retry on the same units: the controller gave them to others after `lease_timeout` without a renewal. Redo the work they admitted (the job's backoff does for input throttling) and find what stalled this process past `lease_timeout`, or raise it.",
   UNAUTHENTICATED: "Give the client the controller's token (`SLUICE_CONTROLLER_TOKEN`) or a certificate its `--tls-client-ca` accepts; retrying with the same credentials fails again.",
 };

@@ -63,3 +63,4 @@ export { TokenBucket, type TokenBucketConfig } from "./token-bucket.ts";
 export { RECENT_MAX_WINDOW_MS, WAIT_BUCKETS_MS, WaitHistogram, type WaitHistogramView } from "./wait-histogram.ts";
 export { SlidingMax } from "./sliding-max.ts";
 export { ConcurrencyUnits } from "./concurrency-units.ts";
+export { ownEntry } from "./id-record.ts";

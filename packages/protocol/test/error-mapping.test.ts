@@ -37,6 +37,8 @@ describe("error mapping, server side", () => {
       RETRIES_EXHAUSTED: null,
       CANCELLED: GrpcStatus.CANCELLED,
       UNAUTHENTICATED: GrpcStatus.UNAUTHENTICATED,
+      TOO_MANY_CALLS: GrpcStatus.RESOURCE_EXHAUSTED,
+      LEASE_EXPIRED: null,
     });
   });
 
