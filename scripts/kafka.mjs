@@ -15,8 +15,11 @@
 // KAFKA_START_TIMEOUT_MS (120000), JAVA_HOME (java to use), MVN (maven command, default `mvn`),
 // KAFKA_HOME (where the broker's data, server.properties, log and pid file go: .tools/kafka; the
 // jars stay in .tools/kafka/lib), KAFKA_KEEP_DATA (1: a data dir formatted before is kept, so a
-// broker started again on it has its topics, offsets and transactions; default: formatted afresh).
-// A test that restarts a broker starts a private one with these (test/helpers/private-kafka.ts).
+// broker started again on it has its topics, offsets and transactions; default: formatted afresh),
+// KAFKA_EXTRA_LISTENERS (e.g. "P0:41001:42001,P1:41002:42002": listener P0 on 127.0.0.1:41001 that
+// advertises 127.0.0.1:42001, where a TCP proxy in front of it listens; the fault harness gives each
+// controller its own proxied listener so that one controller's connection can be cut).
+// A test that restarts a broker starts a private one with these (test/support/private-kafka.ts).
 //
 // Only node built-ins; plain ESM so that it runs before anything is compiled.
 import { spawnSync } from "node:child_process";
@@ -152,18 +155,35 @@ function propsValue(v) {
   return String(v).replace(/\\/g, "\\\\");
 }
 
+/** KAFKA_EXTRA_LISTENERS as [{ name, port, advertisedPort }]. */
+function extraListeners() {
+  const raw = process.env.KAFKA_EXTRA_LISTENERS?.trim();
+  if (!raw) return [];
+  return raw.split(",").map((item) => {
+    const m = /^([A-Z][A-Z0-9_]*):(\d{1,5}):(\d{1,5})$/.exec(item.trim());
+    if (!m || m[1] === "PLAINTEXT" || m[1] === "CONTROLLER") {
+      throw fail(
+        `KAFKA_EXTRA_LISTENERS: ${JSON.stringify(item)} is not NAME:port:advertisedPort with an upper-case NAME ` +
+          `other than PLAINTEXT and CONTROLLER (e.g. "P0:41001:42001")`,
+      );
+    }
+    return { name: m[1], port: Number(m[2]), advertisedPort: Number(m[3]) };
+  });
+}
+
 function writeServerProperties() {
   const p = port();
   const c = controllerPort();
+  const extra = extraListeners();
   const props = {
     "process.roles": "broker,controller",
     "node.id": 1,
     "controller.quorum.voters": `1@${HOST}:${c}`,
-    listeners: `PLAINTEXT://${HOST}:${p},CONTROLLER://${HOST}:${c}`,
-    "advertised.listeners": `PLAINTEXT://${HOST}:${p}`,
+    listeners: [`PLAINTEXT://${HOST}:${p}`, `CONTROLLER://${HOST}:${c}`, ...extra.map((l) => `${l.name}://${HOST}:${l.port}`)].join(","),
+    "advertised.listeners": [`PLAINTEXT://${HOST}:${p}`, ...extra.map((l) => `${l.name}://${HOST}:${l.advertisedPort}`)].join(","),
     "controller.listener.names": "CONTROLLER",
     "inter.broker.listener.name": "PLAINTEXT",
-    "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+    "listener.security.protocol.map": ["CONTROLLER:PLAINTEXT", "PLAINTEXT:PLAINTEXT", ...extra.map((l) => `${l.name}:PLAINTEXT`)].join(","),
     "log.dirs": dataDir,
     // light for a 2-core machine and quick for tests
     "num.network.threads": 2,

@@ -2,17 +2,23 @@
 // `pnpm pack:all`: builds, then writes one tarball per publishable package into dist/packages/
 // (DESIGN §7.7), as `npm install ./dist/packages/*.tgz` takes them. `pnpm pack` applies each
 // package's publishConfig (exports, main, types pointing at dist/) and turns workspace:* into versions.
+// `--prebuilt` packs the dist/ that `pnpm build` left instead of building again: the end-to-end
+// lane builds once and its other tests' children run that dist/ while this one packs.
 import { spawnSync } from "node:child_process";
-import { copyFileSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildPackages } from "./build-packages.mjs";
+import { publishablePackages } from "./publishable-packages.mjs";
 
 const root = resolve(fileURLToPath(import.meta.url), "../..");
 export const PACK_DIR = join(root, "dist/packages");
 
-export function packAll() {
-  const packages = buildPackages();
+export function packAll({ prebuilt = false } = {}) {
+  const packages = prebuilt ? publishablePackages(root) : buildPackages();
+  for (const pkg of packages) {
+    if (!existsSync(join(pkg.dir, "dist"))) throw new Error(`${pkg.name} has no dist/ to pack: run \`pnpm build\` first, or pack:all without --prebuilt`);
+  }
   rmSync(PACK_DIR, { recursive: true, force: true });
   mkdirSync(PACK_DIR, { recursive: true });
   for (const pkg of packages) {
@@ -34,7 +40,7 @@ export function packAll() {
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const startedAt = Date.now();
-  const tarballs = packAll();
+  const tarballs = packAll({ prebuilt: process.argv.includes("--prebuilt") });
   for (const file of tarballs) console.log(`${file.slice(root.length + 1)}  ${(statSync(file).size / 1024).toFixed(0)} KiB`);
   console.log(`${tarballs.length} tarballs in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
 }

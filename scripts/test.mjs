@@ -1,87 +1,140 @@
 #!/usr/bin/env node
-// The whole test suite: type-check, then every *.test.ts under packages/*/test and test/ with node's
-// test runner. Services that tests need (a Kafka broker, a Jaeger, a Zipkin, a Prometheus) are started here when nothing is listening
-// yet, and stopped by their own pid at the end.
+// The test lanes (CONTRIBUTING.md, "Tests"). Every *.test.ts under packages/, test/ and examples/
+// is found by rule; its lane is what it declares (scripts/test-files.mjs):
 //
-//   pnpm test                      everything
-//   pnpm test packages/core        only test files under these paths
-import { spawnSync, spawn } from "node:child_process";
-import { existsSync, readdirSync, statSync } from "node:fs";
-import { join, relative, resolve } from "node:path";
+//   pnpm test [paths…]        type-check, then the unit lane, then the end-to-end lane
+//   pnpm test:unit [paths…]   unit tests only: no services, all cores, no type-check
+//   pnpm test:e2e [paths…]    end-to-end tests only: `pnpm build`, the declared services started
+//                             once, the files run SLUICE_E2E_CONCURRENCY at a time (default 2)
+//
+// Paths narrow the run to the test files under them. Services (a Kafka broker, a Jaeger, a
+// Zipkin, a Prometheus) are reused when one is running and otherwise started here and stopped, by their own
+// pid, at the end.
+import { spawn, spawnSync } from "node:child_process";
+import { availableParallelism, loadavg } from "node:os";
+import { relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { classify, DEFAULT_ROOTS, findTests } from "./test-files.mjs";
 
 const root = resolve(fileURLToPath(import.meta.url), "../..");
 process.chdir(root);
 
-function findTests(dir) {
-  if (!existsSync(dir)) return [];
-  if (statSync(dir).isFile()) return dir.endsWith(".test.ts") ? [dir] : [];
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    if (entry.name === "node_modules" || entry.name.startsWith(".")) return [];
-    return findTests(join(dir, entry.name));
-  });
+const args = process.argv.slice(2);
+const laneFlag = args.find((a) => a.startsWith("--lane="));
+const lane = laneFlag ? laneFlag.slice("--lane=".length) : "all";
+if (!["all", "unit", "e2e"].includes(lane)) {
+  console.error(`--lane=${lane}: the lanes are unit, e2e and all`);
+  process.exit(2);
 }
-
-const roots = process.argv.slice(2);
-const searchRoots = roots.length > 0 ? roots : ["packages", "test", "examples"];
-const files = searchRoots.flatMap((r) => findTests(r)).map((f) => relative(root, f)).sort();
+const roots = args.filter((a) => !a.startsWith("--"));
+const files = (roots.length > 0 ? roots : DEFAULT_ROOTS)
+  .flatMap((r) => findTests(r))
+  .map((f) => relative(root, resolve(f)))
+  .sort();
 if (files.length === 0) {
-  console.error(`no *.test.ts files under ${searchRoots.join(", ")}`);
+  console.error(`no *.test.ts files under ${roots.join(", ")}`);
+  process.exit(1);
+}
+const { unit, e2e, problems } = classify(files);
+if (problems.length > 0) {
+  console.error(`test files in the wrong lane (CONTRIBUTING.md, "Tests"):\n  ${problems.join("\n  ")}`);
   process.exit(1);
 }
 
-console.log("== type-check (tsc --noEmit)");
-const tsc = spawnSync("pnpm", ["exec", "tsc", "-p", "tsconfig.json"], { stdio: "inherit" });
-if (tsc.status !== 0) process.exit(tsc.status ?? 1);
+const secs = (ms) => `${(ms / 1000).toFixed(1)} s`;
+const load = () => loadavg().map((l) => l.toFixed(1)).join(" ");
+const timings = [];
 
-const services = [];
-const needsKafka = files.some((f) => f.startsWith("test/kafka") || f.includes("/kafka/"));
-if (needsKafka && existsSync(join(root, "scripts/kafka.mjs"))) {
-  const { ensureKafka } = await import("./kafka.mjs");
-  const kafka = await ensureKafka();
-  process.env.KAFKA_BROKERS = kafka.brokers;
-  services.push(kafka);
-}
-const needsJaeger = files.some((f) => f.startsWith("test/jaeger") || f.includes("/jaeger/"));
-if (needsJaeger && existsSync(join(root, "scripts/jaeger.mjs"))) {
-  const { ensureJaeger } = await import("./jaeger.mjs");
-  const jaeger = await ensureJaeger();
-  // Not OTEL_EXPORTER_OTLP_ENDPOINT: every `sluice` child of every test would then trace to Jaeger.
-  // Tests that want traces there ask ensureJaeger(), which finds this one running.
-  process.env.JAEGER_OTLP_ENDPOINT = jaeger.otlpHttpEndpoint;
-  process.env.JAEGER_QUERY_URL = jaeger.queryUrl;
-  services.push(jaeger);
+async function step(name, run) {
+  console.log(`== ${name} (load average ${load()})`);
+  const startedAt = Date.now();
+  const code = await run();
+  timings.push(`${name}: ${code === 0 ? "passed" : `FAILED (exit ${code})`} in ${secs(Date.now() - startedAt)} (load average at the end ${load()})`);
+  return code;
 }
 
-const needsZipkin = files.some((f) => f.startsWith("test/zipkin") || f.includes("/zipkin/"));
-if (needsZipkin && existsSync(join(root, "scripts/zipkin.mjs"))) {
-  // Fetches the server's jar with Maven on a fresh machine (first use), like the Kafka broker's.
-  const { ensureZipkin } = await import("./zipkin.mjs");
-  const zipkin = await ensureZipkin();
-  // Tests that want it ask ensureZipkin(), which then uses this one and starts nothing.
-  process.env.ZIPKIN_URL = zipkin.url;
-  services.push(zipkin);
+function nodeTest(testFiles, concurrency, env = process.env) {
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, "--test-timeout=600000", ...testFiles],
+    { stdio: "inherit", env },
+  );
+  return new Promise((done) => child.on("exit", (code, signal) => done(code ?? (signal ? 1 : 0))));
 }
 
-const needsPrometheus = files.some(
-  (f) => f.startsWith("test/prometheus") || f.startsWith("test/adaptive") || f.includes("/prometheus/") || f.includes("cluster-admission"),
-);
-if (needsPrometheus && existsSync(join(root, "scripts/prometheus.mjs"))) {
-  const { ensurePrometheus } = await import("./prometheus.mjs");
-  const prometheus = await ensurePrometheus();
-  // Tests register their scrape targets as file_sd files under this home (registerScrapeTarget).
-  process.env.PROMETHEUS_URL = prometheus.url;
-  // That is the home of the server found running (maybe another checkout's), not necessarily ours.
-  process.env.PROMETHEUS_HOME = prometheus.home;
-  services.push(prometheus);
+let failed = 0;
+if (lane === "all") {
+  const code = await step("type-check (tsc --noEmit)", async () => spawnSync("pnpm", ["exec", "tsc", "-p", "tsconfig.json"], { stdio: "inherit" }).status ?? 1);
+  if (code !== 0) process.exit(code);
 }
 
-console.log(`== node --test (${files.length} files)`);
-const child = spawn(
-  process.execPath,
-  ["--import", "tsx", "--test", "--test-timeout=600000", ...files],
-  { stdio: "inherit", env: process.env },
-);
-const code = await new Promise((done) => child.on("exit", (c, signal) => done(c ?? (signal ? 1 : 0))));
-for (const service of services.reverse()) await service.stop();
-process.exit(code);
+if (lane !== "e2e" && unit.length > 0) {
+  const cores = availableParallelism();
+  failed ||= await step(`unit lane: ${unit.length} files, ${cores} at a time`, () => nodeTest(unit, cores));
+}
+
+if (lane !== "unit" && e2e.length > 0) {
+  failed ||= await runE2e(e2e);
+}
+
+console.log(`\n== summary\n${timings.join("\n")}`);
+process.exit(failed);
+
+async function runE2e(tests) {
+  const built = await step("pnpm build (the end-to-end children run dist/)", async () => {
+    const { buildPackages } = await import("./build-packages.mjs");
+    try {
+      buildPackages();
+      return 0;
+    } catch (err) {
+      console.error(err instanceof Error ? err.message : err);
+      return 1;
+    }
+  });
+  if (built !== 0) return built;
+
+  const needed = new Set(tests.flatMap((t) => t.services));
+  const env = { ...process.env, SLUICE_E2E_BUILT: "1" };
+  const services = [];
+  try {
+    if (needed.has("kafka")) {
+      const { ensureKafka } = await import("./kafka.mjs");
+      const kafka = await ensureKafka();
+      env.KAFKA_BROKERS = kafka.brokers;
+      services.push(kafka);
+    }
+    if (needed.has("jaeger")) {
+      const { ensureJaeger } = await import("./jaeger.mjs");
+      const jaeger = await ensureJaeger();
+      // Not OTEL_EXPORTER_OTLP_ENDPOINT: every `sluice` child of every test would then trace to Jaeger.
+      // Tests that want traces there ask ensureJaeger(), which finds this one running.
+      env.JAEGER_OTLP_ENDPOINT = jaeger.otlpHttpEndpoint;
+      env.JAEGER_QUERY_URL = jaeger.queryUrl;
+      services.push(jaeger);
+    }
+    if (needed.has("zipkin")) {
+      // Fetches the server's jar with Maven on a fresh machine (first use), like the Kafka broker's.
+      const { ensureZipkin } = await import("./zipkin.mjs");
+      const zipkin = await ensureZipkin();
+      // Tests that want it ask ensureZipkin(), which then uses this one and starts nothing.
+      env.ZIPKIN_URL = zipkin.url;
+      services.push(zipkin);
+    }
+    if (needed.has("prometheus")) {
+      const { ensurePrometheus } = await import("./prometheus.mjs");
+      const prometheus = await ensurePrometheus();
+      // Tests register their scrape targets as file_sd files under this home (registerScrapeTarget).
+      env.PROMETHEUS_URL = prometheus.url;
+      // That is the home of the server found running (maybe another checkout's), not necessarily ours.
+      env.PROMETHEUS_HOME = prometheus.home;
+      services.push(prometheus);
+    }
+    const concurrency = Number(process.env.SLUICE_E2E_CONCURRENCY ?? 2);
+    const names = [...needed].sort().join(", ");
+    return await step(`end-to-end lane: ${tests.length} files, ${concurrency} at a time (${names})`, () =>
+      nodeTest(tests.map((t) => t.file), concurrency, env),
+    );
+  } finally {
+    for (const service of services.reverse()) await service.stop();
+  }
+}

@@ -20,6 +20,8 @@ ERROR_CODES: dict[str, tuple[bool, grpc.StatusCode | None]] = {
     "RETRIES_EXHAUSTED": (False, None),
     "CANCELLED": (False, grpc.StatusCode.CANCELLED),
     "UNAUTHENTICATED": (False, grpc.StatusCode.UNAUTHENTICATED),
+    "TOO_MANY_CALLS": (False, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    "LEASE_EXPIRED": (False, None),
 }
 
 #: Trailing metadata the controller sets on every refusal (protocol/src/error-mapping.ts).

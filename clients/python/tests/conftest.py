@@ -1,4 +1,4 @@
-"""The controller these tests talk to is started by test/python-client.test.ts (`pnpm test`), which
+"""The controller these tests talk to is started by test/e2e/python-client.test.ts (`pnpm test`), which
 passes its address and token; run them through it rather than on their own."""
 
 import os
@@ -15,7 +15,7 @@ def controller() -> tuple[str, str]:
     if not address or not token:
         pytest.fail(
             "SLUICE_CONTROLLER and SLUICE_CONTROLLER_TOKEN are not set: run these tests with "
-            "`pnpm test test/python-client.test.ts`, which starts a real `sluice controller` for them"
+            "`pnpm test test/e2e/python-client.test.ts`, which starts a real `sluice controller` for them"
         )
     return address, token
 

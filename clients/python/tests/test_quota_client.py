@@ -1,4 +1,4 @@
-"""The Python client against a real `sluice controller` (throttlers in test/python-client.test.ts)."""
+"""The Python client against a real `sluice controller` (throttlers in test/e2e/python-client.test.ts)."""
 
 import json
 import threading

@@ -1,3 +1,4 @@
+import { systemClock } from "@sluice/core";
 import type { ControllerElection, ControllerStateStore } from "@sluice/controller";
 import { KafkaControllerElection, KafkaControllerStateStore, createKafkaClient } from "@sluice/kafka";
 import type { PipelineSpec } from "@sluice/spec";
@@ -30,6 +31,8 @@ export function kafkaFailoverPorts(
         pipeline: spec.pipeline,
         address,
         sessionTimeoutMs: spec.kafka?.session_timeout ?? 30_000,
+        // The FailoverController's clock (startFailoverController's default): one time base.
+        clock: systemClock,
         log,
       }),
     };

@@ -32,18 +32,27 @@ const processOutput: MainOutput = {
   stderr: (text) => process.stderr.write(text),
 };
 
+/**
+ * The `sluice` program with every command registered, not parsed yet. The CLI reference
+ * (docs/reference/cli.md) is generated from it.
+ */
+export function sluiceProgram(cli: Cli): Command {
+  // Settings before commands: subcommands copy them when they are created.
+  const program = new Command("sluice")
+    .description("Stream processing for TypeScript with Flow-like computations and a distributed throttler")
+    .exitOverride()
+    .configureOutput({ writeOut: cli.stdout, writeErr: cli.stderr })
+    .showHelpAfterError("(run `sluice --help` for usage)");
+  for (const register of COMMANDS) register(program, cli);
+  return program;
+}
+
 /** Runs `sluice <argv…>` and resolves with the exit code. */
 export async function main(argv: readonly string[], output: MainOutput = processOutput): Promise<number> {
   let exitCode = EXIT_OK;
   const cli: Cli = { ...output, setExitCode: (code) => (exitCode = code) };
 
-  // Settings before commands: subcommands copy them when they are created.
-  const program = new Command("sluice")
-    .description("Stream processing for TypeScript with Flow-like computations and a distributed throttler")
-    .exitOverride()
-    .configureOutput({ writeOut: output.stdout, writeErr: output.stderr })
-    .showHelpAfterError("(run `sluice --help` for usage)");
-  for (const register of COMMANDS) register(program, cli);
+  const program = sluiceProgram(cli);
 
   try {
     await program.parseAsync([...argv], { from: "user" });

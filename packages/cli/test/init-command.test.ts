@@ -1,3 +1,4 @@
+// services: processes
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -6,7 +7,7 @@ import { after, describe, it } from "node:test";
 import { runSluice } from "./run-cli.ts";
 
 // `sluice init` on its own; the scaffold installed and run from the packed tarballs is
-// test/install-packages.test.ts.
+// test/e2e/install-packages.test.ts.
 describe("sluice init", () => {
   const base = mkdtempSync(join(tmpdir(), "sluice-init-"));
   after(() => rmSync(base, { recursive: true, force: true }));

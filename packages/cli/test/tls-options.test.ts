@@ -3,7 +3,7 @@ import { copyFileSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { generateTestCertificates, type TestCertificates } from "../../../test/helpers/test-certificates.ts";
+import { generateTestCertificates, type TestCertificates } from "../../../test/support/certificates.ts";
 import { httpEndpointWarning } from "../src/status-endpoints.ts";
 import { isLoopbackHost, loadClientTls, loadHttpTls, loadServerTls } from "../src/tls-options.ts";
 

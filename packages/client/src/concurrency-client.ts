@@ -18,11 +18,23 @@ export interface ConcurrencyClientOptions {
 /** Renewals per lease_timeout: two may be lost (a slow controller, a GC pause) before a lease ends. */
 const RENEWALS_PER_LEASE = 3;
 
+/** Why the units this client held are no longer counted by the controller (DESIGN §9.1). */
+interface LostLease {
+  readonly units: number;
+  /** What the controller still counted, or null when no renewal got through for lease_timeout. */
+  readonly controllerHeld: number | null;
+}
+
 /**
  * A job's client of a concurrency throttler (DESIGN §7.2). Unlike a rate throttler's client it
  * prefetches nothing — a unit held is a task admitted, so holding spare units would admit work
  * nobody is doing — and every throttle() is a RequestQuota for exactly its units. While it holds
  * units it renews their lease every lease_timeout / 3; close() (the job ended) gives them all back.
+ *
+ * DESIGN §9.1: units the controller no longer counts (a renewal answers fewer than this client
+ * holds, or no renewal got through for lease_timeout: a stall, a cut) are lost — the controller may
+ * have given them to others. The next throttle() or release() fails with LEASE_EXPIRED, so the work
+ * they admitted fails instead of running unaccounted; after that the client starts afresh.
  */
 export class ConcurrencyClient implements Throttler {
   private held = 0;
@@ -32,6 +44,11 @@ export class ConcurrencyClient implements Throttler {
   private busy = 0;
   /** Bumped whenever a request or release starts or ends, so a renewal can tell that none overlapped it. */
   private changes = 0;
+  /** When this client last reached out to keep its lease (a grant, or a renewal sent). */
+  private lastAttemptAt = 0;
+  /** This process went longer than lease_timeout without trying to renew (a stall): lost unless a renewal says otherwise. */
+  private stalled = false;
+  private lost: LostLease | null = null;
 
   constructor(private readonly options: ConcurrencyClientOptions) {}
 
@@ -46,6 +63,7 @@ export class ConcurrencyClient implements Throttler {
 
   async throttle(amount: number, options?: ThrottleOptions): Promise<void> {
     if (this.closed) throw this.closedError();
+    this.throwIfLost();
     if (amount === 0) return;
     const signal = options?.signal ?? new AbortController().signal;
     await this.tracked(this.options.remote.acquire(amount, signal));
@@ -55,6 +73,7 @@ export class ConcurrencyClient implements Throttler {
       throw this.closedError();
     }
     this.held += amount;
+    this.lastAttemptAt = this.options.clock.now();
     this.startRenewing();
   }
 
@@ -63,13 +82,19 @@ export class ConcurrencyClient implements Throttler {
     return false;
   }
 
-  /** Gives back up to what this client holds (more would free units another holder is using). */
+  /**
+   * Gives back up to what this client holds (more would free units another holder is using).
+   * Throws LEASE_EXPIRED (after giving back what the controller still counts) when the units were lost.
+   */
   release(amount: number): void {
+    const lost = this.findLost();
     const units = Math.min(Math.max(0, amount), this.held);
-    if (units <= 0) return;
-    this.held -= units;
-    void this.tracked(this.options.remote.release(units));
-    if (this.held <= 0) this.stopRenewing();
+    if (units > 0) {
+      this.held -= units;
+      void this.tracked(this.options.remote.release(units));
+      if (this.held <= 0) this.stopRenewing();
+    }
+    if (lost) throw this.expiredError(lost);
   }
 
   /** A replaced client keeps nothing: a concurrency client is only replaced when the kind changes. */
@@ -111,11 +136,20 @@ export class ConcurrencyClient implements Throttler {
       try {
         // Best effort: a lost renewal is retried at the next tick, well before the lease ends.
         const quietSince = this.busy === 0 ? this.changes : null;
+        const sentAt = clock.now();
+        // Renewals fail while the controller is away (a failover restores the leases for a full
+        // lease_timeout); only this process not even trying for that long is a stall.
+        if (this.held > 0 && sentAt - this.lastAttemptAt > spec.lease_timeout) this.stalled = true;
+        this.lastAttemptAt = sentAt;
         const answer = await this.options.client().renewLeases?.({ clientId, throttlerIds: [throttlerId] }, {
-          deadlineAt: clock.now() + Math.min(spec.rpc_timeout, spec.lease_timeout / RENEWALS_PER_LEASE),
+          deadlineAt: sentAt + Math.min(spec.rpc_timeout, spec.lease_timeout / RENEWALS_PER_LEASE),
           signal,
         });
-        if (answer && quietSince !== null && quietSince === this.changes && !signal.aborted) this.giveBackUnheld(answer.held);
+        if (answer && quietSince !== null && quietSince === this.changes && !signal.aborted) {
+          this.giveBackUnheld(answer.held);
+          this.noticeLost(answer.held);
+          this.stalled = false;
+        }
       } catch {
         /* the controller is away; the next tick tries again */
       }
@@ -133,6 +167,57 @@ export class ConcurrencyClient implements Throttler {
     const excess = controllerHeld - this.held;
     if (!(excess > 1e-9) || this.closed) return;
     void this.tracked(this.options.remote.release(excess));
+  }
+
+  /** The controller counts fewer units than this client holds, with nothing in flight: the rest are lost. */
+  private noticeLost(controllerHeld: number): void {
+    const missing = this.held - controllerHeld;
+    if (!(missing > 1e-9) || this.closed) return;
+    this.markLost({ units: missing, controllerHeld });
+  }
+
+  private markLost(lost: LostLease): void {
+    this.lost = { units: (this.lost?.units ?? 0) + lost.units, controllerHeld: lost.controllerHeld };
+    this.held = Math.max(0, this.held - lost.units);
+    if (this.held <= 1e-9) {
+      this.held = 0;
+      this.stopRenewing();
+    }
+  }
+
+  /**
+   * Lost units, found by a renewal or now: after this process went longer than lease_timeout without
+   * trying to renew (stopped, or its event loop blocked), the controller's sweep has given the units
+   * back, and a renewal's answer may come too late to stop the work they admitted. Reading it clears
+   * it: the client starts afresh.
+   */
+  private findLost(): LostLease | null {
+    const overdue = this.options.clock.now() - this.lastAttemptAt > this.options.spec().lease_timeout;
+    if (!this.lost && this.held > 0 && (this.stalled || overdue)) this.markLost({ units: this.held, controllerHeld: null });
+    this.stalled = false;
+    const lost = this.lost;
+    this.lost = null;
+    return lost;
+  }
+
+  private throwIfLost(): void {
+    const lost = this.findLost();
+    if (lost) throw this.expiredError(lost);
+  }
+
+  private expiredError(lost: LostLease): SluiceError {
+    const { throttlerId, clientId } = this.options;
+    const leaseTimeoutMs = this.options.spec().lease_timeout;
+    const why =
+      lost.controllerHeld === null
+        ? `this process sent no renewal for longer than lease_timeout (${leaseTimeoutMs} ms): it was stopped or its event loop blocked`
+        : `a renewal answered that the controller counts ${lost.controllerHeld} for it (lease_timeout ${leaseTimeoutMs} ms passed without a renewal, or a failover lost them)`;
+    return new SluiceError(
+      "LEASE_EXPIRED",
+      `throttler "${throttlerId}": the controller no longer counts ${lost.units} of the units client ${JSON.stringify(clientId)} held — ${why}; ` +
+        "they may be in use by others now, so the work they admitted fails and is redone (with the job's backoff)",
+      { throttlerId, clientId, lostUnits: lost.units, controllerHeld: lost.controllerHeld, leaseTimeoutMs },
+    );
   }
 
   private async tracked<T>(call: Promise<T>): Promise<T> {

@@ -1,4 +1,4 @@
-import { SluiceError, systemClock, type Clock } from "@sluice/core";
+import { ownEntry, SluiceError, systemClock, type Clock } from "@sluice/core";
 import { createQuotaClient, type ClientTlsOptions, type QuotaClientOptions, type QuotaServiceClient, type QuotaTransport } from "@sluice/protocol";
 import type { DynamicSpec } from "@sluice/spec";
 import { ControllerConnection } from "./controller-connection.ts";
@@ -89,7 +89,7 @@ export async function connectThrottlers(options: ConnectThrottlersOptions): Prom
     clientId,
     client: () => connection.current(),
     clock,
-    quotaClass: (throttlerId) => (typeof quotaClass === "string" ? quotaClass : quotaClass?.[throttlerId]),
+    quotaClass: (throttlerId) => (typeof quotaClass === "string" ? quotaClass : ownEntry(quotaClass, throttlerId)),
   });
   let spec: DynamicSpec = { throttlers: {}, computations: {} };
   const watcher = new DynamicSpecWatcher({

@@ -1,4 +1,4 @@
-import { PacedThrottler, PrefetchingThrottler, SluiceError, slotExpiryMs, type Clock } from "@sluice/core";
+import { ownEntry, PacedThrottler, PrefetchingThrottler, SluiceError, slotExpiryMs, type Clock } from "@sluice/core";
 import type { QuotaServiceClient } from "@sluice/protocol";
 import { clientConfigEquals, prefetchWindow, smoothPrefetchWindow, type DynamicSpec, type ThrottlerSpec } from "@sluice/spec";
 import { ConcurrencyClient } from "./concurrency-client.ts";
@@ -126,7 +126,7 @@ export class DistributedThrottlerFactory {
 
   /** Whether a throttler counts units in use (its units are held until released). */
   isConcurrency(throttlerId: string): boolean {
-    return this.spec.throttlers[throttlerId]?.kind === "concurrency";
+    return ownEntry(this.spec.throttlers, throttlerId)?.kind === "concurrency";
   }
 
   /** Quota class this computation uses on a throttler, from its dynamic_spec entry ("" = default). */
@@ -145,7 +145,7 @@ export class DistributedThrottlerFactory {
    * classes). An id the throttler does not declare is served in the default class, weight 1.
    */
   private classWeightShare(throttlerId: string): number {
-    const classes = this.spec.throttlers[throttlerId]?.classes;
+    const classes = ownEntry(this.spec.throttlers, throttlerId)?.classes;
     if (!classes) return 1;
     const weights = Object.values(classes).map((c) => c.weight);
     if (weights.length === 0) return 1;
@@ -207,7 +207,7 @@ export class DistributedThrottlerFactory {
 
   /** The spec in force for a throttler, or the one it was built with if it has since been removed. */
   private specOf(throttlerId: string, fallback: ThrottlerSpec): ThrottlerSpec {
-    return this.spec.throttlers[throttlerId] ?? fallback;
+    return ownEntry(this.spec.throttlers, throttlerId) ?? fallback;
   }
 
   private build(throttlerId: string, spec: ThrottlerSpec): ThrottlerClient {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ManualClock } from "@sluice/core";
+import { ManualClock, SluiceError } from "@sluice/core";
 import { createInMemoryQuotaClient, type QuotaServiceHandler, type RenewLeasesCall, type ReleaseQuotaCall, type RequestQuotaCall } from "@sluice/protocol";
 import { validateDynamicSpec, type DynamicSpec } from "@sluice/spec";
 import { DistributedThrottlerFactory } from "../src/index.ts";
@@ -19,22 +19,25 @@ class RecordingHandler implements QuotaServiceHandler {
   readonly requests: RequestQuotaCall[] = [];
   readonly releases: ReleaseQuotaCall[] = [];
   readonly renewals: { call: RenewLeasesCall; at: number }[] = [];
-  /** What renewals answer the controller counts as held (0: the tests that do not care). */
-  held = 0;
+  /** What renewals answer the controller counts as held; null: what was granted and not released, as a controller would. */
+  held: number | null = null;
+  private counted = 0;
   /** While set, RequestQuota waits for it (a request in flight). */
   hold: Promise<void> | null = null;
   constructor(private readonly clock: ManualClock) {}
   async requestQuota(call: RequestQuotaCall) {
     this.requests.push(call);
     if (this.hold) await this.hold;
+    this.counted += call.amount;
     return { granted: call.amount, waitedMs: 0 };
   }
   async releaseQuota(call: ReleaseQuotaCall) {
     this.releases.push(call);
+    this.counted = Math.max(0, this.counted - call.amount);
   }
   async renewLeases(call: RenewLeasesCall) {
     this.renewals.push({ call, at: this.clock.now() });
-    return { held: this.held };
+    return { held: this.held ?? this.counted };
   }
   watchDynamicSpec() {}
   async updateDynamicSpec() {
@@ -45,8 +48,16 @@ class RecordingHandler implements QuotaServiceHandler {
   }
 }
 
+/** A ManualClock whose reading can jump without firing timers: what a stopped process sees when it resumes. */
+class StallableClock extends ManualClock {
+  stalledMs = 0;
+  override now(): number {
+    return super.now() + this.stalledMs;
+  }
+}
+
 function setup() {
-  const clock = new ManualClock(1_000_000);
+  const clock = new StallableClock(1_000_000);
   const handler = new RecordingHandler(clock);
   const client = createInMemoryQuotaClient(handler, { clock });
   const factory = new DistributedThrottlerFactory({ computation: "Admitter", clientId: "w1/Admitter/0", client: () => client, clock });
@@ -110,10 +121,57 @@ describe("concurrency throttler client", () => {
     await clock.advance(1_000);
     await new Promise((done) => setImmediate(done));
     assert.deepEqual(handler.releases.map((r) => r.amount), [3], "6 counted, 3 held: 3 go back");
-    handler.held = 2;
+    handler.held = 3;
     await clock.advance(1_000);
     await new Promise((done) => setImmediate(done));
-    assert.equal(handler.releases.length, 1, "counting fewer than it holds gives nothing back");
+    assert.equal(handler.releases.length, 1, "counting what it holds gives nothing back");
+    factory.close();
+  });
+
+  it("fails its next throttle() and release() with LEASE_EXPIRED once a renewal says the controller no longer counts its units", async () => {
+    const { clock, handler, factory, tasks } = setup();
+    await tasks.throttle(3);
+    handler.held = 0; // the lease ended on the controller: its units went to others
+    await clock.advance(1_000);
+    await new Promise((done) => setImmediate(done));
+    assert.throws(
+      () => tasks.release(3),
+      (error: unknown) =>
+        error instanceof SluiceError &&
+        error.code === "LEASE_EXPIRED" &&
+        /throttler "tasks": the controller no longer counts 3 of the units client "w1\/Admitter\/0" held — a renewal answered that the controller counts 0/.test(error.message) &&
+        error.details["lostUnits"] === 3 &&
+        error.details["controllerHeld"] === 0,
+    );
+    assert.equal(handler.releases.length, 0, "nothing to give back: the controller holds none of them");
+    const renewals = handler.renewals.length;
+    await clock.advance(3_000);
+    assert.equal(handler.renewals.length, renewals, "it stops renewing units it no longer holds");
+    // Once told, the client starts afresh: the next task is admitted as a new grant.
+    handler.held = null;
+    await tasks.throttle(1);
+    tasks.release(1);
+
+    // Partly lost: the controller counts 1 of 4; the next throttle() fails, and a release gives back only that 1.
+    await tasks.throttle(4);
+    handler.held = 1;
+    await clock.advance(1_000);
+    await new Promise((done) => setImmediate(done));
+    await assert.rejects(tasks.throttle(1), (error: unknown) => error instanceof SluiceError && error.code === "LEASE_EXPIRED" && error.details["lostUnits"] === 3);
+    tasks.release(4);
+    await new Promise((done) => setImmediate(done));
+    assert.deepEqual(handler.releases.map((r) => r.amount).slice(-1), [1]);
+    factory.close();
+  });
+
+  it("counts its units lost after this process sent no renewal for lease_timeout (a stall), even before a renewal answers", async () => {
+    const { clock, handler, factory, tasks } = setup();
+    await tasks.throttle(2);
+    // The event loop blocked (or SIGSTOP) for 4 s with a 3 s lease: no renewal went out. The clock
+    // jumps without running the renewal timers, as a stopped process sees it.
+    clock.stalledMs = 4_000;
+    assert.throws(() => tasks.release(2), (error: unknown) => error instanceof SluiceError && error.code === "LEASE_EXPIRED" && /sent no renewal for longer than lease_timeout \(3000 ms\)/.test(error.message));
+    assert.equal(handler.renewals.length, 0);
     factory.close();
   });
 });

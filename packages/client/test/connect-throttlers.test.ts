@@ -1,6 +1,6 @@
 // connectThrottlers' own logic against scripted connections: what it waits for, what it refuses and
 // how, where calls go with several addresses, and that close() returns the pool before the channels
-// close. The same client against a real `sluice controller` is test/standalone-client.test.ts.
+// close. The same client against a real `sluice controller` is test/e2e/standalone-client.test.ts.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { isSluiceError, SluiceError } from "@sluice/core";

@@ -8,8 +8,7 @@ import type { ThrottlerSpec } from "@sluice/spec";
  * request_period does, for a smooth throttler's pacing reach (DESIGN §7.1).
  */
 export function bucketConfigOf(throttler: ThrottlerSpec, detachedGraceMs = QUOTA_BUCKET_DEFAULTS.detachedGraceMs): QuotaBucketConfig {
-  const classWeights: Record<string, number> = {};
-  for (const [id, spec] of Object.entries(throttler.classes)) classWeights[id] = spec.weight;
+  const classWeights = Object.fromEntries(Object.entries(throttler.classes).map(([id, spec]) => [id, spec.weight]));
   return {
     kind: throttler.kind,
     limit: throttler.limit,

@@ -1,7 +1,7 @@
 import type { Tracer } from "@opentelemetry/api";
 import { systemClock, type Clock } from "@sluice/core";
 import { serveQuotaService, type ServerTlsOptions } from "@sluice/protocol";
-import type { PipelineSpec } from "@sluice/spec";
+import { CONTROLLER_DEFAULTS, type PipelineSpec } from "@sluice/spec";
 import { Controller } from "./controller.ts";
 
 export interface StartControllerOptions {
@@ -54,6 +54,7 @@ export async function startController(options: StartControllerOptions): Promise<
       ...(options.host !== undefined ? { host: options.host } : {}),
       ...(options.token !== undefined ? { token: options.token } : {}),
       ...(options.tls !== undefined ? { tls: options.tls } : {}),
+      maxOpenCallsPerStream: maxOpenCallsPerStreamOf(options.spec),
     });
   } catch (error) {
     controller.close();
@@ -76,4 +77,9 @@ export async function startController(options: StartControllerOptions): Promise<
       return closing;
     },
   };
+}
+
+/** DESIGN §9.1: the open calls one QuotaStream may hold, from the spec (its default when the spec has no `controller`). */
+export function maxOpenCallsPerStreamOf(spec: Pick<PipelineSpec, "controller">): number {
+  return spec.controller?.max_open_calls_per_stream ?? CONTROLLER_DEFAULTS.max_open_calls_per_stream;
 }

@@ -11,6 +11,10 @@ import type { FailoverStatus } from "./failover/failover-status.ts";
 export interface BucketBalance {
   readonly balance: number;
   readonly atMs: number;
+  /** The rate the bucket refills at (units/s) when read; absent where unknown (an older record). */
+  readonly limitPerSecond?: number | null;
+  /** The bucket's capacity when read. */
+  readonly capacity?: number | null;
 }
 
 export interface ControllerClassSnapshot extends QuotaClassSnapshot {

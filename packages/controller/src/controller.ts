@@ -1,5 +1,5 @@
 import { trace, type Tracer } from "@opentelemetry/api";
-import { QUOTA_BUCKET_DEFAULTS, SluiceError, type Clock, type QuotaBucketConfig, type QuotaBucketDriver } from "@sluice/core";
+import { ownEntry, QUOTA_BUCKET_DEFAULTS, SluiceError, type Clock, type QuotaBucketConfig, type QuotaBucketDriver } from "@sluice/core";
 import type {
   CallContext,
   DynamicSpecUpdate,
@@ -84,6 +84,8 @@ export class Controller implements QuotaServiceHandler {
   private readonly alignment: AlignmentGroups;
   private spec: DynamicSpec;
   private currentVersion = 1;
+  /** The update every new watch is sent first: one string per spec version, shared by every watch. */
+  private latestUpdate: DynamicSpecUpdate | null = null;
   private closedWith: SluiceError | null = null;
 
   constructor(options: ControllerOptions) {
@@ -110,7 +112,7 @@ export class Controller implements QuotaServiceHandler {
       clock: this.clock,
       log: this.log,
       leaseMsOf: (id) => {
-        const throttler = this.spec.throttlers[id];
+        const throttler = ownEntry(this.spec.throttlers, id);
         return throttler?.kind === "concurrency" ? throttler.lease_timeout : null;
       },
       releaseUnits: (id, amount, classId) => this.drivers.get(id)?.release(amount, classId),
@@ -157,7 +159,7 @@ export class Controller implements QuotaServiceHandler {
     } catch (error) {
       return Promise.reject(error);
     }
-    const throttler = this.spec.throttlers[call.throttlerId];
+    const throttler = ownEntry(this.spec.throttlers, call.throttlerId);
     if (throttler?.kind === "concurrency") {
       refuseNeverFitting(call, throttler);
       return this.leases.acquire(driver, call, context, this.classIdOf(call));
@@ -169,7 +171,7 @@ export class Controller implements QuotaServiceHandler {
     const malformed = releaseQuotaProblem(call);
     if (malformed) throw malformed;
     const driver = this.driverFor(call.throttlerId);
-    if (this.spec.throttlers[call.throttlerId]?.kind === "concurrency") {
+    if (ownEntry(this.spec.throttlers, call.throttlerId)?.kind === "concurrency") {
       // Only what this client holds comes back: a late release of units whose lease already ended
       // must not free units another holder is using.
       checkReleaseAmount(call);
@@ -283,7 +285,7 @@ export class Controller implements QuotaServiceHandler {
   private apply(next: DynamicSpec): number {
     const version = this.currentVersion + 1;
     for (const id of Object.keys(this.spec.throttlers)) {
-      if (next.throttlers[id]?.kind !== "concurrency") this.leases.forget(id);
+      if (ownEntry(next.throttlers, id)?.kind !== "concurrency") this.leases.forget(id);
     }
     const nextConfigs = new Map<string, QuotaBucketConfig>();
     for (const [id, throttler] of Object.entries(next.throttlers)) nextConfigs.set(id, this.configOf(id, throttler));
@@ -319,7 +321,7 @@ export class Controller implements QuotaServiceHandler {
 
   /** The class a request is served in: its own if declared on the throttler, else `default` (DESIGN §4.2). */
   private classIdOf(call: Pick<RequestQuotaCall, "throttlerId" | "quotaClassId">): string {
-    const classes = this.spec.throttlers[call.throttlerId]?.classes ?? {};
+    const classes = ownEntry(this.spec.throttlers, call.throttlerId)?.classes ?? {};
     return call.quotaClassId !== "" && Object.hasOwn(classes, call.quotaClassId) ? call.quotaClassId : DEFAULT_CLASS_ID;
   }
 
@@ -328,6 +330,9 @@ export class Controller implements QuotaServiceHandler {
   }
 
   private currentUpdate(): DynamicSpecUpdate {
-    return { version: this.currentVersion, dynamicSpecJson: JSON.stringify(this.spec) };
+    if (this.latestUpdate?.version !== this.currentVersion) {
+      this.latestUpdate = { version: this.currentVersion, dynamicSpecJson: JSON.stringify(this.spec) };
+    }
+    return this.latestUpdate;
   }
 }

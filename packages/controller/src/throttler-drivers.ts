@@ -128,12 +128,13 @@ export class ThrottlerDrivers {
   /** Each limited bucket's balance now; unlimited buckets have none and are left out. */
   balances(): Record<string, BucketBalance> {
     const atMs = this.clock.now();
-    const balances: Record<string, BucketBalance> = {};
+    const balances: [string, BucketBalance][] = [];
     for (const [id, driver] of this.drivers) {
-      const { balance } = driver.snapshot();
-      if (balance !== null && Number.isFinite(balance)) balances[id] = { balance, atMs };
+      const { balance, limit, capacity } = driver.snapshot();
+      if (balance !== null && Number.isFinite(balance)) balances.push([id, { balance, atMs, limitPerSecond: limit, capacity }]);
     }
-    return balances;
+    // Own properties whatever the ids (`record[id] = …` would drop a "__proto__").
+    return Object.fromEntries(balances);
   }
 
   /** Sets persisted balances (DESIGN §7.4); ids no longer declared are ignored. Returns the ids restored. */

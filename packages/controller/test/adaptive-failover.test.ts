@@ -62,7 +62,7 @@ describe("adaptive limit across a controller failover (virtual time)", () => {
       await clock.advance(1_000);
       await settle();
     }
-    const persisted = store.state.buckets?.adaptive?.["tasks"];
+    const persisted = store.throttler("tasks")?.adaptive;
     assert.equal(persisted?.limitInForce, reached, "persisted after the decisions, with no grant to persist");
     assert.equal(persisted?.law.failures, 2);
 

@@ -97,11 +97,13 @@ export async function lossRun(options: LossRunOptions): Promise<{ steps: LossSte
 }
 
 function forget(store: MemoryStore, fields: readonly ForgettableLawField[]): void {
-  const buckets = store.state.buckets;
-  const persisted = buckets?.adaptive?.["tasks"];
-  assert.ok(buckets && persisted, "the leader persisted its adaptive state");
+  const record = store.throttler("tasks");
+  const persisted = record?.adaptive;
+  assert.ok(record && persisted, "the leader persisted its adaptive state");
   if (fields.length === 0) return;
   const law: { -readonly [K in keyof AdaptiveLawState]: AdaptiveLawState[K] } = { ...persisted.law };
   for (const field of fields) delete law[field];
-  store.state = { ...store.state, buckets: { ...buckets, adaptive: { tasks: { ...persisted, law } } } };
+  const throttlers = new Map(store.state.throttlers);
+  throttlers.set("tasks", { ...record, adaptive: { ...persisted, law } });
+  store.state = { ...store.state, throttlers };
 }

@@ -44,7 +44,7 @@ function dynamicSpecJson(floodLimit: number | null): string {
   });
 }
 
-describe("controller under bad input (gRPC)", { timeout: 120_000 }, () => {
+describe("controller under bad input (gRPC)", { timeout: 300_000 }, () => {
   let running: RunningController;
   let raw: QuotaServiceClient;
   let steadyClient: QuotaServiceClient;
@@ -53,6 +53,8 @@ describe("controller under bad input (gRPC)", { timeout: 120_000 }, () => {
   const steadyStop = new AbortController();
   let steadyLoop: Promise<void>;
   let seq = 0;
+  /** When each flood ran, to check the good client was served while it did. */
+  const floodWindows: { round: number; startMs: number; endMs: number }[] = [];
 
   const call = (overrides: Partial<RequestQuotaCall>): RequestQuotaCall => ({
     throttlerId: "steady",
@@ -87,7 +89,10 @@ describe("controller under bad input (gRPC)", { timeout: 120_000 }, () => {
         try {
           await steadyClient.requestQuota(
             { throttlerId: "steady", clientId: "good", amount: 1, timestampMs: 0, quotaClassId: "", requestId: `good-${++n}` },
-            { signal: steadyStop.signal, deadlineAt: systemClock.now() + 5_000 },
+            // A deadline far past any grant's wait (1/20 s): flooding from this same process can
+            // stall its event loop for seconds on a loaded machine, and the test is about the
+            // controller answering, not about this process's timers.
+            { signal: steadyStop.signal, deadlineAt: systemClock.now() + 60_000 },
           );
           steadyGrants.push(performance.now());
         } catch (error) {
@@ -190,13 +195,20 @@ describe("controller under bad input (gRPC)", { timeout: 120_000 }, () => {
    */
   async function flood(round: number): Promise<{ queueFull: number; granted: number; other: unknown[] }> {
     const total = 10 * FLOOD_QUEUE;
-    const flooder = createGrpcQuotaClient(running.address);
+    const window = { round, startMs: performance.now(), endMs: Number.POSITIVE_INFINITY };
+    floodWindows.push(window);
+    // A connection of its own: grpc-js shares one connection among clients of the same address and
+    // options, and whatever the flood does to its connection must not reach the other clients.
+    const flooder = createGrpcQuotaClient(running.address, { channelOptions: { "grpc.use_local_subchannel_pool": 1 } });
     const outcomes = { queueFull: 0, granted: 0, other: [] as unknown[] };
     let settled = 0;
     const calls = Array.from({ length: total }, (_, i) =>
       flooder
         .requestQuota(call({ throttlerId: "flood", requestId: `flood-${round}-${i}`, clientId: `flooder-${i % 7}` }), {
-          deadlineAt: systemClock.now() + 30_000,
+          // Long enough that no flood call is cancelled by its deadline on a loaded machine, where a
+          // flood takes tens of seconds: cancelled streams count toward Node's HTTP/2 rapid-reset
+          // guard, which closes the connection.
+          deadlineAt: systemClock.now() + 120_000,
         })
         .then(
           () => (outcomes.granted += 1),
@@ -218,6 +230,7 @@ describe("controller under bad input (gRPC)", { timeout: 120_000 }, () => {
       await raw.updateDynamicSpec(dynamicSpecJson(0));
     } finally {
       flooder.close();
+      window.endMs = performance.now();
     }
     return outcomes;
   }
@@ -249,13 +262,17 @@ describe("controller under bad input (gRPC)", { timeout: 120_000 }, () => {
     assert.equal(floodApi?.counters.refusedQueueFull, 3 * 9 * FLOOD_QUEUE);
 
     // The good client kept being served through the floods. Its calls are sequential and share this
-    // process's event loop with 2,000 flooding calls, so its own client side is what slows it: 40–45 %
-    // of its limit was measured on an idle 2-core machine, a few % under a load average of 13. The
-    // bound asks for a tenth of the limit and no error at all; a controller that stops serving during
-    // a flood fails it.
+    // process's event loop with 2,000 flooding calls, so how many it gets depends on how busy the
+    // machine is (40–45 % of its limit on an idle 2-core machine, a few % at a load average of 13).
+    // What does not depend on it: it is answered during every flood, and never with an error. A
+    // controller that stops serving while flooded fails this.
     const seconds = (performance.now() - started) / 1000;
     const served = steadyGrants.length - grantsBefore;
-    assert.ok(served >= STEADY_LIMIT * seconds * 0.1, `good client got ${served} grants in ${seconds.toFixed(1)} s at ${STEADY_LIMIT}/s`);
+    for (const { round, startMs, endMs } of floodWindows) {
+      const during = steadyGrants.filter((at) => at >= startMs && at <= endMs).length;
+      testContext.diagnostic(`flood ${round}: ${((endMs - startMs) / 1000).toFixed(1)} s, good client granted ${during}`);
+      assert.ok(during >= 1, `good client got no grant during flood ${round} (${((endMs - startMs) / 1000).toFixed(1)} s)`);
+    }
     // At most the rate plus one full bucket (capacity = limit × 1 s).
     const most = STEADY_LIMIT * (seconds + 1) + 2;
     assert.ok(served <= most, `good client got ${served} grants in ${seconds.toFixed(1)} s: more than the limit allows (${most})`);

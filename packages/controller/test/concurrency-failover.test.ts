@@ -29,7 +29,7 @@ describe("concurrency leases across a controller failover (virtual time)", () =>
     await first.lead(1);
     await first.ask("a", 2, "a-1");
     await first.ask("b", 1, "b-1");
-    const persisted = store.state.buckets?.leases?.["tasks"];
+    const persisted = store.throttler("tasks")?.leases;
     assert.deepEqual(persisted?.holders, { a: { default: 2 }, b: { default: 1 } }, "persisted before the grant was answered");
     assert.deepEqual(persisted?.requestIds.map((r) => r.requestId), ["a-1", "b-1"]);
 

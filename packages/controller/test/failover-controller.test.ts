@@ -59,7 +59,7 @@ describe("FailoverController", () => {
     const clock0 = 1_000_000;
     store.state = {
       spec: { version: 7, dynamicSpecJson: JSON.stringify({ throttlers: { rows: { limit: 20, period: "10s" } } }), generation: 2, writtenAtMs: clock0 - 5_000 },
-      buckets: { buckets: { rows: { balance: 0, atMs: clock0 - 2_000 } }, generation: 2, writtenAtMs: clock0 - 2_000 },
+      throttlers: new Map([["rows", { throttlerId: "rows", balance: { balance: 0, atMs: clock0 - 2_000 }, limitPerSecond: 20, generation: 2, writtenAtMs: clock0 - 2_000 }]]),
       leader: null,
     };
     const { controller, lead } = await setup(store);
@@ -88,8 +88,8 @@ describe("FailoverController", () => {
     store.hold = null;
     release();
     assert.equal((await grant).granted, 30);
-    const last = store.bucketWrites.at(-1);
-    assert.equal(last?.buckets["rows"]?.balance, 70, "the persisted balance already counts the grant");
+    const last = store.throttlerWrites("rows").at(-1);
+    assert.equal(last?.balance?.balance, 70, "the persisted balance already counts the grant");
   });
 
   it("fences itself when its lease is not renewed (a paused leader): grants nothing more, fails its waiters", async () => {
@@ -104,7 +104,7 @@ describe("FailoverController", () => {
     await clock.advance(1_000);
     election.listener?.onConfirmed(1, clock.now());
     assert.ok(controller.status().leaseRemainingMs! > 2_000);
-    const writesBefore = store.bucketWrites.length;
+    const writesBefore = store.writes.length;
     // …then stop (SIGSTOP, or cut off from Kafka): the lease ends 3 s after the last confirmation.
     await clock.advance(LEASE_MS);
     await settle();
@@ -115,7 +115,7 @@ describe("FailoverController", () => {
     assert.match(lines.join("\n"), /stepped down: the lease of generation 1 lapsed/);
     const later = await refusal(controller.requestQuota(call(1, "after"), context()));
     assert.equal(later.code, "CONTROLLER_UNAVAILABLE");
-    assert.equal(store.bucketWrites.length, writesBefore, "a fenced leader writes no state");
+    assert.equal(store.writes.length, writesBefore, "a fenced leader writes no state");
     assert.equal(election.listener?.claim(), null, "and no longer claims the leadership in a rejoin");
   });
 

@@ -7,45 +7,66 @@ import type { DynamicSpec } from "@sluice/spec";
 import {
   EMPTY_CONTROLLER_STATE,
   FailoverController,
-  newerRecord,
+  StateWriterFencedError,
   type ControllerElection,
   type FailoverControllerOptions,
   type ControllerState,
   type ControllerStateStore,
   type ElectionListener,
-  type LeaderRecord,
-  type PersistedBuckets,
-  type PersistedSpec,
+  type PersistedThrottler,
+  type StateWrite,
 } from "../src/index.ts";
 
+/** The store's order is the order of writes, as a Kafka topic's is its offsets. */
 export class MemoryStore implements ControllerStateStore {
   state: ControllerState = EMPTY_CONTROLLER_STATE;
   /**
-   * `bucketsCodec` is applied to every buckets record saved (e.g. packages/kafka's encoding to JSON
-   * and back, so a successor reads what it would read from the topic); default: kept as given.
+   * `throttlerCodec` is applied to every throttler record written (e.g. packages/kafka's encoding to
+   * JSON and back, so a successor reads what it would read from the topic); default: kept as given.
    */
-  constructor(private readonly bucketsCodec: (record: PersistedBuckets) => PersistedBuckets = (record) => record) {}
-  bucketWrites: PersistedBuckets[] = [];
-  /** While set, saveBuckets waits for it (a slow or unreachable broker). */
+  constructor(private readonly throttlerCodec: (record: PersistedThrottler) => PersistedThrottler = (record) => record) {}
+  /** Every write, in order, as stored. */
+  writes: StateWrite[] = [];
+  /** While set, write() waits for it (a slow or unreachable broker). */
   hold: Promise<void> | null = null;
+  /** While set, write() refuses with it (a broker that fails every write). */
+  failWith: Error | null = null;
+  /** Set: the next write is refused as Kafka refuses a fenced writer's. */
+  fenceNext = false;
+  /** The claims and reads, in order ("claim", "catchUp"). */
+  calls: string[] = [];
   async start(): Promise<void> {}
+  async claimWriter(): Promise<void> {
+    this.calls.push("claim");
+  }
   async catchUp(): Promise<ControllerState> {
+    this.calls.push("catchUp");
     return this.state;
   }
   latest(): ControllerState {
     return this.state;
   }
-  async saveBuckets(record: PersistedBuckets): Promise<void> {
+  async write(records: StateWrite): Promise<void> {
     if (this.hold) await this.hold;
-    const stored = this.bucketsCodec(record);
-    this.bucketWrites.push(stored);
-    this.state = { ...this.state, buckets: newerRecord(this.state.buckets, stored) };
+    if (this.fenceNext) {
+      this.fenceNext = false;
+      throw new StateWriterFencedError("the writer was fenced: another controller claimed it");
+    }
+    if (this.failWith) throw this.failWith;
+    const throttlers = records.throttlers?.map(this.throttlerCodec);
+    this.writes.push({ ...records, ...(throttlers ? { throttlers } : {}) });
+    const next = new Map(this.state.throttlers);
+    for (const record of throttlers ?? []) next.set(record.throttlerId, record);
+    for (const id of records.removedThrottlers ?? []) next.delete(id);
+    this.state = { spec: records.spec ?? this.state.spec, throttlers: next, leader: records.leader ?? this.state.leader };
   }
-  async saveSpec(record: PersistedSpec): Promise<void> {
-    this.state = { ...this.state, spec: newerRecord(this.state.spec, record) };
+  /** The latest record of throttler `id`. */
+  throttler(id: string): PersistedThrottler | undefined {
+    return this.state.throttlers.get(id);
   }
-  async saveLeader(record: LeaderRecord): Promise<void> {
-    this.state = { ...this.state, leader: newerRecord(this.state.leader, record) };
+  /** The records of throttler `id` written so far, oldest first. */
+  throttlerWrites(id: string): PersistedThrottler[] {
+    return this.writes.flatMap((w) => (w.throttlers ?? []).filter((r) => r.throttlerId === id));
   }
   async close(): Promise<void> {}
 }

@@ -59,8 +59,8 @@ export function quotaServiceContract(name: string, makeClient: MakeClient): void
     };
   }
 
-  /** Polls `check` every 20 ms until it holds; fails after `ms`. */
-  async function eventually(check: () => Promise<boolean>, what: string, ms = 2000): Promise<void> {
+  /** Polls `check` every 20 ms until it holds; fails after `ms` (long: it only bounds a hang). */
+  async function eventually(check: () => Promise<boolean>, what: string, ms = 30_000): Promise<void> {
     const end = performance.now() + ms;
     while (!(await check())) {
       if (performance.now() > end) assert.fail(`timed out waiting for ${what}`);
@@ -75,59 +75,84 @@ export function quotaServiceContract(name: string, makeClient: MakeClient): void
       const s = await setup(t, { api: { limit: 100, period: "1s" } });
       const start = performance.now();
       assert.deepEqual(await s.ask({ amount: 10 }), { granted: 10, waitedMs: 0 });
-      // waitedMs 0 is the controller's own word; the wall-clock bound only catches a real wait and
-      // leaves room for a loaded 2-core machine.
-      assert.ok(since(start) < 2000, `took ${since(start)} ms`);
+      // waitedMs 0 is the controller's own word; the wall-clock bound only catches a hang (a first
+      // call over a cold connection took over 3 s at a load average of 30).
+      assert.ok(since(start) < 30_000, `took ${since(start)} ms`);
     });
 
     it("makes the request after the burst wait about 1/limit s, then one every 1/limit s", async (t) => {
       const s = await setup(t, { api: { limit: 10, period: "500ms" } }); // capacity 5
       const start = performance.now();
-      const done = await Promise.all(Array.from({ length: 8 }, () => s.ask({ amount: 1 }).then(() => since(start))));
-      done.sort((a, b) => a - b);
-      // Pay-after: 5 from the full bucket, a 6th 1 ms later (it found nobody waiting at balance 0), then 100 ms apart.
-      assert.ok((done[5] ?? Infinity) < 80, `burst took ${done[5]} ms`);
-      assert.ok((done[6] ?? 0) > 60 && (done[6] ?? Infinity) < 400, `7th after ${done[6]} ms`);
-      const gap = (done[7] ?? 0) - (done[6] ?? 0);
-      assert.ok(gap > 60 && gap < 250, `8th ${gap} ms after the 7th`);
+      const answers = await Promise.all(
+        Array.from({ length: 8 }, () => s.ask({ amount: 1 }).then(({ waitedMs }) => ({ waitedMs, atMs: since(start) }))),
+      );
+      answers.sort((a, b) => a.atMs - b.atMs);
+      const waited = answers.map((a) => a.waitedMs);
+      const at = answers.map((a) => a.atMs);
+      const figures = `waited ${waited.map((w) => w.toFixed(1)).join(", ")} ms; answered at ${at.map((a) => a.toFixed(0)).join(", ")} ms`;
+      // Pay-after: 5 from the full bucket at once, a 6th as soon as the balance is above 0 (it found
+      // nobody waiting at balance 0), then one per 100 ms. The controller's own wait figures say the
+      // burst did not wait; a loaded machine may delay every answer, so wall-clock times are checked
+      // only from below (nothing can come early) and against a generous ceiling. How long the 7th
+      // itself waited depends on when it reached the controller, which a cold, loaded machine spreads.
+      assert.deepEqual(waited.slice(0, 5), [0, 0, 0, 0, 0], `the burst is granted at once: ${figures}`);
+      assert.ok((waited[5] ?? Infinity) < 90, `the 6th waits for a sliver of balance, not a slot: ${figures}`);
+      assert.ok((at[6] ?? 0) >= 60 && (at[7] ?? 0) >= 160, `one per 100 ms after the burst: ${figures}`);
+      assert.ok((at[7] ?? Infinity) < 3_000, `the 8th within 3 s: ${figures}`);
     });
 
     it("serves the oldest lag timestamp first when quota is scarce", async (t) => {
-      const s = await setup(t, { api: { limit: 10, period: "100ms" } });
-      await s.ask({ amount: 3 }); // balance −2: the next grant is 200 ms away
+      // Closed (limit 0) until all three are queued by the controller's own count, then opened: how
+      // far apart a loaded machine delivers the three calls cannot let one be served alone.
+      const s = await setup(t, { api: { limit: 0 } });
       const order: number[] = [];
-      await Promise.all([300, 100, 200].map((timestampMs) => s.ask({ timestampMs }).then(() => order.push(timestampMs))));
+      const asked = Promise.all([300, 100, 200].map((timestampMs) => s.ask({ timestampMs }).then(() => order.push(timestampMs))));
+      await eventually(async () => (await s.throttler("api")).pendingRequests === 3, "three queued requests");
+      await s.client.updateDynamicSpec(JSON.stringify({ throttlers: { api: { limit: 10, period: "100ms" } } }));
+      await asked;
       assert.deepEqual(order, [100, 200, 300]);
     });
 
     it("interleaves weighted classes chunk by chunk with max_grant_amount", async (t) => {
-      const s = await setup(t, {
-        api: { limit: 100, period: "100ms", max_grant_amount: 10, classes: { gold: { weight: 3 }, silver: { weight: 1 } } },
-      });
-      await s.ask({ amount: 20 }); // balance −10
-      const silver = s.ask({ amount: 60, quotaClassId: "silver" });
-      await s.ask({ amount: 60, quotaClassId: "gold" });
-      const classes = (await s.throttler("api")).classes;
-      const granted = (id: string) => classes.find((c) => c.id === id)?.granted ?? NaN;
-      // 3:1 → gold's 6 chunks come with about 2 of silver's; without chunking silver would have 0 or 60.
-      assert.equal(granted("gold"), 60);
-      assert.ok(granted("silver") >= 10 && granted("silver") <= 30, `silver had ${granted("silver")} when gold finished`);
+      const classes = { gold: { weight: 3 }, silver: { weight: 1 } };
+      // Closed (limit 0) while silver, then gold, are queued (by the controller's own count), then
+      // opened: a loaded machine cannot let silver be served alone before gold arrives.
+      const s = await setup(t, { api: { limit: 0, max_grant_amount: 10, classes } });
+      const finished: string[] = [];
+      const ask = (quotaClassId: string) => s.ask({ amount: 60, quotaClassId }).then((answer) => (finished.push(quotaClassId), answer));
+      const silver = ask("silver");
+      await eventually(async () => (await s.throttler("api")).pendingRequests === 1, "silver queued");
+      const gold = ask("gold");
+      await eventually(async () => (await s.throttler("api")).pendingRequests === 2, "gold queued");
+      await s.client.updateDynamicSpec(JSON.stringify({ throttlers: { api: { limit: 100, period: "100ms", max_grant_amount: 10, classes } } }));
+      assert.equal((await gold).granted, 60);
+      const silverWhenGoldDone = (await s.throttler("api")).classes.find((c) => c.id === "silver")?.granted ?? NaN;
       assert.equal((await silver).granted, 60);
+      // 3:1 → gold's 6 chunks come with about 2 of silver's. Chunking: silver had a chunk before gold
+      // finished (read after gold's answer, so a slow read only adds to it). Weights: gold, queued
+      // after silver, finished first (first come first served, or 1:1 turns, would finish silver first).
+      assert.ok(silverWhenGoldDone >= 10, `silver had ${silverWhenGoldDone} when gold finished`);
+      assert.deepEqual(finished, ["gold", "silver"]);
     });
 
     it("fails with QUOTA_TIMEOUT at the call's deadline; a retry with the same request_id resumes ahead of later requests", async (t) => {
       const s = await setup(t, { api: { limit: 5, period: "200ms" } }); // capacity 1
-      await s.ask({ amount: 3 }); // balance −2: 400 ms of debt
+      // Balance −15: 3 s of debt, so that job-b and the retry both still wait when they arrive,
+      // however slowly a loaded machine gets them there.
+      const DEBT_MS = 3_000;
+      await s.ask({ amount: 16 });
       const start = performance.now();
       await assert.rejects(s.ask({ requestId: "job-a" }, { deadlineAt: systemClock.now() + 150 }), (error: unknown) => {
         assert.ok(isSluiceError(error, "QUOTA_TIMEOUT"), String(error));
         assert.equal(error.retriable, true);
         return true;
       });
-      assert.ok(since(start) >= 120 && since(start) < 1000, `timed out after ${since(start)} ms`);
+      // Not before the deadline, and before the quota could have come.
+      assert.ok(since(start) >= 120 && since(start) < DEBT_MS, `timed out after ${since(start)} ms`);
       const order: string[] = [];
       const later = s.ask({ requestId: "job-b" }).then(() => order.push("job-b"));
-      await systemClock.sleep(20);
+      // job-b is queued (the controller's own count) before the retry is sent.
+      await eventually(async () => (await s.throttler("api")).pendingRequests >= 1, "job-b in the queue");
       const retry = s.ask({ requestId: "job-a" }).then(() => order.push("job-a"));
       await Promise.all([later, retry]);
       assert.deepEqual(order, ["job-a", "job-b"], "the retry went back to its original place");
@@ -152,10 +177,15 @@ export function quotaServiceContract(name: string, makeClient: MakeClient): void
       await eventually(async () => (await s.throttler("api")).counters.granted >= 15, "the first chunk of the big request");
       abort.abort(new Error("job stopping"));
       await assert.rejects(big, (error: unknown) => isSluiceError(error, "CANCELLED") && /job stopping/.test(error.message));
-      await eventually(async () => (await s.throttler("api")).counters.refunded === 5, "the refund of the granted chunk");
+      // Every chunk granted to the big request before the cancel reached the controller is refunded:
+      // one chunk (5) on a quiet machine, more when the cancel travels slowly, never all 30.
+      await eventually(async () => {
+        const { counters } = await s.throttler("api");
+        return counters.refunded > 0 && counters.refunded === counters.granted - 10;
+      }, "the refund of the granted chunks");
       const api = await s.throttler("api");
       assert.equal(api.pendingRequests, 0);
-      assert.equal(api.counters.granted, 15);
+      assert.ok(api.counters.refunded >= 5 && api.counters.refunded < 30 && api.counters.refunded % 5 === 0, `refunded ${api.counters.refunded}`);
     });
 
     it("refuses an unknown or empty throttler id with UNKNOWN_THROTTLER", async (t) => {
@@ -186,7 +216,8 @@ export function quotaServiceContract(name: string, makeClient: MakeClient): void
       const start = performance.now();
       assert.equal((await s.client.updateDynamicSpec(JSON.stringify({ throttlers: { api: { limit: 10 } } }))).version, 2);
       await ended;
-      assert.ok(endedAt - start < 1000, `the waiter ended ${endedAt - start} ms after the update`);
+      // Ended by the update, not by its 30 s deadline: under half of it, whatever load adds.
+      assert.ok(endedAt - start < 15_000, `the waiter ended ${endedAt - start} ms after the update`);
       await assert.rejects(s.ask({ throttlerId: "old" }), (error: unknown) => {
         assert.ok(isSluiceError(error, "THROTTLER_REMOVED"), String(error));
         assert.deepEqual(error.details, { throttlerId: "old", removedInVersion: 2, version: 2 });
@@ -298,13 +329,16 @@ export function quotaServiceContract(name: string, makeClient: MakeClient): void
 
     it("speeds up a waiter already queued when the limit is raised", async (t) => {
       const s = await setup(t, { api: { limit: 1, period: "1s" } });
-      await s.ask({ amount: 3 }); // balance −2: 2 s at 1/s
+      await s.ask({ amount: 11 }); // balance −10: 10 s at 1/s
       const start = performance.now();
       const waiter = s.ask({ amount: 1 });
-      await systemClock.sleep(100);
+      // Queued (the controller's own count) before the limit is raised.
+      await eventually(async () => (await s.throttler("api")).pendingRequests === 1, "the waiter in the queue");
       assert.equal((await s.client.updateDynamicSpec('{"throttlers":{"api":{"limit":100,"period":"1s"}}}')).version, 2);
       await waiter;
-      assert.ok(since(start) < 800, `granted after ${since(start)} ms instead of about 2000`);
+      // At 100/s the debt is gone in 0.1 s; at the old limit the waiter would wait 10 s. Half of
+      // that tells them apart however much a loaded machine slows the calls.
+      assert.ok(since(start) < 5_000, `granted after ${since(start)} ms instead of about 10,000`);
     });
 
     it("fails waiters with CONTROLLER_UNAVAILABLE when the controller closes", async (t) => {

@@ -33,7 +33,10 @@ export class RawGrpc {
         ":path": `/sluice.throttler.v1.QuotaService/${method}`,
         "content-type": "application/grpc",
         te: "trailers",
-        ...(deadlineMs !== undefined ? { "grpc-timeout": `${deadlineMs + 5_000}m`, [CALLER_TIMEOUT_METADATA_KEY]: String(deadlineMs) } : {}),
+        // The transport's own timeout only backs up the caller's deadline (the Sluice metadata, which
+        // is what the controller answers by): far enough past it that a controller slowed by a loaded
+        // machine still gets to answer with its own code.
+        ...(deadlineMs !== undefined ? { "grpc-timeout": `${deadlineMs + 60_000}m`, [CALLER_TIMEOUT_METADATA_KEY]: String(deadlineMs) } : {}),
       });
       const headers: Record<string, unknown> = {};
       const chunks: Buffer[] = [];

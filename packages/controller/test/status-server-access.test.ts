@@ -4,7 +4,7 @@ import { request as httpsRequest } from "node:https";
 import { after, before, describe, it } from "node:test";
 import { systemClock } from "@sluice/core";
 import { validateDynamicSpec } from "@sluice/spec";
-import { generateTestCertificates, type TestCertificates } from "../../../test/helpers/test-certificates.ts";
+import { generateTestCertificates, type TestCertificates } from "../../../test/support/certificates.ts";
 import { Controller, startControllerStatusServer, startStatusServer, TOKEN_COOKIE, type RunningStatusServer } from "../src/index.ts";
 
 // The status endpoints behind https and a token: what a scraper with a header, a browser with a

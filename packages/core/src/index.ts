@@ -49,6 +49,7 @@ export {
 } from "./quota-bucket-config.ts";
 export { QuotaBucketDriver, type AcquireRequest, type Grant } from "./quota-bucket-driver.ts";
 export { RateWindow } from "./rate-window.ts";
+export { ERROR_ACTIONS } from "./error-actions.ts";
 export {
   ERROR_CODES,
   SLUICE_ERROR_CODES,
@@ -62,3 +63,4 @@ export { TokenBucket, type TokenBucketConfig } from "./token-bucket.ts";
 export { RECENT_MAX_WINDOW_MS, WAIT_BUCKETS_MS, WaitHistogram, type WaitHistogramView } from "./wait-histogram.ts";
 export { SlidingMax } from "./sliding-max.ts";
 export { ConcurrencyUnits } from "./concurrency-units.ts";
+export { ownEntry } from "./id-record.ts";

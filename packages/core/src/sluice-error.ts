@@ -16,6 +16,16 @@ export const ERROR_CODES = {
   RETRIES_EXHAUSTED: { retriable: false, quotaConsumed: "no", meaning: "retry_attempts or retry_timeout is spent; the job fails" },
   CANCELLED: { retriable: false, quotaConsumed: "refunded", meaning: "the caller cancelled; quota granted to the request was refunded" },
   UNAUTHENTICATED: { retriable: false, quotaConsumed: "no", meaning: "the caller is not allowed to use this controller" },
+  TOO_MANY_CALLS: {
+    retriable: false,
+    quotaConsumed: "no",
+    meaning: "the QuotaStream already holds controller.max_open_calls_per_stream open calls; send more only as open ones are answered",
+  },
+  LEASE_EXPIRED: {
+    retriable: false,
+    quotaConsumed: "no",
+    meaning: "the controller no longer counts this holder's concurrency units (lease_timeout passed without a renewal); the work they admitted is redone",
+  },
 } as const satisfies Record<string, { retriable: boolean; quotaConsumed: "no" | "refunded"; meaning: string }>;
 
 export type SluiceErrorCode = keyof typeof ERROR_CODES;

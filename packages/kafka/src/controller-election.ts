@@ -13,6 +13,11 @@ export interface KafkaControllerElectionOptions {
   /** Default: a sixth of the session timeout, at least 500 ms (1 s for 6 s). */
   readonly heartbeatIntervalMs?: number;
   readonly log?: (line: string) => void;
+  /**
+   * The controller's clock (default the system clock, the FailoverController's default): every
+   * time this election reports is on it, never on kafkajs's `Date.now()` stamps.
+   */
+  readonly clock?: { now(): number };
 }
 
 /** What each member says about itself in its JoinGroup metadata (`userData`). */
@@ -23,6 +28,10 @@ interface Claim {
 }
 
 const ASSIGNER_NAME = "SluiceControllerLeader";
+
+/** @sluice/core's systemClock (this package does not depend on core): epoch ms that never step. */
+const TIME_ORIGIN = performance.timeOrigin;
+const MONOTONIC_EPOCH_CLOCK = { now: () => TIME_ORIGIN + performance.now() };
 
 /**
  * The election of DESIGN §7.4 on Kafka's group membership (the pattern of Schema Registry and Kafka
@@ -43,14 +52,17 @@ export class KafkaControllerElection implements ControllerElection {
   private listener: ElectionListener | null = null;
   /** A result of join + sync waiting for the heartbeat that tells its generation. */
   private pending: { leading: boolean; memberId: string; syncSentAtMs: number } | null = null;
-  private lastSyncSentAtMs = 0;
-  private lastHeartbeatSentAtMs = 0;
+  /** Send times of the last SyncGroup and Heartbeat on the controller's clock; null when not known safely. */
+  private lastSyncSentAtMs: number | null = null;
+  private lastHeartbeatSentAtMs: number | null = null;
+  private readonly clock: { now(): number };
   private closing: Promise<void> | null = null;
 
   constructor(private readonly options: KafkaControllerElectionOptions) {
     this.topic = controllerStateTopic(options.pipeline);
     this.groupId = controllerGroupId(options.pipeline);
     this.log = options.log ?? (() => {});
+    this.clock = options.clock ?? MONOTONIC_EPOCH_CLOCK;
   }
 
   async start(listener: ElectionListener): Promise<void> {
@@ -72,12 +84,14 @@ export class KafkaControllerElection implements ControllerElection {
     this.consumer = consumer;
     const { REQUEST, GROUP_JOIN, HEARTBEAT, CRASH, STOP } = consumer.events;
     consumer.on(REQUEST, ({ payload }) => {
-      if (payload.apiName === "SyncGroup") this.lastSyncSentAtMs = payload.sentAt;
-      else if (payload.apiName === "Heartbeat") this.lastHeartbeatSentAtMs = payload.sentAt;
+      if (payload.apiName === "SyncGroup") this.lastSyncSentAtMs = onClock(payload.sentAt, Date.now(), this.clock.now());
+      else if (payload.apiName === "Heartbeat") this.lastHeartbeatSentAtMs = onClock(payload.sentAt, Date.now(), this.clock.now());
     });
     consumer.on(GROUP_JOIN, ({ payload }) => {
       const partitions = payload.memberAssignment[this.topic] ?? [];
-      this.pending = { leading: partitions.includes(0), memberId: payload.memberId, syncSentAtMs: this.lastSyncSentAtMs };
+      // A send time not known safely confirms nothing: the lease starts lapsed and the next heartbeat renews it.
+      const syncSentAtMs = this.lastSyncSentAtMs ?? Number.NEGATIVE_INFINITY;
+      this.pending = { leading: partitions.includes(0), memberId: payload.memberId, syncSentAtMs };
     });
     consumer.on(HEARTBEAT, ({ payload }) => {
       const pending = this.pending;
@@ -90,7 +104,8 @@ export class KafkaControllerElection implements ControllerElection {
           confirmedAtMs: pending.syncSentAtMs,
         });
       }
-      this.listener?.onConfirmed(payload.groupGenerationId, this.lastHeartbeatSentAtMs);
+      const sentAtMs = this.lastHeartbeatSentAtMs;
+      if (sentAtMs !== null) this.listener?.onConfirmed(payload.groupGenerationId, sentAtMs);
     });
     consumer.on(CRASH, ({ payload }) => {
       this.pending = null;
@@ -175,4 +190,16 @@ export function chooseLeader<T extends { readonly memberId: string; readonly cla
     return a.memberId < b.memberId ? -1 : a.memberId > b.memberId ? 1 : 0;
   };
   return [...members].sort(order)[0] ?? null;
+}
+
+/**
+ * A kafkajs request time (`sentAtWallMs`, its `Date.now()`) on the controller's clock: the time
+ * since on the wall clock, taken from the controller clock's now. The two clocks differ by any step
+ * of the wall clock since the process started (NTP), so their readings are never compared directly.
+ * A step back while the request was out makes the elapsed time negative: then the send time is not
+ * known safely, and null confirms nothing (a step forward only makes it look older: safe).
+ */
+export function onClock(sentAtWallMs: number, wallNowMs: number, clockNowMs: number): number | null {
+  const elapsed = wallNowMs - sentAtWallMs;
+  return elapsed >= 0 ? clockNowMs - elapsed : null;
 }

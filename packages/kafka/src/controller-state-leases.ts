@@ -29,13 +29,14 @@ export function decodeLeases(raw: unknown): Record<string, PersistedLeases> | un
   const out: Record<string, PersistedLeases> = {};
   for (const [id, value] of Object.entries(raw)) {
     if (!isObject(value)) continue;
-    const holders: Record<string, Record<string, number>> = {};
+    // Built with Object.fromEntries (own properties): a client or class id "__proto__" is kept like any other.
+    const holderEntries: [string, Record<string, number>][] = [];
     for (const [clientId, byClass] of Object.entries(isObject(value["holders"]) ? value["holders"] : {})) {
       if (!isObject(byClass)) continue;
-      const units: Record<string, number> = {};
-      for (const [classId, amount] of Object.entries(byClass)) if (positive(amount)) units[classId] = amount;
-      if (Object.keys(units).length > 0) holders[clientId] = units;
+      const units = Object.entries(byClass).filter((entry): entry is [string, number] => positive(entry[1]));
+      if (units.length > 0) holderEntries.push([clientId, Object.fromEntries(units)]);
     }
+    const holders = Object.fromEntries(holderEntries);
     const requestIds: PersistedRequestId[] = [];
     for (const r of Array.isArray(value["request_ids"]) ? (value["request_ids"] as unknown[]) : []) {
       if (!isObject(r)) continue;

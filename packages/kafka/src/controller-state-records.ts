@@ -1,12 +1,21 @@
-import type { LeaderRecord, PersistedBuckets, PersistedSpec } from "@sluice/controller";
+import type { LeaderRecord, PersistedSpec, PersistedThrottler } from "@sluice/controller";
 import { decodeAdaptive, encodeAdaptive } from "./controller-state-adaptive.ts";
 import { decodeLeases, encodeLeases } from "./controller-state-leases.ts";
+import { finite, isObject } from "./controller-state-values.ts";
 
-// The records of `<pipeline>.controller-state` (DESIGN §7.4): one key per kind, JSON values in the
-// spec's snake_case so an operator can read them with any console consumer. Compaction keeps the
-// latest of each key.
+// The records of `<pipeline>.controller-state` (DESIGN §9.1), JSON values in the spec's snake_case
+// so an operator can read them with any console consumer:
+//   spec                      { "version", "dynamic_spec_json", "generation", "written_at_ms" }
+//   leader                    { "address", "member_id", "generation", "since_ms" }
+//   bucket/<throttler id>     { "throttler", "balance", "at_ms", "limit_per_s", "leases", "adaptive",
+//                               "generation", "written_at_ms" }
+// A keyed throttler's key will add `bucket/<throttler id>/<key>` with a "key" field: the record's
+// identity is in its value ("throttler", "key"), the Kafka key only makes it one per compaction.
+// A value of null (a tombstone) deletes the throttler's record. `generation` is informative only:
+// the order of the records is their offset. Records of the keys before §9.1 (`dynamic_spec`, one
+// `buckets` for every throttler) are still read, so an upgrade is not a free bucket.
 
-export const STATE_KEYS = { spec: "dynamic_spec", buckets: "buckets", leader: "leader" } as const;
+export const STATE_KEYS = { spec: "spec", leader: "leader", bucketPrefix: "bucket/", legacySpec: "dynamic_spec", legacyBuckets: "buckets" } as const;
 
 export function controllerStateTopic(pipeline: string): string {
   return `${pipeline}.controller-state`;
@@ -16,22 +25,30 @@ export function controllerGroupId(pipeline: string): string {
   return `${pipeline}.controller`;
 }
 
-export function encodeSpec(record: PersistedSpec): string {
-  return JSON.stringify({
-    version: record.version,
-    dynamic_spec_json: record.dynamicSpecJson,
-    generation: record.generation,
-    written_at_ms: record.writtenAtMs,
-  });
+/** The transactional id of the state's one writer: every leader of the pipeline claims it in turn. */
+export function controllerWriterId(pipeline: string): string {
+  return `${pipeline}.controller`;
 }
 
-export function encodeBuckets(record: PersistedBuckets): string {
-  const buckets: Record<string, { balance: number; at_ms: number }> = {};
-  for (const [id, b] of Object.entries(record.buckets)) buckets[id] = { balance: b.balance, at_ms: b.atMs };
-  const leases = record.leases ? encodeLeases(record.leases) : undefined;
-  const adaptive = record.adaptive ? encodeAdaptive(record.adaptive) : undefined;
+export function bucketKey(throttlerId: string): string {
+  return `${STATE_KEYS.bucketPrefix}${throttlerId}`;
+}
+
+export function encodeSpec(record: PersistedSpec): string {
+  return JSON.stringify({ version: record.version, dynamic_spec_json: record.dynamicSpecJson, generation: record.generation, written_at_ms: record.writtenAtMs });
+}
+
+export function encodeLeader(record: LeaderRecord): string {
+  return JSON.stringify({ address: record.address, member_id: record.memberId, generation: record.generation, since_ms: record.sinceMs });
+}
+
+export function encodeThrottler(record: PersistedThrottler): string {
+  const leases = record.leases ? encodeLeases({ [record.throttlerId]: record.leases })?.[record.throttlerId] : undefined;
+  const adaptive = record.adaptive ? encodeAdaptive({ [record.throttlerId]: record.adaptive })?.[record.throttlerId] : undefined;
   return JSON.stringify({
-    buckets,
+    throttler: record.throttlerId,
+    ...(record.balance ? { balance: record.balance.balance, at_ms: record.balance.atMs } : {}),
+    limit_per_s: record.limitPerSecond,
     ...(leases ? { leases } : {}),
     ...(adaptive ? { adaptive } : {}),
     generation: record.generation,
@@ -39,59 +56,87 @@ export function encodeBuckets(record: PersistedBuckets): string {
   });
 }
 
-export function encodeLeader(record: LeaderRecord): string {
-  return JSON.stringify({ address: record.address, member_id: record.memberId, generation: record.generation, since_ms: record.sinceMs });
-}
-
 export type DecodedRecord =
   | { readonly kind: "spec"; readonly record: PersistedSpec }
-  | { readonly kind: "buckets"; readonly record: PersistedBuckets }
   | { readonly kind: "leader"; readonly record: LeaderRecord }
+  | { readonly kind: "throttler"; readonly record: PersistedThrottler }
+  /** A tombstone of `bucket/<id>`: the throttler's record is deleted. */
+  | { readonly kind: "deleted"; readonly throttlerId: string }
+  /** The single `buckets` record written before §9.1: one record per throttler it names. */
+  | { readonly kind: "legacy-buckets"; readonly records: readonly PersistedThrottler[] }
   | { readonly kind: "unknown"; readonly reason: string };
 
 /** A record read back; anything malformed is reported, never thrown (a bad record must not stop a controller). */
 export function decodeStateRecord(key: string | null, value: string | null): DecodedRecord {
-  if (value === null) return { kind: "unknown", reason: `key ${JSON.stringify(key)} has no value` };
-  let parsed: unknown;
+  const name = JSON.stringify(key);
+  if (value === null) {
+    if (key?.startsWith(STATE_KEYS.bucketPrefix)) return { kind: "deleted", throttlerId: key.slice(STATE_KEYS.bucketPrefix.length) };
+    return { kind: "unknown", reason: `key ${name} has no value` };
+  }
+  let o: unknown;
   try {
-    parsed = JSON.parse(value);
+    o = JSON.parse(value);
   } catch {
-    return { kind: "unknown", reason: `key ${JSON.stringify(key)} is not JSON` };
+    return { kind: "unknown", reason: `key ${name} is not JSON` };
   }
-  if (typeof parsed !== "object" || parsed === null) return { kind: "unknown", reason: `key ${JSON.stringify(key)} is not an object` };
-  const o = parsed as Record<string, unknown>;
-  const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : null);
-  const generation = num(o["generation"]);
-  if (generation === null) return { kind: "unknown", reason: `key ${JSON.stringify(key)} has no numeric "generation"` };
-  switch (key) {
-    case STATE_KEYS.spec: {
-      const version = num(o["version"]);
-      const json = o["dynamic_spec_json"];
-      if (version === null || typeof json !== "string") return { kind: "unknown", reason: `"dynamic_spec" needs "version" and "dynamic_spec_json"` };
-      return { kind: "spec", record: { version, dynamicSpecJson: json, generation, writtenAtMs: num(o["written_at_ms"]) ?? 0 } };
-    }
-    case STATE_KEYS.buckets: {
-      const raw = o["buckets"];
-      if (typeof raw !== "object" || raw === null) return { kind: "unknown", reason: `"buckets" needs an object "buckets"` };
-      const buckets: Record<string, { balance: number; atMs: number }> = {};
-      for (const [id, b] of Object.entries(raw as Record<string, unknown>)) {
-        const entry = (typeof b === "object" && b !== null ? b : {}) as Record<string, unknown>;
-        const balance = num(entry["balance"]);
-        const atMs = num(entry["at_ms"]);
-        if (balance !== null && atMs !== null) buckets[id] = { balance, atMs };
-      }
-      const leases = decodeLeases(o["leases"]);
-      const adaptive = decodeAdaptive(o["adaptive"]);
-      const record = { buckets, ...(leases ? { leases } : {}), ...(adaptive ? { adaptive } : {}), generation, writtenAtMs: num(o["written_at_ms"]) ?? 0 };
-      return { kind: "buckets", record };
-    }
-    case STATE_KEYS.leader: {
-      const address = o["address"];
-      if (typeof address !== "string") return { kind: "unknown", reason: `"leader" needs a string "address"` };
-      const memberId = typeof o["member_id"] === "string" ? o["member_id"] : "";
-      return { kind: "leader", record: { address, memberId, generation, sinceMs: num(o["since_ms"]) ?? 0 } };
-    }
-    default:
-      return { kind: "unknown", reason: `unknown key ${JSON.stringify(key)}` };
+  if (!isObject(o)) return { kind: "unknown", reason: `key ${name} is not an object` };
+  const generation = finite(o["generation"]) ? o["generation"] : 0;
+  const writtenAtMs = finite(o["written_at_ms"]) ? o["written_at_ms"] : 0;
+  if (key === STATE_KEYS.spec || key === STATE_KEYS.legacySpec) {
+    const version = o["version"];
+    const json = o["dynamic_spec_json"];
+    if (!finite(version) || typeof json !== "string") return { kind: "unknown", reason: `${name} needs "version" and "dynamic_spec_json"` };
+    return { kind: "spec", record: { version, dynamicSpecJson: json, generation, writtenAtMs } };
   }
+  if (key === STATE_KEYS.leader) {
+    const address = o["address"];
+    if (typeof address !== "string") return { kind: "unknown", reason: `"leader" needs a string "address"` };
+    const memberId = typeof o["member_id"] === "string" ? o["member_id"] : "";
+    return { kind: "leader", record: { address, memberId, generation, sinceMs: finite(o["since_ms"]) ? o["since_ms"] : 0 } };
+  }
+  if (key?.startsWith(STATE_KEYS.bucketPrefix)) {
+    const throttlerId = o["throttler"];
+    if (typeof throttlerId !== "string") return { kind: "unknown", reason: `${name} needs a string "throttler"` };
+    return { kind: "throttler", record: decodeThrottler(throttlerId, o, generation, writtenAtMs) };
+  }
+  if (key === STATE_KEYS.legacyBuckets) return { kind: "legacy-buckets", records: decodeLegacyBuckets(o, generation, writtenAtMs) };
+  return { kind: "unknown", reason: `unknown key ${name}` };
+}
+
+function decodeThrottler(throttlerId: string, o: Record<string, unknown>, generation: number, writtenAtMs: number): PersistedThrottler {
+  const { balance, at_ms: atMs, limit_per_s: limit } = o;
+  const leases = decodeLeases({ [throttlerId]: o["leases"] })?.[throttlerId];
+  const adaptive = decodeAdaptive({ [throttlerId]: o["adaptive"] })?.[throttlerId];
+  return {
+    throttlerId,
+    balance: finite(balance) && finite(atMs) ? { balance, atMs } : null,
+    limitPerSecond: finite(limit) && limit >= 0 ? limit : null,
+    ...(leases ? { leases } : {}),
+    ...(adaptive ? { adaptive } : {}),
+    generation,
+    writtenAtMs,
+  };
+}
+
+function decodeLegacyBuckets(o: Record<string, unknown>, generation: number, writtenAtMs: number): PersistedThrottler[] {
+  const balances = isObject(o["buckets"]) ? o["buckets"] : {};
+  const leases = decodeLeases(o["leases"]) ?? {};
+  const adaptive = decodeAdaptive(o["adaptive"]) ?? {};
+  const ids = new Set([...Object.keys(balances), ...Object.keys(leases), ...Object.keys(adaptive)]);
+  return [...ids].map((throttlerId) => {
+    const entry = isObject(balances[throttlerId]) ? balances[throttlerId] : {};
+    const { balance, at_ms: atMs } = entry;
+    const held = Object.hasOwn(leases, throttlerId) ? leases[throttlerId] : undefined;
+    const loop = Object.hasOwn(adaptive, throttlerId) ? adaptive[throttlerId] : undefined;
+    return {
+      throttlerId,
+      balance: finite(balance) && finite(atMs) ? { balance, atMs } : null,
+      // Not persisted before §9.1: the bucket accrues at its own rate.
+      limitPerSecond: null,
+      ...(held ? { leases: held } : {}),
+      ...(loop ? { adaptive: loop } : {}),
+      generation,
+      writtenAtMs,
+    };
+  });
 }

@@ -1,17 +1,11 @@
 import { randomUUID } from "node:crypto";
-import type { Admin, Consumer, Kafka, Producer } from "kafkajs";
-import {
-  EMPTY_CONTROLLER_STATE,
-  newerRecord,
-  type ControllerState,
-  type ControllerStateStore,
-  type LeaderRecord,
-  type PersistedBuckets,
-  type PersistedSpec,
-} from "@sluice/controller";
-import { brokerReplicationFactor } from "./ensure-topics.ts";
+import type { Admin, Consumer, Kafka } from "kafkajs";
+import type { ControllerState, ControllerStateStore, StateWrite } from "@sluice/controller";
+import { ControllerStateFold } from "./controller-state-fold.ts";
+import { bucketKey, controllerStateTopic, controllerWriterId, encodeLeader, encodeSpec, encodeThrottler, STATE_KEYS } from "./controller-state-records.ts";
+import { ensureStateTopic } from "./controller-state-topic.ts";
+import { ControllerStateWriter, type StateMessage } from "./controller-state-writer.ts";
 import { KafkaIoError, describeError } from "./kafka-io-error.ts";
-import { STATE_KEYS, controllerStateTopic, decodeStateRecord, encodeBuckets, encodeLeader, encodeSpec } from "./controller-state-records.ts";
 
 export interface KafkaControllerStateStoreOptions {
   readonly kafka: Kafka;
@@ -29,19 +23,19 @@ interface CatchUpWaiter {
 
 /**
  * The controller's state on the compacted one-partition topic `<pipeline>.controller-state`
- * (DESIGN §7.4). Every controller of the pipeline reads it from the start and keeps the latest
- * record of each key (followers learn the leader from it); the leader writes with acks from all
- * in-sync replicas. The reader's consumer group is private to this process and commits nothing:
- * the broker forgets it once the process is gone.
+ * (DESIGN §9.1). Every controller of the pipeline reads its committed records (read_committed) from
+ * the start; the latest record of each key by offset is the state (ControllerStateFold). Only the
+ * leader writes, through the pipeline's one transactional writer (ControllerStateWriter), which it
+ * claims before it reads. The reader's consumer group is private to this process and commits
+ * nothing: the broker forgets it once the process is gone.
  */
 export class KafkaControllerStateStore implements ControllerStateStore {
   readonly topic: string;
   private readonly admin: Admin;
-  private readonly producer: Producer;
   private readonly reader: Consumer;
-  private readonly log: (line: string) => void;
-  private state: ControllerState = EMPTY_CONTROLLER_STATE;
-  /** Offset of the next record to read. */
+  private readonly writer: ControllerStateWriter;
+  private readonly fold: ControllerStateFold;
+  /** Offset after the last record read, control records (transaction markers) included. */
   private position = 0;
   private waiters: CatchUpWaiter[] = [];
   private starting: Promise<void> | null = null;
@@ -49,13 +43,15 @@ export class KafkaControllerStateStore implements ControllerStateStore {
 
   constructor(private readonly options: KafkaControllerStateStoreOptions) {
     this.topic = controllerStateTopic(options.pipeline);
-    this.log = options.log ?? (() => {});
+    const log = options.log ?? (() => {});
+    this.fold = new ControllerStateFold((line) => log(`"${this.topic}": ${line}`));
     this.admin = options.kafka.admin();
-    this.producer = options.kafka.producer({ allowAutoTopicCreation: false });
+    this.writer = new ControllerStateWriter(options.kafka, controllerWriterId(options.pipeline), this.topic);
     this.reader = options.kafka.consumer({
       groupId: `${options.pipeline}.controller-state-reader.${randomUUID().slice(0, 8)}`,
       allowAutoTopicCreation: false,
       maxWaitTimeInMs: 200,
+      readUncommitted: false,
     });
   }
 
@@ -67,16 +63,17 @@ export class KafkaControllerStateStore implements ControllerStateStore {
   private async open(): Promise<void> {
     try {
       await this.admin.connect();
-      await this.ensureTopic();
-      await this.producer.connect();
+      await ensureStateTopic(this.admin, this.topic);
+      // A fetch of transaction markers or aborted records only reaches no eachBatch, but it moves
+      // the reader on: the end of every batch counts, so catchUp sees the last stable offset reached.
+      this.reader.on(this.reader.events.END_BATCH_PROCESS, ({ payload }) => this.readUpTo(payload.lastOffset));
       await this.reader.connect();
       await this.reader.subscribe({ topic: this.topic, fromBeginning: true });
       await this.reader.run({
         autoCommit: false,
-        eachMessage: async ({ message }) => {
-          this.apply(message.key?.toString("utf8") ?? null, message.value?.toString("utf8") ?? null);
-          this.position = Math.max(this.position, Number(message.offset) + 1);
-          this.wakeWaiters();
+        eachBatch: async ({ batch }) => {
+          for (const message of batch.messages) this.fold.apply(Number(message.offset), message.key?.toString("utf8") ?? null, message.value?.toString("utf8") ?? null);
+          this.readUpTo(batch.lastOffset());
         },
       });
     } catch (error) {
@@ -89,32 +86,27 @@ export class KafkaControllerStateStore implements ControllerStateStore {
     }
   }
 
-  /** One partition (one order for every record), compacted (the latest of each key is all that matters). */
-  private async ensureTopic(): Promise<void> {
-    const present = new Set(await this.admin.listTopics());
-    if (present.has(this.topic)) return;
-    const replicationFactor = await brokerReplicationFactor(this.admin);
-    await this.admin.createTopics({
-      topics: [{ topic: this.topic, numPartitions: 1, replicationFactor, configEntries: [{ name: "cleanup.policy", value: "compact" }] }],
-      waitForLeaders: true,
-    });
+  async claimWriter(signal?: AbortSignal): Promise<void> {
+    await this.start();
+    await this.writer.claim(signal);
   }
 
+  /** Waits until everything committed before the call is read: up to the last stable offset (ListOffsets, read_committed). */
   async catchUp(signal?: AbortSignal): Promise<ControllerState> {
     await this.start();
     const offsets = await this.admin.fetchTopicOffsets(this.topic);
     const end = Number(offsets.find((o) => o.partition === 0)?.high ?? "0");
-    if (this.position >= end) return this.state;
+    if (this.position >= end) return this.fold.state();
     const timeoutMs = this.options.catchUpTimeoutMs ?? 30_000;
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters = this.waiters.filter((w) => w !== waiter);
         reject(
-          new KafkaIoError(
-            "SOURCE_START_FAILED",
-            `reading "${this.topic}" up to offset ${end} took over ${timeoutMs} ms (read up to ${this.position})`,
-            { topic: this.topic, end, position: this.position },
-          ),
+          new KafkaIoError("SOURCE_START_FAILED", `reading "${this.topic}" up to offset ${end} took over ${timeoutMs} ms (read up to ${this.position})`, {
+            topic: this.topic,
+            end,
+            position: this.position,
+          }),
         );
       }, timeoutMs);
       const waiter: CatchUpWaiter = {
@@ -133,61 +125,37 @@ export class KafkaControllerStateStore implements ControllerStateStore {
       signal?.addEventListener("abort", onAbort, { once: true });
       this.waiters.push(waiter);
     });
-    return this.state;
+    return this.fold.state();
   }
 
   latest(): ControllerState {
-    return this.state;
+    return this.fold.state();
   }
 
-  async saveBuckets(record: PersistedBuckets): Promise<void> {
-    await this.send(STATE_KEYS.buckets, encodeBuckets(record));
-    this.state = { ...this.state, buckets: newerRecord(this.state.buckets, record) };
-  }
-
-  async saveSpec(record: PersistedSpec): Promise<void> {
-    await this.send(STATE_KEYS.spec, encodeSpec(record));
-    this.state = { ...this.state, spec: newerRecord(this.state.spec, record) };
-  }
-
-  async saveLeader(record: LeaderRecord): Promise<void> {
-    await this.send(STATE_KEYS.leader, encodeLeader(record));
-    this.state = { ...this.state, leader: newerRecord(this.state.leader, record) };
+  /** One committed transaction; what it wrote is read back like every record (in offset order). */
+  async write(records: StateWrite): Promise<void> {
+    await this.start();
+    const messages: StateMessage[] = [];
+    if (records.spec) messages.push({ key: STATE_KEYS.spec, value: encodeSpec(records.spec) });
+    for (const record of records.throttlers ?? []) messages.push({ key: bucketKey(record.throttlerId), value: encodeThrottler(record) });
+    for (const id of records.removedThrottlers ?? []) messages.push({ key: bucketKey(id), value: null });
+    if (records.leader) messages.push({ key: STATE_KEYS.leader, value: encodeLeader(records.leader) });
+    if (messages.length === 0) return;
+    await this.writer.write(messages);
   }
 
   close(): Promise<void> {
     this.closing ??= (async () => {
       for (const waiter of this.waiters) waiter.resolve();
       this.waiters = [];
-      await Promise.allSettled([this.reader.disconnect(), this.producer.disconnect(), this.admin.disconnect()]);
+      await Promise.allSettled([this.reader.disconnect(), this.writer.close(), this.admin.disconnect()]);
     })();
     return this.closing;
   }
 
-  private async send(key: string, value: string): Promise<void> {
-    await this.start();
-    try {
-      await this.producer.send({ topic: this.topic, acks: -1, messages: [{ key, value }] });
-    } catch (error) {
-      throw new KafkaIoError("SEND_FAILED", `writing "${key}" to "${this.topic}" failed: ${describeError(error)}`, { topic: this.topic, key }, { cause: error });
-    }
-  }
-
-  private apply(key: string | null, value: string | null): void {
-    const decoded = decodeStateRecord(key, value);
-    switch (decoded.kind) {
-      case "spec":
-        this.state = { ...this.state, spec: newerRecord(this.state.spec, decoded.record) };
-        return;
-      case "buckets":
-        this.state = { ...this.state, buckets: newerRecord(this.state.buckets, decoded.record) };
-        return;
-      case "leader":
-        this.state = { ...this.state, leader: newerRecord(this.state.leader, decoded.record) };
-        return;
-      default:
-        this.log(`ignored a record of "${this.topic}": ${decoded.reason}`);
-    }
+  private readUpTo(lastOffset: string): void {
+    this.position = Math.max(this.position, Number(lastOffset) + 1);
+    this.wakeWaiters();
   }
 
   private wakeWaiters(): void {

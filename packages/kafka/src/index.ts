@@ -4,9 +4,11 @@ export { KafkaSink, type KafkaSinkInit, type KafkaSinkOptions } from "./kafka-si
 export { ensureTopics, type EnsureTopicsOptions, type EnsureTopicsResult, type TopicState } from "./ensure-topics.ts";
 export { createKafkaClient, type KafkaClientOptions, type KafkaLogEntry, type KafkaLogLevel } from "./kafka-client.ts";
 export { KafkaIoError, isKafkaIoError, KAFKA_IO_ERROR_CODES, type KafkaIoErrorCode } from "./kafka-io-error.ts";
+export { KAFKA_IO_ERROR_GUIDE } from "./kafka-io-error-guide.ts";
 export { fromKafkaHeaders, toKafkaHeaders } from "./kafka-headers.ts";
 export { StreamTopics, type StreamTopic } from "./stream-topics.ts";
 export { KAFKA_CLIENT_DEFAULTS, KAFKA_SOURCE_DEFAULTS, KAFKA_SINK_DEFAULTS, ENSURE_TOPICS_DEFAULTS } from "./defaults.ts";
 export { KafkaControllerElection, chooseLeader, type KafkaControllerElectionOptions } from "./controller-election.ts";
 export { KafkaControllerStateStore, type KafkaControllerStateStoreOptions } from "./controller-state-store.ts";
-export { controllerGroupId, controllerStateTopic } from "./controller-state-records.ts";
+export { controllerGroupId, controllerStateTopic, controllerWriterId } from "./controller-state-records.ts";
+export { STATE_TOPIC_CONFIG } from "./controller-state-topic.ts";

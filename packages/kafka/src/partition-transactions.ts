@@ -8,9 +8,9 @@ import type { PartitionLease } from "./partition-lease.ts";
 import { StreamTopics } from "./stream-topics.ts";
 
 /** Broker answers meaning another producer with the same transactional id took over (it claimed the partition). */
-const FENCING_ERRORS = new Set(["INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED", "INVALID_PRODUCER_ID_MAPPING", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"]);
+export const FENCING_ERRORS = new Set(["INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED", "INVALID_PRODUCER_ID_MAPPING", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"]);
 /** Answers after which the same transaction may be tried again (kafkajs #296: a crashed owner's transaction is still being aborted). */
-const RETRY_LATER_ERRORS = new Set(["CONCURRENT_TRANSACTIONS", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"]);
+export const RETRY_LATER_ERRORS = new Set(["CONCURRENT_TRANSACTIONS", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR"]);
 
 export interface PartitionTransactionsOptions {
   readonly kafka: Kafka;
@@ -268,7 +268,7 @@ export class PartitionTransactions {
 }
 
 /** Looks for a kafkajs protocol error `type` in the error and its causes; `retriableDefault` for kafkajs's own retriable flag. */
-function hasErrorType(error: unknown, types: ReadonlySet<string>, retriableDefault: boolean): boolean {
+export function hasErrorType(error: unknown, types: ReadonlySet<string>, retriableDefault: boolean): boolean {
   let current: unknown = error;
   for (let depth = 0; current instanceof Error && depth < 5; depth++) {
     const type: unknown = (current as Error & { type?: unknown }).type;

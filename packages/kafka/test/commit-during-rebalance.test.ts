@@ -1,3 +1,4 @@
+// services: kafka
 // A commit the broker answers with REBALANCE_IN_PROGRESS (injected here, since the real window is a
 // few milliseconds wide) waits for the group's next join: if this member kept the partition the
 // commit goes through in the new generation, otherwise it is refused as PARTITION_REVOKED.

@@ -1,21 +1,21 @@
-// An adaptive limit across a failover with the state handed over through the `buckets` record's
+// An adaptive limit across a failover with the state handed over through the throttler's record's
 // JSON (DESIGN §7.3, §7.4), as a successor reads it from `<pipeline>.controller-state`: the
 // controller package's stand-in group in virtual time, its store encoding every record with this
 // package's encoder and decoding it back. No broker: the record is what is under test here;
 // test/controller-*.test.ts run the store on one.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { PersistedBuckets } from "@sluice/controller";
+import type { PersistedThrottler } from "@sluice/controller";
 import { LOSS_DECISIONS, LOSS_READINGS, lossRun } from "../../controller/test/adaptive-loss-run.ts";
 import { MemoryStore } from "../../controller/test/failover-stand-ins.ts";
-import { decodeStateRecord, encodeBuckets } from "../src/controller-state-records.ts";
+import { bucketKey, decodeStateRecord, encodeThrottler } from "../src/controller-state-records.ts";
 
 /** A store whose records went through the JSON of the controller-state topic. */
 function recordStore(): MemoryStore {
-  return new MemoryStore((record: PersistedBuckets) => {
-    const decoded = decodeStateRecord("buckets", encodeBuckets(record));
-    assert.equal(decoded.kind, "buckets", "the leader's record reads back");
-    return decoded.kind === "buckets" ? decoded.record : record;
+  return new MemoryStore((record: PersistedThrottler) => {
+    const decoded = decodeStateRecord(bucketKey(record.throttlerId), encodeThrottler(record));
+    assert.equal(decoded.kind, "throttler", "the leader's record reads back");
+    return decoded.kind === "throttler" ? decoded.record : record;
   });
 }
 

@@ -1,3 +1,4 @@
+// services: kafka
 // The pure parts of the adapter: header normalisation, Java-compatible key placement, the
 // stream ↔ topic map and the errors a wrong spec gets, plus a source over a topic that is missing.
 import assert from "node:assert/strict";

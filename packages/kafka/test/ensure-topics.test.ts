@@ -1,3 +1,4 @@
+// services: kafka
 // ensureTopics creates the missing topic of every stream with its declared partition count and
 // leaves existing topics as they are; a replication factor the cluster cannot meet is refused with
 // the topics and brokers named.

@@ -1,3 +1,4 @@
+// services: kafka
 // delivery "exactly_once": a source whose producer is fenced while the group still assigns it the
 // partition — what a member that missed a whole generation during a broker outage sees, since
 // kafkajs has no KIP-447 generation fencing — claims the partition back after a session timeout

@@ -1,3 +1,4 @@
+// services: kafka
 // Two workers (two KafkaIoFactory instances, as two processes would have) run the source of the
 // same computation, so one consumer group. The second one joining splits the partitions; the first
 // one closing hands its partitions to the second, which finishes the stream. No record is lost;

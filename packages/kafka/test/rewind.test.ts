@@ -1,3 +1,4 @@
+// services: kafka
 // rewind() sends a partition back to its last committed offset once the handler returns: to the
 // offset committed through this lease, or to the earliest offset when nothing was ever committed.
 // A handler that throws is rewound the same way. Nothing is lost; only the rewound records repeat.

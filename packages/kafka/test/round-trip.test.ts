@@ -1,3 +1,4 @@
+// services: kafka
 // KafkaSink → Kafka → KafkaSource: 3,000 keyed records over a 3-partition topic, a handler that
 // commits after each batch; every record arrives exactly once, in offset order per partition, with
 // its timestamp, headers and byte size; the group's committed offsets end at the end offsets.

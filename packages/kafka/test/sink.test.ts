@@ -1,3 +1,4 @@
+// services: kafka
 // KafkaSink against the broker: keyless records spread over the partitions, an emit larger than
 // one produce request is split and arrives whole and in order, an explicit partition the topic
 // lacks and an undeclared stream are refused with the figures.

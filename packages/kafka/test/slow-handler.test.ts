@@ -1,3 +1,4 @@
+// services: kafka
 // A handler that waits 8 s in the middle of a batch (a throttled iteration) with a 6 s session
 // timeout: the member stays in the group (no rejoin, no revocation, its commit is accepted), and the
 // other partitions keep flowing meanwhile instead of waiting for the slow one.

@@ -22,11 +22,12 @@ export function toGrpcMetadata(metadata: CallMetadata | undefined, token: string
  * once checked so that a token never reaches handler code or its logs.
  */
 export function fromGrpcMetadata(metadata: Metadata): Record<string, string> {
-  const plain: Record<string, string> = {};
+  // Keys come from the caller: Object.fromEntries stores "__proto__" like any other key.
+  const plain: [string, string][] = [];
   for (const [key, values] of Object.entries(metadata.getMap())) {
     if (key.endsWith("-bin") || key === AUTHORIZATION_METADATA_KEY) continue;
     const all = metadata.get(key).filter((value): value is string => typeof value === "string");
-    plain[key] = all.length > 0 ? all.join(", ") : String(values);
+    plain.push([key, all.length > 0 ? all.join(", ") : String(values)]);
   }
-  return plain;
+  return Object.fromEntries(plain);
 }

@@ -21,6 +21,10 @@ export const GRPC_STATUS_BY_CODE = {
   RETRIES_EXHAUSTED: null,
   CANCELLED: GrpcStatus.CANCELLED,
   UNAUTHENTICATED: GrpcStatus.UNAUTHENTICATED,
+  // RESOURCE_EXHAUSTED like QUEUE_FULL; not retriable: only an answer to an open call makes room.
+  TOO_MANY_CALLS: GrpcStatus.RESOURCE_EXHAUSTED,
+  // The client's own finding from a renewal's answer; no server sends it.
+  LEASE_EXPIRED: null,
 } as const satisfies Record<SluiceErrorCode, GrpcStatus | null>;
 
 /** Trailer metadata carrying the Sluice code, so a client never has to guess it from the status. */

@@ -16,6 +16,12 @@ export interface GrpcQuotaClientOptions {
   readonly tls?: ClientTlsOptions;
   /** More grpc channel options, over QUOTA_CLIENT_CHANNEL_OPTIONS (e.g. the keepalive of a failover group's client). */
   readonly channelOptions?: ChannelOptions;
+  /**
+   * QuotaStream only: calls open on the controller at once, more wait in the client (the
+   * controller's `controller.max_open_calls_per_stream`; a lower bound is learnt from its refusals).
+   * Default DEFAULT_MAX_OPEN_CALLS_PER_STREAM.
+   */
+  readonly maxOpenCallsPerStream?: number;
 }
 
 /**

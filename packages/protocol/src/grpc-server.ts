@@ -54,6 +54,11 @@ export interface ServeOptions {
   readonly token?: string;
   /** Serve TLS with this certificate (and require client certificates when it has a clientCa); absent = plaintext. */
   readonly tls?: ServerTlsOptions;
+  /**
+   * DESIGN §9.1: calls one QuotaStream may hold open (spec `controller.max_open_calls_per_stream`);
+   * more are refused at once with TOO_MANY_CALLS. Default DEFAULT_MAX_OPEN_CALLS_PER_STREAM.
+   */
+  readonly maxOpenCallsPerStream?: number;
 }
 
 export interface QuotaServer {
@@ -117,7 +122,7 @@ export async function serveQuotaService(handler: QuotaServiceHandler, options: S
       return { snapshotJson };
     }),
     // All of a worker's quota traffic on one stream (quota-stream-server.ts), with the handlers above.
-    QuotaStream: quotaStreamMethod(handler, authorize, quotaStreams),
+    QuotaStream: quotaStreamMethod(handler, authorize, quotaStreams, options.maxOpenCallsPerStream),
     WatchDynamicSpec: (call: ServerWritableStream<WireWatchDynamicSpecRequest, WireDynamicSpecUpdate>) => {
       const { context, dispose } = callContext(call);
       const refusal = authorize(call.metadata.get(AUTHORIZATION_METADATA_KEY)[0]);

@@ -51,6 +51,7 @@ export {
 } from "./tls-credentials.ts";
 export { fromGrpcDeadline, toGrpcDeadline } from "./grpc-deadline.ts";
 export { createStreamQuotaClient } from "./quota-stream-client.ts";
+export { DEFAULT_MAX_OPEN_CALLS_PER_STREAM } from "./quota-stream-limits.ts";
 export {
   DEFAULT_QUOTA_TRANSPORT,
   QUOTA_TRANSPORT_ENV,

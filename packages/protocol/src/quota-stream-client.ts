@@ -49,9 +49,13 @@ export function createStreamQuotaClient(address: string, options: GrpcQuotaClien
     const metadata = toGrpcMetadata(undefined, options.token);
     metadata.setOptions({ waitForReady: false });
     const stream: QuotaStreamDuplex = client.makeBidiStreamRequest(method.path, method.requestSerialize, method.responseDeserialize, metadata);
-    const opened = new QuotaStreamSession(stream, (ended) => {
-      if (session === ended) session = null;
-    });
+    const opened = new QuotaStreamSession(
+      stream,
+      (ended) => {
+        if (session === ended) session = null;
+      },
+      options.maxOpenCallsPerStream,
+    );
     session = opened;
     return opened;
   };

@@ -3,7 +3,8 @@ import { SluiceError, systemClock } from "@sluice/core";
 import { AUTHORIZATION_METADATA_KEY, fromGrpcMetadata } from "./call-metadata.ts";
 import { deadlineAnswer, streamCallDeadline } from "./call-deadline.ts";
 import { toServiceError } from "./error-mapping.ts";
-import { FrameBatcher, utf8Bound } from "./frame-batcher.ts";
+import { AnswerOutbox, answerSize } from "./answer-outbox.ts";
+import { DEFAULT_MAX_OPEN_CALLS_PER_STREAM, tooManyCalls } from "./quota-stream-limits.ts";
 import { fromGrpcDeadline } from "./grpc-deadline.ts";
 import type {
   WireQuotaStreamAnswer,
@@ -55,15 +56,21 @@ export class OpenQuotaStreams {
   }
 }
 
+
 /** The QuotaStream method of a QuotaService implementation. */
-export function quotaStreamMethod(handler: QuotaServiceHandler, authorize: Authorize, open: OpenQuotaStreams): (call: Duplex) => void {
+export function quotaStreamMethod(
+  handler: QuotaServiceHandler,
+  authorize: Authorize,
+  open: OpenQuotaStreams,
+  maxOpenCalls = DEFAULT_MAX_OPEN_CALLS_PER_STREAM,
+): (call: Duplex) => void {
   return (call) => {
     const refusal = authorize(call.metadata.get(AUTHORIZATION_METADATA_KEY)[0]);
     if (refusal) {
       call.emit("error", toServiceError(refusal));
       return;
     }
-    new ServedQuotaStream(call, handler, open);
+    new ServedQuotaStream(call, handler, open, maxOpenCalls);
   };
 }
 
@@ -85,7 +92,7 @@ const BACKLOG_PAUSE_CALLS = 16 * CALLS_PER_TURN;
 
 class ServedQuotaStream {
   private readonly calls = new Map<number, StreamCall>();
-  private readonly out: FrameBatcher<WireQuotaStreamAnswer>;
+  private readonly out: AnswerOutbox;
   private readonly deadlines: StreamCallDeadlines<StreamCall>;
   private readonly readMetadata = () => this.metadata;
   private readonly streamDeadlineAt: number | null;
@@ -103,8 +110,10 @@ class ServedQuotaStream {
     private readonly call: Duplex,
     private readonly handler: QuotaServiceHandler,
     private readonly open: OpenQuotaStreams,
+    private readonly maxOpenCalls: number,
   ) {
-    this.out = new FrameBatcher((answers) => this.write(answers), answerSize);
+    // A client that reads no answers stops being read: what it costs is bounded by its open calls.
+    this.out = new AnswerOutbox(call, answerSize, () => this.updateReading(), () => this.startBacklog());
     this.deadlines = new StreamCallDeadlines<StreamCall>(
       (callId, open) => this.calls.get(callId) === open,
       (callId, open, method, at) => {
@@ -150,7 +159,7 @@ class ServedQuotaStream {
     }
     const receivedAt = systemClock.now();
     const calls = frame.calls;
-    if (this.backlogHead === this.backlog.length && this.startedThisTurn + calls.length <= CALLS_PER_TURN) {
+    if (this.backlogHead === this.backlog.length && this.startedThisTurn + calls.length <= CALLS_PER_TURN && !this.out.blocked) {
       this.startedThisTurn += calls.length;
       this.scheduleTurnEnd();
       for (const entry of calls) this.start(entry, receivedAt);
@@ -160,15 +169,24 @@ class ServedQuotaStream {
       this.backlog.push(entry);
       this.backlogReceivedAt.push(receivedAt);
     }
-    // A client outrunning the controller is held back by HTTP/2 flow control, as it was when every
-    // call started on arrival, instead of piling frames up here.
-    if (this.backlog.length - this.backlogHead > BACKLOG_PAUSE_CALLS) this.call.pause();
+    this.updateReading();
     this.startBacklog();
+  }
+
+  /**
+   * A client outrunning the controller, or not reading its answers, is held back by HTTP/2 flow
+   * control instead of piling frames (or answers) up here.
+   */
+  private updateReading(): void {
+    if (this.ended) return;
+    const hold = this.out.blocked || this.backlog.length - this.backlogHead > BACKLOG_PAUSE_CALLS;
+    if (hold && !this.call.isPaused()) this.call.pause();
+    else if (!hold && this.call.isPaused()) this.call.resume();
   }
 
   /** Starts what this turn's bound leaves room for, oldest first; the rest waits for a later turn. */
   private startBacklog(): void {
-    while (!this.ended && this.startedThisTurn < CALLS_PER_TURN && this.backlogHead < this.backlog.length) {
+    while (!this.ended && !this.out.blocked && this.startedThisTurn < CALLS_PER_TURN && this.backlogHead < this.backlog.length) {
       const at = this.backlogHead++;
       this.startedThisTurn += 1;
       this.start(this.backlog[at] as WireQuotaStreamCall, this.backlogReceivedAt[at] as number);
@@ -177,10 +195,10 @@ class ServedQuotaStream {
       this.backlog = [];
       this.backlogReceivedAt = [];
       this.backlogHead = 0;
-      if (this.call.isPaused()) this.call.resume();
       // Calls refused at their start are answered without being open: nothing else would notice idleness.
       if (this.endingWhenIdle && this.calls.size === 0) setImmediate(() => this.end(null));
     }
+    this.updateReading();
     this.scheduleTurnEnd();
   }
 
@@ -305,6 +323,7 @@ class ServedQuotaStream {
         callId,
       });
     }
+    if (this.calls.size >= this.maxOpenCalls && !this.calls.has(callId)) return tooManyCalls(callId, entry.call, this.calls.size, this.maxOpenCalls);
     if (this.calls.has(callId)) {
       return new SluiceError(
         "INVALID_REQUEST",
@@ -338,15 +357,11 @@ class ServedQuotaStream {
     if (this.endingWhenIdle && this.idle) setImmediate(() => this.end(null));
   }
 
-  private write(answers: WireQuotaStreamAnswer[]): void {
-    if (this.ended || this.call.cancelled || this.call.writableEnded) return;
-    this.call.write({ answers });
-  }
-
   /** Ends the stream: cancels what is open, then closes it with `error`'s status (null = OK). */
   private end(error: SluiceError | null): void {
     if (this.ended) return;
     this.out.flush();
+    this.out.close();
     this.ended = true;
     this.open.delete(this);
     this.deadlines.clear();
@@ -382,12 +397,4 @@ function methodName(entry: WireQuotaStreamCall): string {
     default:
       return "QuotaStream";
   }
-}
-
-/** An upper bound of an answer's encoded size, for the frame limit. */
-function answerSize(answer: WireQuotaStreamAnswer): number {
-  const error = answer.error;
-  if (error) return 64 + utf8Bound(error.message) + utf8Bound(error.detailsJson) + utf8Bound(error.leader);
-  if (answer.dynamicSpecUpdate) return 64 + utf8Bound(answer.dynamicSpecUpdate.dynamicSpecJson);
-  return 64;
 }

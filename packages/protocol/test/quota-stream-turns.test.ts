@@ -12,7 +12,8 @@ import { StubHandler, untilAborted } from "./stub-handler.ts";
 
 const tick = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function eventually(check: () => boolean, what: string, ms = 5000): Promise<void> {
+/** Polls `check` until it holds; `ms` only bounds a hang (5,000 answers took over 5 s at load 30). */
+async function eventually(check: () => boolean, what: string, ms = 60_000): Promise<void> {
   const end = performance.now() + ms;
   while (!check()) {
     if (performance.now() > end) assert.fail(`timed out waiting for ${what}`);

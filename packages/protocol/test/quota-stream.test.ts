@@ -74,7 +74,7 @@ describe("QuotaStream transport", () => {
     await client.requestQuota(quota({ requestId: "y" }));
     const [first, second] = handler.requests;
     assert.deepEqual(first?.call, { throttlerId: "api", clientId: "w1/C/0", amount: 2, timestampMs: 1234, quotaClassId: "gold", requestId: "x" });
-    assert.ok(first?.context.deadlineAt != null && Math.abs(first.context.deadlineAt - deadlineAt) < 300, `the handler saw ${Math.round((first?.context.deadlineAt ?? 0) - deadlineAt)} ms off the caller's deadline`);
+    assert.ok(first?.context.deadlineAt != null && Math.abs(first.context.deadlineAt - deadlineAt) < 5_000, `the handler saw ${Math.round((first?.context.deadlineAt ?? 0) - deadlineAt)} ms off the caller's deadline`);
     assert.equal(first?.context.metadata["traceparent"], traceparent);
     assert.equal(first?.context.metadata["authorization"], undefined, "the token stops at the transport");
     assert.equal(second?.context.deadlineAt, null, "no deadline → null");
@@ -103,7 +103,9 @@ describe("QuotaStream transport", () => {
       return true;
     });
     const took = performance.now() - start;
-    assert.ok(took >= 120 && took < 1000, `answered after ${took} ms`);
+    // Not before the deadline; the handler itself never answers, so any answer at all is the
+    // deadline's (the ceiling only keeps a wrong answer from looking like a slow machine).
+    assert.ok(took >= 120 && took < 30_000, `answered after ${took} ms`);
     await eventually(() => aborted === 1, "the handler's signal to abort at the deadline");
   });
 
@@ -311,8 +313,9 @@ describe("QuotaStream: failover", () => {
     try {
       await client.requestQuota(quota());
       const start = performance.now();
-      await server.close({ graceMs: 5_000 });
-      assert.ok(performance.now() - start < 2_000, `close took ${performance.now() - start} ms with an idle stream open`);
+      // Prompt: well under the grace it would otherwise wait out, however slow a loaded machine is.
+      await server.close({ graceMs: 60_000 });
+      assert.ok(performance.now() - start < 30_000, `close took ${performance.now() - start} ms with an idle stream open`);
       await assert.rejects(client.requestQuota(quota()), (error: unknown) => isSluiceError(error, "CONTROLLER_UNAVAILABLE"));
     } finally {
       client.close();

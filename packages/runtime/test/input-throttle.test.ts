@@ -41,8 +41,12 @@ class ScriptedThrottler implements Throttler {
     return true;
   }
 
+  /** Set: release() throws it after counting (a concurrency client whose lease expired). */
+  releaseError: Error | null = null;
+
   release(amount: number): void {
     this.released += amount;
+    if (this.releaseError) throw this.releaseError;
   }
 }
 
@@ -150,5 +154,21 @@ describe("InputThrottle", () => {
     (giveBack as () => void)();
     assert.equal(rows.released, 5);
     assert.equal(bytes.released, 0);
+  });
+
+  it("fails the iteration when a concurrency throttler's units were lost (LEASE_EXPIRED), after giving back both throttlers' units", () => {
+    const { rows, bytes, input, waits } = setup({ rows: { kind: "concurrency", limit: 1_000 }, bytes: { kind: "concurrency", limit: 10_000 } });
+    const giveBack = input.acquire(5, 50, waits()) as () => void;
+    const expired = new SluiceError("LEASE_EXPIRED", 'throttler "rows": the controller no longer counts 5 of the units client "w" held');
+    rows.releaseError = expired;
+    assert.throws(giveBack, (error: unknown) => error === expired);
+    assert.equal(bytes.released, 50, "the other throttler's units still go back");
+  });
+
+  it("does not fail the iteration for other release errors (a throttler removed meanwhile)", () => {
+    const { rows, input, waits } = setup({ rows: { kind: "concurrency", limit: 1_000 }, bytes: {} });
+    const giveBack = input.acquire(5, 50, waits()) as () => void;
+    rows.releaseError = new SluiceError("THROTTLER_REMOVED", "removed");
+    giveBack();
   });
 });

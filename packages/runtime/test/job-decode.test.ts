@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { trace } from "@opentelemetry/api";
 import { validatePipelineSpec, type PipelineSpec } from "@sluice/spec";
 import { type Job, NO_RECORD_HEADERS, type BatchContext, type Message, type RecordReader, type Sink, type SourceRecord } from "../src/index.ts";
-import { testJob } from "./test-job.ts";
+import { testJob } from "./job-factory.ts";
 
 // How a Job turns source records into the messages a computation sees: values by the stream's
 // format (Buffers, as kafkajs hands them over, and plain Uint8Arrays, as the memory log does),

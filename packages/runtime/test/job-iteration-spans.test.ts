@@ -9,7 +9,7 @@ import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@o
 import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
 import { validatePipelineSpec } from "@sluice/spec";
 import { type BatchContext, type ComputationDefinition, type Sink, type SinkRecord, type SourceRecord } from "../src/index.ts";
-import { testJob } from "./test-job.ts";
+import { testJob } from "./job-factory.ts";
 
 const exporter = new InMemorySpanExporter();
 const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });

@@ -53,6 +53,11 @@ export const KAFKA_DEFAULTS = Object.freeze({
   session_timeout: "30s",
 });
 
+/** `controller` (DESIGN §9.1): what one client may hold open on a controller. */
+export const CONTROLLER_DEFAULTS = Object.freeze({
+  max_open_calls_per_stream: 4_096,
+});
+
 export const COMPUTATION_DEFAULTS = Object.freeze({
   max_rows_per_batch: 100,
   delivery: "at_least_once" as const,

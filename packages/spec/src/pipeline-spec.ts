@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { DESPITE_INNER_ISSUES, isPlainObject } from "./cross-check.ts";
-import { COMPUTATION_DEFAULTS, KAFKA_DEFAULTS, STREAM_DEFAULTS } from "./defaults.ts";
+import { COMPUTATION_DEFAULTS, CONTROLLER_DEFAULTS, KAFKA_DEFAULTS, STREAM_DEFAULTS } from "./defaults.ts";
 import { quoteList } from "./describe-value.ts";
 import { duration } from "./duration.ts";
 import { dynamicSpecSchema, undeclaredComputations } from "./dynamic-spec.ts";
@@ -19,6 +19,9 @@ export const PIPELINE_NAME_PATTERN = /^[A-Za-z0-9._-]+$/;
 const TOPIC_PATTERN = /^[A-Za-z0-9._-]{1,249}$/;
 
 export const MAX_ROWS_PER_BATCH_LIMIT = 100_000;
+
+/** Largest `controller.max_open_calls_per_stream`: a million waiting calls is already ~1 GB of controller memory. */
+export const MAX_OPEN_CALLS_PER_STREAM_LIMIT = 1_000_000;
 
 export const STREAM_FORMATS = ["json", "string", "bytes"] as const;
 /** DESIGN §7.6: whether a batch's outputs and its input offsets commit in one Kafka transaction. */
@@ -110,6 +113,14 @@ export const controllerSpecSchema = z
             "the leader: a follower answers UNAVAILABLE naming it (trailer sluice-leader). Use instead of `address`.",
         ),
       tls: controllerTlsSpecSchema.optional(),
+      max_open_calls_per_stream: integer(`an integer from 1 to ${MAX_OPEN_CALLS_PER_STREAM_LIMIT}`, { min: 1, max: MAX_OPEN_CALLS_PER_STREAM_LIMIT })
+        .prefault(CONTROLLER_DEFAULTS.max_open_calls_per_stream)
+        .describe(
+          "Calls one QuotaStream (one worker's connection) may hold open on the controller at once: waiting quota " +
+            "requests, watches, renewals. More are refused at once with TOO_MANY_CALLS, so a broken or hostile client " +
+            "cannot exhaust the controller's memory; Sluice's own clients queue past the bound instead of sending. " +
+            `Read by \`sluice controller\` and \`sluice run\`. Default ${CONTROLLER_DEFAULTS.max_open_calls_per_stream}.`,
+        ),
     },
     { error: mustBe("an object") },
   )

@@ -5,6 +5,7 @@ import { dynamicSpecSchema, undeclaredComputations, type DynamicSpec } from "./d
 import { compareIssuePaths, formatIssuePath, type IssuePathSegment } from "./issue-path.ts";
 import { knownKeysAt } from "./known-keys.ts";
 import { pipelineSpecSchema, type PipelineSpec } from "./pipeline-spec.ts";
+import { reservedNameMessage, reservedNamePaths } from "./reserved-names.ts";
 import { mustBe } from "./rule-error.ts";
 
 // Validation entry points. Zod does all the checking — field rules and cross-references alike, the
@@ -29,8 +30,10 @@ export interface DynamicSpecValidationOptions {
 
 export function validatePipelineSpec(input: unknown): ValidationResult<PipelineSpec> {
   const result = pipelineSpecSchema.safeParse(input, parseOptions);
-  if (result.success) return { ok: true, value: result.data };
-  return { ok: false, issues: toSpecIssues(result.error.issues, pipelineSpecSchema, []) };
+  const reserved = reservedNameIssues(input, []);
+  if (result.success && reserved.length === 0) return { ok: true, value: result.data };
+  const issues = result.success ? [] : toSpecIssues(result.error.issues, pipelineSpecSchema, []);
+  return { ok: false, issues: sortIssues([...issues, ...reserved]) };
 }
 
 export function validateDynamicSpec(
@@ -40,6 +43,7 @@ export function validateDynamicSpec(
   const prefix = options.pathPrefix === undefined || options.pathPrefix === "" ? [] : options.pathPrefix.split(".");
   const result = dynamicSpecSchema.safeParse(input, parseOptions);
   const issues = result.success ? [] : toSpecIssues(result.error.issues, dynamicSpecSchema, prefix);
+  issues.push(...reservedNameIssues(input, prefix));
   if (options.computations !== undefined && isPlainObject(input) && isPlainObject(input["computations"])) {
     for (const issue of undeclaredComputations(input["computations"], options.computations)) {
       issues.push({ path: formatIssuePath([...prefix, ...issue.path]), message: issue.message });
@@ -88,6 +92,11 @@ function toSpecIssues(
     }
   }
   return sortIssues(issues);
+}
+
+/** A `__proto__` key anywhere would be dropped silently by the schema: each is an issue at its path. */
+function reservedNameIssues(input: unknown, prefix: readonly IssuePathSegment[]): SpecIssue[] {
+  return reservedNamePaths(input).map((path) => ({ path: formatIssuePath([...prefix, ...path]), message: reservedNameMessage() }));
 }
 
 function unknownKeyMessage(key: string, known: readonly string[]): string {

@@ -127,3 +127,30 @@ describe("id lengths", () => {
     );
   });
 });
+
+// DESIGN §9.1 (issue 19 item 8): ids are ordinary ids. "__proto__" cannot be one (the schema
+// library would drop it without a word), so it is refused by name; "constructor" and "prototype" work.
+describe("ids named __proto__, constructor and prototype", () => {
+  it("refuses a throttler or class named __proto__ at its path, instead of dropping it", () => {
+    const input = JSON.parse('{"throttlers":{"__proto__":{"limit":5},"api":{"limit":1,"classes":{"__proto__":{"weight":2}}}},"computations":{}}') as unknown;
+    const result = validateDynamicSpec(input, { pathPrefix: "dynamic_spec" });
+    assert.equal(result.ok, false);
+    if (result.ok) return;
+    assert.deepEqual(
+      result.issues.map((i) => `${i.path}: ${i.message}`),
+      [
+        'dynamic_spec.throttlers.__proto__: "__proto__" cannot be used as a name (JavaScript objects reserve it); choose another name',
+        'dynamic_spec.throttlers.api.classes.__proto__: "__proto__" cannot be used as a name (JavaScript objects reserve it); choose another name',
+      ],
+    );
+  });
+
+  it("takes throttlers and classes named constructor and prototype as own entries", () => {
+    const input = JSON.parse('{"throttlers":{"constructor":{"limit":5,"classes":{"prototype":{"weight":2}}},"prototype":{"limit":1}},"computations":{}}') as unknown;
+    const result = validateDynamicSpec(input);
+    assert.ok(result.ok, JSON.stringify(result));
+    assert.deepEqual(Object.keys(result.value.throttlers).sort(), ["constructor", "prototype"]);
+    assert.equal(Object.getOwnPropertyDescriptor(result.value.throttlers, "constructor")?.value?.limit, 5);
+    assert.deepEqual(Object.keys(result.value.throttlers["constructor"]?.classes ?? {}), ["prototype"]);
+  });
+});

@@ -67,7 +67,7 @@ describe("validatePipelineSpec on valid specs", () => {
   it("takes the controller's TLS files and server name as written (paths are resolved against the spec file by its reader)", () => {
     const tls = { ca: "./certs/ca.pem", cert: "./certs/worker.pem", key: "./certs/worker.key", server_name: "controller.internal" };
     const spec = parseOk({ ...minimal, controller: { address: "10.0.0.5:7070", tls } });
-    assert.deepEqual(spec.controller, { address: "10.0.0.5:7070", tls });
+    assert.deepEqual(spec.controller, { address: "10.0.0.5:7070", tls, max_open_calls_per_stream: 4_096 });
     assert.deepEqual(parseOk({ ...minimal, controller: { address: "10.0.0.5:7070", tls: {} } }).controller?.tls, {}, "{} = TLS with the system's roots");
   });
 

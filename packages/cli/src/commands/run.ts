@@ -131,7 +131,12 @@ async function connectQuota(
 ): Promise<{ client: QuotaServiceClient; controller: Controller | null; close: () => Promise<void> }> {
   const addresses = controllerAddressesOf(spec.controller);
   if (addresses.length > 0) {
-    const client = controllerClient(addresses, { ...(token !== undefined ? { token } : {}), ...(tls.client !== undefined ? { tls: tls.client } : {}) }, log);
+    const bound = spec.controller?.max_open_calls_per_stream;
+    const client = controllerClient(
+      addresses,
+      { ...(token !== undefined ? { token } : {}), ...(tls.client !== undefined ? { tls: tls.client } : {}), ...(bound !== undefined ? { maxOpenCallsPerStream: bound } : {}) },
+      log,
+    );
     return { client, controller: null, close: async () => client.close() };
   }
   let served: RunningController | null = null;

@@ -83,7 +83,8 @@ export const registerWorker: CommandRegistration = (program, cli) => {
       if (warning !== undefined) cli.stderr(`sluice worker: ${warning}\n`);
       const tracing = await startTracing({ ...(options.otlp ? { otlp: options.otlp } : {}), service: workerService(spec, options.workerId) });
       if (tracing.enabled) cli.stdout(`sluice worker: ${tracing.description}\n`);
-      const client = controllerClient(addresses, { ...(token !== undefined ? { token } : {}), ...(tls !== undefined ? { tls } : {}) }, (line) =>
+      const bound = spec.controller?.max_open_calls_per_stream;
+      const client = controllerClient(addresses, { ...(token !== undefined ? { token } : {}), ...(tls !== undefined ? { tls } : {}), ...(bound !== undefined ? { maxOpenCallsPerStream: bound } : {}) }, (line) =>
         cli.stdout(`sluice worker: ${line}\n`),
       );
       const code = await runSession({

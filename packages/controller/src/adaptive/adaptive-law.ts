@@ -57,7 +57,7 @@
 // virtual time when the loss falls at a decision, 3.75–5.75 (mostly 5.25 or more) when it falls
 // between two (the first reading then lands in the near zone, and the cut comes one reading later);
 // smaller losses are cut too far (to 0.6 of the capacity: inside after 8) and are repaired by
-// raises — the safe error. The figures: test/adaptive-law-cluster-sim.test.ts.
+// raises — the safe error. The figures: test/simulation/adaptive-law-cluster-sim.test.ts.
 
 export const ADAPTIVE_LAW = Object.freeze({
   /** Largest raise per interval: ×1.5. */

@@ -84,21 +84,19 @@ export class AdaptiveLimits {
 
   /** Every loop's state, for a failover leader to persist (persisted-adaptive.ts). */
   persisted(): Record<string, PersistedAdaptive> {
-    const out: Record<string, PersistedAdaptive> = {};
-    for (const [id, { loop }] of this.loops) out[id] = loop.persisted();
-    return out;
+    return Object.fromEntries([...this.loops].map(([id, { loop }]) => [id, loop.persisted()]));
   }
 
   /** Restores the loops that still exist from a predecessor's state; returns the limits they go on from. */
   restore(states: Readonly<Record<string, PersistedAdaptive>>): Record<string, number> {
-    const restored: Record<string, number> = {};
+    const restored: [string, number][] = [];
     for (const [id, state] of Object.entries(states)) {
       const running = this.loops.get(id);
       if (!running) continue;
       running.loop.restore(state);
-      restored[id] = running.loop.limitInForce;
+      restored.push([id, running.loop.limitInForce]);
     }
-    return restored;
+    return Object.fromEntries(restored);
   }
 
   close(): void {

@@ -123,11 +123,17 @@ export class ConcurrencyLeases {
   /** Every throttler's holders and recent request ids, for a successor (DESIGN §7.4). */
   persisted(): Record<string, PersistedLeases> {
     const now = this.options.clock.now();
-    const out: Record<string, { holders: Record<string, Record<string, number>>; requestIds: PersistedLeases["requestIds"][number][] }> = {};
-    const entry = (id: string) => (out[id] ??= { holders: {}, requestIds: [] });
+    // Built in Maps and turned into objects with Object.fromEntries (own properties): a holder or
+    // throttler called "__proto__" is one like any other, where `record[id] = …` would drop it.
+    const out = new Map<string, { holders: [string, Record<string, number>][]; requestIds: PersistedLeases["requestIds"][number][] }>();
+    const entry = (id: string) => {
+      let leases = out.get(id);
+      if (!leases) out.set(id, (leases = { holders: [], requestIds: [] }));
+      return leases;
+    };
     for (const id of this.table.throttlerIds()) {
       const holders = entry(id).holders;
-      for (const { clientId, byClass } of this.table.holdersOf(id)) holders[clientId] = Object.fromEntries(byClass);
+      for (const { clientId, byClass } of this.table.holdersOf(id)) holders.push([clientId, Object.fromEntries(byClass)]);
     }
     for (const grant of this.requestIds.live(now)) {
       entry(grant.throttlerId).requestIds.push({
@@ -138,10 +144,10 @@ export class ConcurrencyLeases {
         expiresAtMs: grant.expiresAt,
       });
     }
-    for (const leases of Object.values(out)) {
+    for (const leases of out.values()) {
       if (leases.requestIds.length > PERSISTED_REQUEST_IDS_PER_THROTTLER) leases.requestIds.splice(0, leases.requestIds.length - PERSISTED_REQUEST_IDS_PER_THROTTLER);
     }
-    return out;
+    return Object.fromEntries([...out].map(([id, leases]) => [id, { holders: Object.fromEntries(leases.holders), requestIds: leases.requestIds }]));
   }
 
   /**
@@ -152,7 +158,7 @@ export class ConcurrencyLeases {
    */
   restore(leases: Readonly<Record<string, PersistedLeases>>): Record<string, number> {
     const now = this.options.clock.now();
-    const restored: Record<string, number> = {};
+    const restored: [string, number][] = [];
     for (const [throttlerId, state] of Object.entries(leases)) {
       const leaseMs = this.options.leaseMsOf(throttlerId);
       if (leaseMs === null) continue;
@@ -176,9 +182,9 @@ export class ConcurrencyLeases {
         if (leaseId === 0) continue;
         this.requestIds.remember({ throttlerId, requestId: r.requestId, clientId: r.clientId, amount: r.amount, waitedMs: r.waitedMs, expiresAt, leaseId }, now);
       }
-      restored[throttlerId] = units;
+      restored.push([throttlerId, units]);
     }
-    return restored;
+    return Object.fromEntries(restored);
   }
 
   close(): void {

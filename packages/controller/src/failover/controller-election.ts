@@ -4,14 +4,18 @@
 
 /** The outcome of one round of the group protocol, as this member sees it. */
 export interface ElectionResult {
-  /** The group generation the result belongs to: it only grows, so it is the leadership's epoch. */
+  /**
+   * The group generation the result belongs to. It restarts at 1 when Kafka deletes the empty group,
+   * so it orders nothing persisted (the state's writer is fenced by Kafka instead, DESIGN §9.1).
+   */
   readonly generation: number;
   /** This member's id in the group. */
   readonly memberId: string;
   /** Whether the assignment made this member the leader. */
   readonly leading: boolean;
   /**
-   * When the request that completed the round was SENT (epoch ms): the coordinator cannot have
+   * When the request that completed the round was SENT, on the controller's clock (never a
+   * client library's own wall-clock stamp: one time base, DESIGN §9.1): the coordinator cannot have
    * expired this member before then plus the session timeout. The send time, not the answer's, so a
    * process paused while the answer was on its way does not count the pause as confirmed.
    */
@@ -28,7 +32,7 @@ export interface ElectionListener {
   /** A rebalance finished (join + sync): the leadership for `result.generation` is decided. */
   onElected(result: ElectionResult): void;
   /**
-   * The group coordinator accepted a heartbeat of `generation` sent at `sentAtMs` (epoch ms): nobody
+   * The group coordinator accepted a heartbeat of `generation` sent at `sentAtMs` (the controller's clock): nobody
    * else can be elected before that plus the session timeout (the basis of the leader's lease).
    */
   onConfirmed(generation: number, sentAtMs: number): void;

@@ -1,32 +1,39 @@
 import type { PersistedAdaptive } from "../adaptive/persisted-adaptive.ts";
 import type { PersistedLeases } from "../concurrency/persisted-leases.ts";
-import type { BucketBalance } from "../controller.ts";
 
-// The state-store port of controller failover (DESIGN §2, §7.4). `packages/kafka` implements it on
-// the compacted topic `<pipeline>.controller-state`; the controller itself never sees Kafka.
+// The state-store port of controller failover (DESIGN §7.4, §9.1). `packages/kafka` implements it on
+// the compacted topic `<pipeline>.controller-state`, written only in committed transactions of one
+// transactional id; the controller itself never sees Kafka. The order of the records is the store's
+// (Kafka's offsets), never a number of ours: group generations restart at 1 when Kafka deletes an
+// empty group, so `generation` below is for people reading the records, not an order.
 
-/** The dynamic_spec in force and its version, as the leader of `generation` persisted it. */
+/** The dynamic_spec in force and its version (record `spec`). */
 export interface PersistedSpec {
   readonly version: number;
   readonly dynamicSpecJson: string;
+  /** The group generation of the leader that wrote it: informative only. */
   readonly generation: number;
   readonly writtenAtMs: number;
 }
 
 /**
- * Every limited bucket's balance, each with the time it was read (epoch ms), and the leases of the
- * concurrency throttlers and the state of the adaptive loops (each absent in records written before
- * it was persisted).
+ * One throttler's state (record `bucket/<throttler id>`): a rate bucket's balance and the rate it
+ * refilled at when read, a concurrency throttler's leases, an adaptive loop's state. A successor
+ * accrues the downtime at `limitPerSecond`, the limit in force when the record was written.
  */
-export interface PersistedBuckets {
-  readonly buckets: Readonly<Record<string, BucketBalance>>;
-  readonly leases?: Readonly<Record<string, PersistedLeases>>;
-  readonly adaptive?: Readonly<Record<string, PersistedAdaptive>>;
+export interface PersistedThrottler {
+  readonly throttlerId: string;
+  /** A rate bucket's balance and the controller-clock time it was read at; null when it has none. */
+  readonly balance: { readonly balance: number; readonly atMs: number } | null;
+  /** Units per second the bucket refilled at when written (an adaptive limit included); null when unlimited. */
+  readonly limitPerSecond: number | null;
+  readonly leases?: PersistedLeases;
+  readonly adaptive?: PersistedAdaptive;
   readonly generation: number;
   readonly writtenAtMs: number;
 }
 
-/** Who leads, announced by the leader itself once it serves; followers name it in `sluice-leader`. */
+/** Who leads (record `leader`), announced by the leader itself once it serves; followers name it in `sluice-leader`. */
 export interface LeaderRecord {
   /** host:port clients reach the leader at. */
   readonly address: string;
@@ -36,34 +43,53 @@ export interface LeaderRecord {
   readonly sinceMs: number;
 }
 
-/** The latest record of each kind; for each, the one of the highest generation wins. */
+/** The latest committed record of each key, in the store's order. */
 export interface ControllerState {
   readonly spec: PersistedSpec | null;
-  readonly buckets: PersistedBuckets | null;
+  /** By throttler id. */
+  readonly throttlers: ReadonlyMap<string, PersistedThrottler>;
   readonly leader: LeaderRecord | null;
 }
 
-export const EMPTY_CONTROLLER_STATE: ControllerState = Object.freeze({ spec: null, buckets: null, leader: null });
+export const EMPTY_CONTROLLER_STATE: ControllerState = Object.freeze({ spec: null, throttlers: new Map(), leader: null });
+
+/** What one write puts in the store, all or nothing (one transaction). */
+export interface StateWrite {
+  readonly spec?: PersistedSpec;
+  readonly throttlers?: readonly PersistedThrottler[];
+  /** Throttlers no longer declared: their records are deleted (a tombstone each). */
+  readonly removedThrottlers?: readonly string[];
+  readonly leader?: LeaderRecord;
+}
+
+/**
+ * The store refused a write because another controller took the writer's identity over since this
+ * one claimed it (Kafka fenced its transactional producer): this controller no longer leads.
+ */
+export class StateWriterFencedError extends Error {
+  override readonly name = "StateWriterFencedError";
+}
 
 export interface ControllerStateStore {
   /** Starts reading the state (idempotent). */
   start(): Promise<void>;
   /**
-   * Everything written before this call, read back: a new leader calls it before it serves, so it
-   * continues from the last state its predecessor persisted (Schema Registry's pattern).
+   * Claims the writer's identity for a new leadership, fencing every earlier holder (their open
+   * writes are aborted, their later ones refused). A new leader calls it before it reads the state.
+   */
+  claimWriter(signal?: AbortSignal): Promise<void>;
+  /**
+   * Everything committed before this call, read back to the end: a new leader calls it (after
+   * claimWriter) before it serves, so it continues from the last state its predecessor persisted.
    */
   catchUp(signal?: AbortSignal): Promise<ControllerState>;
   /** What has been read so far, without waiting (who leads, for followers). */
   latest(): ControllerState;
-  /** Resolves once the broker acknowledged the record (acks from all in-sync replicas). */
-  saveBuckets(record: PersistedBuckets): Promise<void>;
-  saveSpec(record: PersistedSpec): Promise<void>;
-  saveLeader(record: LeaderRecord): Promise<void>;
+  /**
+   * Writes the records in one committed transaction; resolves once the broker acknowledged it.
+   * Rejects with StateWriterFencedError when another controller claimed the writer since.
+   */
+  write(records: StateWrite): Promise<void>;
   /** Idempotent. */
   close(): Promise<void>;
-}
-
-/** Keeps `next` unless `current` comes from a later leadership (a deposed leader's late write). */
-export function newerRecord<T extends { readonly generation: number }>(current: T | null, next: T): T {
-  return current !== null && current.generation > next.generation ? current : next;
 }

@@ -12,6 +12,7 @@ import type {
 } from "@sluice/protocol";
 import type { Controller, ControllerSnapshot } from "../controller.ts";
 import type { ElectionResult } from "./controller-election.ts";
+import type { ControllerState, StateWriterFencedError } from "./controller-state-store.ts";
 import type { FailoverControllerOptions } from "./failover-options.ts";
 import type { FailoverRole, FailoverStatus } from "./failover-status.ts";
 import { knownLeader } from "./known-leader.ts";
@@ -72,6 +73,7 @@ export class FailoverController implements QuotaServiceHandler {
         validGeneration: (now) => (this.lease.valid(now) ? this.lease.heldGeneration : null),
         serving: () => this.role === "leader",
         notLeader: () => this.notLeader(),
+        fenced: (error) => this.lostWriter(error),
       },
     });
   }
@@ -101,7 +103,7 @@ export class FailoverController implements QuotaServiceHandler {
     const now = this.clock.now();
     const leader = this.knownLeader();
     const expiresAt = this.role === "leader" ? this.lease.expiresAt() : null;
-    const stateAt = this.writes.writtenAtMs ?? this.options.store.latest().buckets?.writtenAtMs ?? null;
+    const stateAt = this.writes.writtenAtMs ?? newestWrite(this.options.store.latest());
     const since = this.role === "leader" ? this.leaderSinceMs : (this.options.store.latest().leader?.sinceMs ?? null);
     return {
       role: this.role,
@@ -114,6 +116,8 @@ export class FailoverController implements QuotaServiceHandler {
       stateWrittenAt: stateAt === null ? null : new Date(stateAt).toISOString(),
       stateAgeMs: stateAt === null ? null : Math.max(0, now - stateAt),
       leaseRemainingMs: expiresAt === null ? null : Math.max(0, expiresAt - now),
+      stateWriteErrors: this.writes.errors,
+      stateWriteFailure: this.role === "leader" || this.role === "taking-over" ? this.writes.failure : null,
     };
   }
 
@@ -167,12 +171,8 @@ export class FailoverController implements QuotaServiceHandler {
     const generation = this.lease.heldGeneration;
     if (this.inner !== inner || generation === null || !this.lease.valid(this.clock.now())) throw this.notLeader();
     try {
-      await this.options.store.saveSpec({
-        version: answer.version,
-        dynamicSpecJson: JSON.stringify(inner.dynamicSpec),
-        generation,
-        writtenAtMs: this.clock.now(),
-      });
+      const spec = { version: answer.version, dynamicSpecJson: JSON.stringify(inner.dynamicSpec), generation, writtenAtMs: this.clock.now() };
+      await this.writes.write({ spec }, `dynamic_spec version ${answer.version}`);
     } catch (error) {
       throw specNotPersistedError(this.options.pipeline, answer.version, error);
     }
@@ -249,13 +249,14 @@ export class FailoverController implements QuotaServiceHandler {
     if (state === null || transition !== this.transition) return;
     const { spec, version, origin } = specInForce(state, this.options.dynamicSpec, this.options.computations, this.log);
     const inner = buildLeaderController(this.options, spec, version, (leading) => void this.writes.persistAdaptive(leading));
-    const buckets = restorePersistedState(inner, state.buckets, this.clock.now());
-    if (state.buckets) this.writes.tookOver(state.buckets.writtenAtMs);
+    const buckets = restorePersistedState(inner, state.throttlers, this.clock.now());
+    this.writes.tookOver(state.throttlers);
     this.inner = inner;
     this.log(`taking over generation ${generation}: dynamic_spec version ${version} (${origin}); ${buckets}`);
     try {
       if (origin !== "persisted") {
-        await this.options.store.saveSpec({ version, dynamicSpecJson: JSON.stringify(spec), generation, writtenAtMs: this.clock.now() });
+        const record = { version, dynamicSpecJson: JSON.stringify(spec), generation, writtenAtMs: this.clock.now() };
+        await this.writes.write({ spec: record }, `dynamic_spec version ${version}`);
       }
       await this.writes.flush();
     } catch (error) {
@@ -273,12 +274,8 @@ export class FailoverController implements QuotaServiceHandler {
 
   private async announce(inner: Controller, generation: number, transition: number): Promise<void> {
     try {
-      await this.options.store.saveLeader({
-        address: this.options.address,
-        memberId: this.memberId,
-        generation,
-        sinceMs: this.leaderSinceMs ?? this.clock.now(),
-      });
+      const leader = { address: this.options.address, memberId: this.memberId, generation, sinceMs: this.leaderSinceMs ?? this.clock.now() };
+      await this.writes.write({ leader }, "the leader record");
       if (transition === this.transition && this.inner === inner) {
         this.log(`leader of pipeline "${this.options.pipeline}" in generation ${generation}, serving on ${this.options.address}`);
       }
@@ -307,6 +304,14 @@ export class FailoverController implements QuotaServiceHandler {
   }
 
   // ───────────────────────────── stepping down ─────────────────────────────
+
+  /** Kafka fenced this controller's writer: another controller claimed it, so this one leads no more. */
+  private lostWriter(error: StateWriterFencedError): void {
+    if (this.role !== "leader" && this.role !== "taking-over") return;
+    this.log(`LOST THE LEADERSHIP: ${error.message}; another controller claimed the state writer of pipeline ${JSON.stringify(this.options.pipeline)}`);
+    this.stepDown("its state writer was fenced by a newer leader", "fenced");
+    this.transition += 1;
+  }
 
   private fence(): void {
     const expiresAt = this.lease.expiresAt();
@@ -338,3 +343,10 @@ export class FailoverController implements QuotaServiceHandler {
   }
 }
 
+
+/** The newest write time among the records read (what a follower shows as the state's age). */
+function newestWrite(state: ControllerState): number | null {
+  let newest: number | null = null;
+  for (const record of state.throttlers.values()) newest = Math.max(newest ?? record.writtenAtMs, record.writtenAtMs);
+  return newest;
+}

@@ -5,6 +5,7 @@ import type { PipelineSpec } from "@sluice/spec";
 import type { ControllerElection } from "./controller-election.ts";
 import type { ControllerStateStore } from "./controller-state-store.ts";
 import { FailoverController } from "./failover-controller.ts";
+import { maxOpenCallsPerStreamOf } from "../controller-server.ts";
 
 export interface StartFailoverControllerOptions {
   readonly spec: PipelineSpec;
@@ -61,6 +62,7 @@ export async function startFailoverController(options: StartFailoverControllerOp
     ...(options.host !== undefined ? { host: options.host } : {}),
     ...(options.token !== undefined ? { token: options.token } : {}),
     ...(options.tls !== undefined ? { tls: options.tls } : {}),
+    maxOpenCallsPerStream: maxOpenCallsPerStreamOf(options.spec),
   });
   const address = options.advertisedAddress ?? server.address;
   const { store, election } = options.ports(address);

@@ -21,4 +21,8 @@ export interface FailoverStatus {
   readonly stateAgeMs: number | null;
   /** Milliseconds the leader's lease still runs without a confirmed heartbeat; null when not leading. */
   readonly leaseRemainingMs: number | null;
+  /** Writes to the state topic that failed since this controller started (`sluice_controller_state_write_errors_total`). */
+  readonly stateWriteErrors: number;
+  /** While leading: why the latest state write failed, until one succeeds again (then null); /healthz answers 503 meanwhile. */
+  readonly stateWriteFailure: string | null;
 }

@@ -1,7 +1,8 @@
 import { SluiceError } from "@sluice/core";
 import type { Controller } from "../controller.ts";
-import type { ControllerStateStore } from "./controller-state-store.ts";
+import { StateWriterFencedError, type ControllerStateStore, type PersistedThrottler, type StateWrite } from "./controller-state-store.ts";
 import { GroupCommit } from "./group-commit.ts";
+import { changedSince, persistedThrottlers } from "./persisted-throttlers.ts";
 import { describeCause, grantNotPersistedError } from "./state-write-errors.ts";
 
 /** What the writes need to know of the leadership they write for (FailoverController holds it). */
@@ -14,6 +15,8 @@ export interface LeadershipView {
   serving(): boolean;
   /** The refusal that sends a caller to the leader. */
   notLeader(): SluiceError;
+  /** The store fenced this controller's writer: another controller claimed it, so this one no longer leads. */
+  fenced(error: StateWriterFencedError): void;
 }
 
 export interface LeaderStateWritesOptions {
@@ -24,18 +27,27 @@ export interface LeaderStateWritesOptions {
   readonly leadership: LeadershipView;
 }
 
+/** Repeats of one failure are logged at most this often (a broker outage fails every write). */
+const REPEAT_LOG_MS = 5_000;
+
 /**
- * A leader's writes of the `buckets` record (DESIGN §7.4): the bucket balances, the units in use
- * and the adaptive loops' state of one moment, coalesced by a GroupCommit. A grant is answered only
- * once a write that began after it is acknowledged (`durable`), so a successor never starts fuller
- * than what was granted allows; an adaptive decision is persisted without anyone waiting for it.
+ * A leader's writes of `<pipeline>.controller-state` (DESIGN §9.1). The throttlers' records are
+ * coalesced by a GroupCommit, and only those that changed are written; a grant is answered only
+ * once a write that began after it is committed (`durable`), so a successor never starts fuller
+ * than what was granted allows. Every failed write is logged, counted and kept for /healthz until
+ * a write succeeds again; a fenced writer is a lost leadership.
  */
 export class LeaderStateWrites {
   private readonly commit: GroupCommit;
   private lastWrittenAtMs: number | null = null;
+  /** The last record written (or taken over) per throttler: what a successor would restore now. */
+  private written = new Map<string, PersistedThrottler>();
+  private failures = 0;
+  private failing: string | null = null;
+  private lastLogged: { message: string; atMs: number } | null = null;
 
   constructor(private readonly options: LeaderStateWritesOptions) {
-    this.commit = new GroupCommit(() => this.writeBuckets());
+    this.commit = new GroupCommit(() => this.writeThrottlers());
   }
 
   /** Clock time of the last record this leader wrote or took over from; null before either. */
@@ -43,12 +55,28 @@ export class LeaderStateWrites {
     return this.lastWrittenAtMs;
   }
 
-  /** A takeover read a predecessor's record written at `writtenAtMs`. */
-  tookOver(writtenAtMs: number): void {
-    this.lastWrittenAtMs = writtenAtMs;
+  /** Writes that failed since this controller started. */
+  get errors(): number {
+    return this.failures;
   }
 
-  /** Resolves once a write that began after the call is acknowledged. */
+  /** Why the latest write failed, while no write has succeeded since; null otherwise. */
+  get failure(): string | null {
+    return this.failing;
+  }
+
+  /**
+   * A takeover read these records: each is rewritten by this leader's first write (under its own
+   * writer), and those of throttlers no longer declared are deleted.
+   */
+  tookOver(records: ReadonlyMap<string, PersistedThrottler>): void {
+    this.written = new Map([...records.keys()].map((id) => [id, REWRITE]));
+    let latest: number | null = null;
+    for (const record of records.values()) latest = Math.max(latest ?? record.writtenAtMs, record.writtenAtMs);
+    this.lastWrittenAtMs = latest;
+  }
+
+  /** Resolves once a write that began after the call is committed. */
   flush(): Promise<void> {
     return this.commit.flush();
   }
@@ -69,23 +97,58 @@ export class LeaderStateWrites {
   async persistAdaptive(inner: Controller): Promise<void> {
     const { leadership } = this.options;
     if (leadership.inner() !== inner || !leadership.serving()) return;
-    try {
-      await this.commit.flush();
-    } catch (error) {
-      if (leadership.inner() === inner) this.options.log(`persisting the adaptive limits failed (${describeCause(error)}); the next decision or grant writes them`);
-    }
+    await this.commit.flush().catch(() => {}); // logged and counted by write()
   }
 
-  private async writeBuckets(): Promise<void> {
+  /** Writes records other than the throttlers' (spec, leader): logged, counted and fenced like them. */
+  async write(records: StateWrite, what: string): Promise<void> {
+    try {
+      await this.options.store.write(records);
+    } catch (error) {
+      this.failed(what, error);
+      throw error;
+    }
+    this.failing = null;
+  }
+
+  private async writeThrottlers(): Promise<void> {
     const { leadership, clock } = this.options;
     const inner = leadership.inner();
     const now = clock.now();
     const generation = leadership.validGeneration(now);
-    // A deposed leader writes nothing: its write could land after its successor's.
+    // A deposed leader writes nothing; a write of one already under way is fenced by the store.
     if (!inner || generation === null) throw leadership.notLeader();
-    // The leases go in the same record: a successor sees balances and units in use of one moment.
-    const record = { buckets: inner.bucketBalances(), leases: inner.leaseState(), adaptive: inner.adaptiveState(), generation, writtenAtMs: now };
-    await this.options.store.saveBuckets(record);
+    const current = persistedThrottlers(inner, generation, now);
+    const changed: PersistedThrottler[] = [];
+    for (const [id, { record, capacity }] of current) if (changedSince(this.written.get(id), record, capacity)) changed.push(record);
+    const removed = [...this.written.keys()].filter((id) => !current.has(id));
+    if (changed.length > 0 || removed.length > 0) {
+      await this.write({ throttlers: changed, removedThrottlers: removed }, `the records of ${changed.length + removed.length} throttler(s)`);
+      for (const record of changed) this.written.set(record.throttlerId, record);
+      for (const id of removed) this.written.delete(id);
+    }
     this.lastWrittenAtMs = now;
   }
+
+  private failed(what: string, error: unknown): void {
+    this.failures += 1;
+    const message = describeCause(error);
+    this.failing = message;
+    if (error instanceof StateWriterFencedError) {
+      this.options.log(`writing ${what} to "${this.options.pipeline}.controller-state" was refused: ${message}`);
+      this.options.leadership.fenced(error);
+      return;
+    }
+    const now = this.options.clock.now();
+    const last = this.lastLogged;
+    if (last && last.message === message && now - last.atMs < REPEAT_LOG_MS) return;
+    this.lastLogged = { message, atMs: now };
+    this.options.log(
+      `writing ${what} to "${this.options.pipeline}.controller-state" failed (${message}; ${this.failures} failed write(s) so far): ` +
+        "grants wait for a write that succeeds and are refused meanwhile (CONTROLLER_UNAVAILABLE, retriable)",
+    );
+  }
 }
+
+/** A record a new leader must write again under its own writer, whatever it holds. */
+const REWRITE: PersistedThrottler = Object.freeze({ throttlerId: "", balance: null, limitPerSecond: Number.NaN, generation: 0, writtenAtMs: 0 });

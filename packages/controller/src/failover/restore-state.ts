@@ -1,19 +1,45 @@
-import type { Controller } from "../controller.ts";
-import type { PersistedBuckets } from "./controller-state-store.ts";
+import type { PersistedAdaptive } from "../adaptive/persisted-adaptive.ts";
+import type { PersistedLeases } from "../concurrency/persisted-leases.ts";
+import type { BucketBalance, Controller } from "../controller.ts";
+import type { PersistedThrottler } from "./controller-state-store.ts";
 
 /**
- * A new leader's Controller takes over what its predecessor persisted (DESIGN §7.4): the bucket
- * balances, the units concurrency holders still hold, and where the adaptive loops had got to.
- * Returns the clause of the takeover log line that says what was restored.
+ * A new leader's Controller takes over what its predecessor persisted (DESIGN §7.4, §9.1): where
+ * the adaptive loops had got to, the units concurrency holders still hold, and the bucket balances.
+ * The adaptive limits come first, so each bucket already has the capacity in force when its balance
+ * is set; the downtime accrues at the rate in force when the record was written (an adaptive limit
+ * included), capped at the bucket. Returns the clause of the takeover log line that says what was restored.
  */
-export function restorePersistedState(inner: Controller, buckets: PersistedBuckets | null, nowMs: number): string {
-  if (buckets === null) return "no persisted balances (a new pipeline): buckets start full";
-  const restored = inner.restoreBalances(buckets.buckets);
-  const leased = Object.entries(buckets.leases ? inner.restoreLeases(buckets.leases) : {});
-  const adapted = Object.entries(buckets.adaptive ? inner.restoreAdaptive(buckets.adaptive) : {});
-  const ageMs = Math.round(Math.max(0, nowMs - buckets.writtenAtMs));
-  const balances = `restored ${restored.length} bucket ${restored.length === 1 ? "balance" : "balances"} persisted ${ageMs} ms ago`;
-  const leases = leased.length === 0 ? "" : `; units still held by their holders: ${leased.map(([id, units]) => `${id}=${units}`).join(", ")}`;
+export function restorePersistedState(inner: Controller, records: ReadonlyMap<string, PersistedThrottler>, nowMs: number): string {
+  if (records.size === 0) return "no persisted balances (a new pipeline): buckets start full";
+  const adaptive: Record<string, PersistedAdaptive> = Object.create(null) as Record<string, PersistedAdaptive>;
+  const leases: Record<string, PersistedLeases> = Object.create(null) as Record<string, PersistedLeases>;
+  const balances: Record<string, BucketBalance> = Object.create(null) as Record<string, BucketBalance>;
+  let newest = Number.NEGATIVE_INFINITY;
+  for (const [id, record] of records) {
+    if (record.adaptive) adaptive[id] = record.adaptive;
+    if (record.leases) leases[id] = record.leases;
+    if (record.balance) balances[id] = accrued(record.balance, record.limitPerSecond, nowMs);
+    newest = Math.max(newest, record.writtenAtMs);
+  }
+  const adapted = Object.entries(inner.restoreAdaptive(adaptive));
+  const leased = Object.entries(inner.restoreLeases(leases));
+  const restored = inner.restoreBalances(balances);
+  // The predecessor's last write: an idle throttler's record may be older, and is exact all the same.
+  const ageMs = Math.round(Math.max(0, nowMs - newest));
+  const summary = `restored ${restored.length} bucket ${restored.length === 1 ? "balance" : "balances"} persisted ${ageMs} ms ago`;
+  const held = leased.length === 0 ? "" : `; units still held by their holders: ${leased.map(([id, units]) => `${id}=${units}`).join(", ")}`;
   const limits = adapted.length === 0 ? "" : `; adaptive limits going on from: ${adapted.map(([id, limit]) => `${id}=${limit}`).join(", ")}`;
-  return `${balances}${leases}${limits}`;
+  return `${summary}${held}${limits}`;
+}
+
+/**
+ * The balance now of a bucket persisted at `atMs` that refilled at `limitPerSecond`: as of now, so
+ * the bucket adds nothing at its own (possibly different) limit; it caps the result at its capacity.
+ * A record that does not say its rate (written before it was persisted) accrues at the bucket's.
+ */
+function accrued(balance: { readonly balance: number; readonly atMs: number }, limitPerSecond: number | null, nowMs: number): BucketBalance {
+  if (limitPerSecond === null || !Number.isFinite(limitPerSecond)) return balance;
+  const downtimeMs = Math.max(0, nowMs - balance.atMs);
+  return { balance: balance.balance + (limitPerSecond * downtimeMs) / 1000, atMs: nowMs };
 }

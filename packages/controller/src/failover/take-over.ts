@@ -6,10 +6,12 @@ import type { FailoverControllerOptions } from "./failover-options.ts";
 import { describeCause } from "./state-write-errors.ts";
 
 /**
- * The first step of a takeover (DESIGN §7.4): read the state topic up to its end, retrying every
- * `retryDelayMs` while the store fails, because a leader that served without its predecessor's
- * balances could start fuller than they allow. Gives null when the takeover should stop: it was
- * overtaken by another election (`stillCurrent` false) or the controller is closing (`signal`).
+ * The first step of a takeover (DESIGN §9.1): claim the state's writer, which fences every earlier
+ * leader's writes, and only then read the state topic up to its end, so nothing a predecessor writes
+ * later can be missing from what is read. Retries every `retryDelayMs` while the store fails,
+ * because a leader that served without its predecessor's balances could start fuller than they
+ * allow. Gives null when the takeover should stop: it was overtaken by another election
+ * (`stillCurrent` false) or the controller is closing (`signal`).
  */
 export async function readStateForTakeover(options: {
   readonly store: ControllerStateStore;
@@ -23,6 +25,7 @@ export async function readStateForTakeover(options: {
   const { store, clock, signal, generation, stillCurrent, log } = options;
   for (;;) {
     try {
+      await store.claimWriter(signal);
       return await store.catchUp(signal);
     } catch (error) {
       if (!stillCurrent()) return null;

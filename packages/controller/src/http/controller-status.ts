@@ -31,6 +31,10 @@ export function startControllerStatusServer(options: ControllerStatusOptions): P
     token: options.token,
     openMetrics: options.openMetrics,
     snapshot: () => controller.snapshot(),
+    health: () => {
+      const failure = controller.snapshot().failover?.stateWriteFailure ?? null;
+      return failure === null ? null : `the leader cannot write its state to the controller-state topic: ${failure}`;
+    },
     metrics: () => {
       const out = new PrometheusText();
       writeControllerMetrics(out, controller.snapshot());

@@ -21,6 +21,8 @@ export interface StatusServerOptions {
   readonly tls?: { readonly cert: Buffer; readonly key: Buffer } | undefined;
   /** Every request must carry it (bearer header, or the dashboard's cookie; see http-access.ts). */
   readonly token?: string | undefined;
+  /** Why this process does not serve as it should (GET /healthz answers 503 with it); null while it does. */
+  readonly health?: () => string | null;
   /** With a token: /metrics and /healthz stay open (scrapers and health checks without a header). */
   readonly openMetrics?: boolean | undefined;
 }
@@ -41,7 +43,8 @@ export interface RunningStatusServer {
  *   GET /              the live dashboard page (controller only)
  *   GET /api/snapshot  the ControllerSnapshot JSON the page polls every second (controller only)
  *   GET /metrics       Prometheus text exposition
- *   GET /healthz       200 "ok" while the process serves (for Docker and orchestrator health checks)
+ *   GET /healthz       200 "ok" while the process serves (for Docker and orchestrator health checks),
+ *                      503 with the reason while it does not (a failover leader whose state writes fail)
  */
 export async function startStatusServer(options: StatusServerOptions): Promise<RunningStatusServer> {
   const host = options.host ?? "127.0.0.1";
@@ -90,8 +93,11 @@ async function route(request: IncomingMessage, response: ServerResponse, options
     switch (path) {
       case "/metrics":
         return send(response, request, 200, PROMETHEUS_CONTENT_TYPE, await options.metrics());
-      case "/healthz":
+      case "/healthz": {
+        const problem = options.health?.() ?? null;
+        if (problem !== null) return send(response, request, 503, "text/plain; charset=utf-8", `unhealthy: ${problem}\n`);
         return send(response, request, 200, "text/plain; charset=utf-8", "ok\n");
+      }
       case "/":
       case "/index.html":
         if (page === null) break;

@@ -19,5 +19,8 @@ export function writeFailoverMetrics(out: PrometheusText, status: FailoverStatus
     .counter("sluice_controller_failover_elections_total", "Elections (rebalances of the controller group) this controller has seen.", [{ labels: {}, value: status.elections }])
     .counter("sluice_controller_failover_leaderships_total", "Times this controller took the leadership on.", [{ labels: {}, value: status.leaderships }])
     .gauge("sluice_controller_failover_state_age_seconds", "Seconds since the bucket balances were last persisted; absent before the first write.", seconds(status.stateAgeMs))
-    .gauge("sluice_controller_failover_lease_remaining_seconds", "Seconds the leader's lease runs without another confirmed heartbeat; absent when not leading.", seconds(status.leaseRemainingMs));
+    .gauge("sluice_controller_failover_lease_remaining_seconds", "Seconds the leader's lease runs without another confirmed heartbeat; absent when not leading.", seconds(status.leaseRemainingMs))
+    .counter("sluice_controller_state_write_errors_total", "Writes to the controller-state topic that failed (grants wait for a write that succeeds; /healthz answers 503 while the latest failed).", [
+      { labels: {}, value: status.stateWriteErrors },
+    ]);
 }

@@ -83,7 +83,6 @@ export function decodeHeaders(headers: Readonly<Record<string, Uint8Array>>): Re
 
 export function encodeHeaders(headers: Readonly<Record<string, string>> | undefined): Record<string, Uint8Array> | undefined {
   if (!headers) return undefined;
-  const out: Record<string, Uint8Array> = {};
-  for (const [name, value] of Object.entries(headers)) out[name] = encoder.encode(value);
-  return out;
+  // Object.fromEntries makes own properties: a header named "__proto__" is kept like any other.
+  return Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, encoder.encode(value)]));
 }

@@ -1,5 +1,5 @@
 import { context, trace, type Attributes, type Span, type Tracer } from "@opentelemetry/api";
-import { RESOLVED, type Clock, type ThrottleOptions, type Throttler } from "@sluice/core";
+import { isSluiceError, RESOLVED, type Clock, type SluiceError, type ThrottleOptions, type Throttler } from "@sluice/core";
 import type { DynamicSpec } from "@sluice/spec";
 import type { DistributedThrottlerFactory } from "@sluice/client";
 import type { ComputationStats } from "./computation-stats.ts";
@@ -191,8 +191,12 @@ export class InputThrottle {
     const bytesHeld = bytesThrottler !== null && bytesId !== undefined && throttlers.isConcurrency(bytesId) ? bytesThrottler : null;
     if (rowsHeld === null && bytesHeld === null) return NOTHING_HELD;
     return () => {
-      if (rowsHeld) giveBackTo(rowsHeld, rows);
-      if (bytesHeld) giveBackTo(bytesHeld, bytes);
+      const rowsLost = rowsHeld ? giveBackTo(rowsHeld, rows) : null;
+      const bytesLost = bytesHeld ? giveBackTo(bytesHeld, bytes) : null;
+      // DESIGN §9.1: the controller stopped counting the batch's units (a stall past lease_timeout):
+      // the iteration fails rather than commit work nobody accounted for; the job redoes it after its backoff.
+      const lost = rowsLost ?? bytesLost;
+      if (lost) throw lost;
     };
   }
 }
@@ -206,10 +210,13 @@ function throttleOf(throttler: Throttler, amount: number, options: ThrottleOptio
   }
 }
 
-function giveBackTo(throttler: Throttler, amount: number): void {
+/** Gives the units back; returns the LEASE_EXPIRED the release failed with, if it did. */
+function giveBackTo(throttler: Throttler, amount: number): SluiceError | null {
   try {
     throttler.release(amount);
-  } catch {
+  } catch (error) {
+    if (isSluiceError(error, "LEASE_EXPIRED")) return error;
     // The throttler was removed meanwhile: its client gave its units back when it was detached.
   }
+  return null;
 }

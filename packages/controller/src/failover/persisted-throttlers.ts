@@ -1,0 +1,55 @@
+import type { Controller } from "../controller.ts";
+import type { PersistedThrottler } from "./controller-state-store.ts";
+import { boundedLeases } from "./state-bounds.ts";
+
+/**
+ * What a leader persists of each throttler now (DESIGN §9.1): one record per throttler with its
+ * balance, the rate it refills at, its leases (within the bounds of state-bounds.ts) and its
+ * adaptive loop's state. Throttlers with none of these (unlimited, nothing held) have no record.
+ */
+export interface ThrottlerNow {
+  readonly record: PersistedThrottler;
+  /** The bucket's capacity now (what a balance accrues up to); null when it has none. */
+  readonly capacity: number | null;
+}
+
+export function persistedThrottlers(inner: Controller, generation: number, nowMs: number): Map<string, ThrottlerNow> {
+  const balances = inner.bucketBalances();
+  const leases = inner.leaseState();
+  const adaptive = inner.adaptiveState();
+  const out = new Map<string, ThrottlerNow>();
+  const ids = new Set([...Object.keys(balances), ...Object.keys(leases), ...Object.keys(adaptive)]);
+  for (const throttlerId of ids) {
+    const balance = Object.hasOwn(balances, throttlerId) ? balances[throttlerId] : undefined;
+    const held = Object.hasOwn(leases, throttlerId) ? leases[throttlerId] : undefined;
+    const loop = Object.hasOwn(adaptive, throttlerId) ? adaptive[throttlerId] : undefined;
+    const record: PersistedThrottler = {
+      throttlerId,
+      balance: balance ? { balance: balance.balance, atMs: balance.atMs } : null,
+      limitPerSecond: balance?.limitPerSecond ?? null,
+      ...(held ? { leases: boundedLeases(held) } : {}),
+      ...(loop ? { adaptive: loop } : {}),
+      generation,
+      writtenAtMs: nowMs,
+    };
+    out.set(throttlerId, { record, capacity: balance?.capacity ?? null });
+  }
+  return out;
+}
+
+/**
+ * Whether `next` says something a successor could not work out from `last` (the record written
+ * before): its leases or adaptive state changed, its rate changed, or its balance is not what
+ * `last` accrues to by now (a grant or a release happened). An unchanged bucket is not rewritten,
+ * so an idle throttler costs nothing per write however many there are.
+ */
+export function changedSince(last: PersistedThrottler | undefined, next: PersistedThrottler, capacity: number | null): boolean {
+  if (!last) return true;
+  if (last.limitPerSecond !== next.limitPerSecond) return true;
+  if (JSON.stringify(last.leases ?? null) !== JSON.stringify(next.leases ?? null)) return true;
+  if (JSON.stringify(last.adaptive ?? null) !== JSON.stringify(next.adaptive ?? null)) return true;
+  if (last.balance === null || next.balance === null) return last.balance !== next.balance;
+  const accrued = last.balance.balance + ((next.limitPerSecond ?? 0) * Math.max(0, next.balance.atMs - last.balance.atMs)) / 1000;
+  const predicted = capacity === null ? accrued : Math.min(capacity, accrued);
+  return Math.abs(predicted - next.balance.balance) > 1e-9 * Math.max(1, Math.abs(next.balance.balance), capacity ?? 0);
+}

@@ -1,0 +1,60 @@
+// services: processes
+// Keeps the benchmark suite working: `pnpm bench --quick` as a child process, results to a temp
+// file. Only that it runs and reports every group is checked — never how fast anything was, so a
+// slow or busy machine cannot fail it. The quick Kafka measurements use the broker the test command
+// started (KAFKA_BROKERS), or start one themselves through scripts/kafka.mjs.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import { ROOT } from "../support/processes.ts";
+
+interface Results {
+  mode: string;
+  machine: { nproc: number; cpuModel: string; node: string };
+  groups: { id: string; status: string; messages: string[]; figures: { id: string; sluice: { median: number; runs: number[] } | null }[] }[];
+}
+
+const GROUPS = ["local", "controller", "runtime", "accuracy", "scale", "delivery", "smooth", "stream"];
+
+describe("benchmark suite", () => {
+  it("pnpm bench --quick runs every group to completion and writes their figures to --out", { timeout: 360_000 }, async () => {
+    const out = join(mkdtempSync(join(tmpdir(), "sluice-bench-")), "results.json");
+    const committed = join(ROOT, "bench/results.json");
+    const committedBefore = existsSync(committed) ? statSync(committed).mtimeMs : null;
+    const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "bench/run.ts"), "--quick", "--out", out], {
+      cwd: ROOT,
+      env: process.env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on("exit", (exitCode) => resolve(exitCode)));
+    assert.equal(code, 0, `bench --quick exited ${code}:\n${output.slice(-6000)}`);
+    assert.ok(existsSync(out), `no results at ${out}`);
+    assert.equal(existsSync(committed) ? statSync(committed).mtimeMs : null, committedBefore, "--out must leave bench/results.json alone");
+
+    const results = JSON.parse(readFileSync(out, "utf8")) as Results;
+    assert.equal(results.mode, "quick");
+    assert.ok(results.machine.nproc > 0 && results.machine.node.startsWith("v") && results.machine.cpuModel.length > 0);
+    assert.deepEqual(
+      results.groups.map((group) => group.id),
+      GROUPS,
+    );
+    for (const group of results.groups) {
+      assert.notEqual(group.status, "failed", `group ${group.id} failed: ${group.messages.join("\n")}`);
+      assert.ok(group.figures.length > 0, `group ${group.id} has no figures`);
+      for (const figure of group.figures) {
+        assert.ok(figure.sluice === null || figure.sluice.runs.length >= 1, `${figure.id} has no runs`);
+      }
+    }
+    const runtime = results.groups.find((group) => group.id === "runtime");
+    const kafkaMeasured = runtime?.figures.some((figure) => figure.id === "runtime.kafka.grpc") ?? false;
+    // A skipped Kafka half must say so in the results, never silently.
+    assert.ok(kafkaMeasured || runtime?.messages.some((message) => message.includes("SKIPPED")), "the Kafka figures are neither there nor reported as skipped");
+    for (const title of ["Local hot path", "Controller", "Runtime overhead", "Accuracy", "Scale", "Delivery", "Shaping", "QuotaStream", "Goals"]) assert.match(output, new RegExp(title));
+  });
+});

@@ -1,0 +1,95 @@
+import assert from "node:assert/strict";
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+export const SLUICE_BIN = join(ROOT, "packages/cli/bin/sluice.mjs");
+export const NOOP_COMPUTATION = join(ROOT, "test/fixtures/noop-computation.ts");
+
+/**
+ * Node flags for every child a test starts: when the test runner has built the packages
+ * (SLUICE_E2E_BUILT=1, set by `pnpm test:e2e` after `pnpm build`), the children load their compiled
+ * dist/ rather than compiling the TypeScript sources through tsx on every start. A test file run on
+ * its own (`node --import tsx --test …`) starts them on the sources.
+ */
+export const CHILD_NODE_FLAGS: readonly string[] =
+  process.env["SLUICE_E2E_BUILT"] === "1" ? ["--import", join(ROOT, "test/support/use-built-packages.mjs")] : [];
+
+/** Writes a spec into a fresh temp dir and returns its path. */
+export function writeSpec(spec: unknown): string {
+  const dir = mkdtempSync(join(tmpdir(), "sluice-test-"));
+  const path = join(dir, "pipeline.json");
+  writeFileSync(path, JSON.stringify(spec, null, 2));
+  return path;
+}
+
+/** Collects a child's output and lets a test wait for a line matching a pattern. */
+export class Child {
+  stdout = "";
+  stderr = "";
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+
+  constructor(readonly process: ChildProcess) {
+    process.stdout?.on("data", (chunk: Buffer) => (this.stdout += chunk.toString()));
+    process.stderr?.on("data", (chunk: Buffer) => (this.stderr += chunk.toString()));
+    this.exited = new Promise((done) => process.on("exit", (code, signal) => done({ code, signal })));
+  }
+
+  get pid(): number {
+    return this.process.pid ?? -1;
+  }
+
+  /**
+   * The default wait is long because a child takes seconds to start on a loaded machine (over 20 s
+   * from TypeScript sources at a load average of 20; over 60 s, from dist/ too, at 30); a child that
+   * exits stops the wait at once, so a broken start still fails fast.
+   */
+  async waitFor(pattern: RegExp, timeoutMs = 120_000, stream: "stdout" | "stderr" = "stdout"): Promise<RegExpMatchArray> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const match = this[stream].match(pattern);
+      if (match) return match;
+      if (this.process.exitCode !== null || Date.now() > deadline) {
+        throw new Error(`no ${pattern} in output after ${timeoutMs} ms (exit ${this.process.exitCode})\nstdout:\n${this.stdout}\nstderr:\n${this.stderr}`);
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+
+  /** Writes one line to the child's stdin (a child started with a stdin pipe: tsNode). */
+  send(line: string): void {
+    this.process.stdin?.write(`${line}\n`);
+  }
+
+  /** Sends a signal to this child only (by its own pid). */
+  kill(signal: NodeJS.Signals = "SIGTERM"): void {
+    if (this.process.exitCode === null && this.process.signalCode === null) this.process.kill(signal);
+  }
+}
+
+export function sluice(args: readonly string[], env: NodeJS.ProcessEnv = {}): Child {
+  return new Child(spawn(process.execPath, [...CHILD_NODE_FLAGS, SLUICE_BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] }));
+}
+
+export function tsNode(script: string, args: readonly string[]): Child {
+  return new Child(spawn(process.execPath, ["--import", "tsx", ...CHILD_NODE_FLAGS, join(ROOT, script), ...args], { cwd: ROOT, stdio: ["pipe", "pipe", "pipe"] }));
+}
+
+/** Starts `sluice controller` on the spec (port 0 = any) and resolves with its port. */
+export async function startController(specPath: string, port = 0): Promise<{ child: Child; port: number; address: string }> {
+  const child = sluice(["controller", specPath, "--port", String(port)]);
+  const match = await child.waitFor(/listening on 127\.0\.0\.1:(\d+)/);
+  const actual = Number(match[1]);
+  return { child, port: actual, address: `127.0.0.1:${actual}` };
+}
+
+/** The child's exit code; fails the test, with the child's output, when it has not exited within `timeoutMs`. */
+export async function exitCodeWithin(child: Child, timeoutMs: number): Promise<number | null> {
+  const timer = new Promise<"timeout">((resolve) => setTimeout(() => resolve("timeout"), timeoutMs).unref());
+  const result = await Promise.race([child.exited, timer]);
+  assert.notEqual(result, "timeout", `the process did not exit within ${timeoutMs} ms\nstdout:\n${child.stdout}\nstderr:\n${child.stderr}`);
+  return result === "timeout" ? null : result.code;
+}
