@@ -13,7 +13,7 @@ import { publishablePackages } from "./publishable-packages.mjs";
 const root = resolve(fileURLToPath(import.meta.url), "../..");
 
 /** Files the compiled code reads next to itself (new URL("./…", import.meta.url)). */
-const ASSETS = ["dashboard.html", "dashboard.css", "dashboard-format.js", "dashboard-charts.js", "dashboard-panels.js", "dashboard.js"].map(
+const ASSETS = ["dashboard.html", "dashboard.css", "dashboard-format.js", "dashboard-charts.js", "dashboard-panels.js", "dashboard-epoch-parts.js", "dashboard.js"].map(
   (file) => ["controller", `http/${file}`],
 );
 

@@ -18,6 +18,7 @@ export const SERVICES = {
   kafka: "a Kafka broker: the runner starts or reuses one (scripts/kafka.mjs), KAFKA_BROKERS",
   jaeger: "a Jaeger: the runner starts or reuses one (scripts/jaeger.mjs), JAEGER_QUERY_URL",
   prometheus: "a Prometheus: the runner starts or reuses one (scripts/prometheus.mjs), PROMETHEUS_URL",
+  zipkin: "a Zipkin (trace UI): the runner starts or reuses one (scripts/zipkin.mjs, fetching its jar on first use), ZIPKIN_URL",
   chromium: "headless Chromium (installed by .ci/run)",
   python: "python3 with clients/python/requirements-dev.txt (installed by .ci/run)",
 };

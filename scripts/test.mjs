@@ -8,7 +8,7 @@
 //                             once, the files run SLUICE_E2E_CONCURRENCY at a time (default 2)
 //
 // Paths narrow the run to the test files under them. Services (a Kafka broker, a Jaeger, a
-// Prometheus) are reused when one is running and otherwise started here and stopped, by their own
+// Zipkin, a Prometheus) are reused when one is running and otherwise started here and stopped, by their own
 // pid, at the end.
 import { spawn, spawnSync } from "node:child_process";
 import { availableParallelism, loadavg } from "node:os";
@@ -111,6 +111,14 @@ async function runE2e(tests) {
       env.JAEGER_OTLP_ENDPOINT = jaeger.otlpHttpEndpoint;
       env.JAEGER_QUERY_URL = jaeger.queryUrl;
       services.push(jaeger);
+    }
+    if (needed.has("zipkin")) {
+      // Fetches the server's jar with Maven on a fresh machine (first use), like the Kafka broker's.
+      const { ensureZipkin } = await import("./zipkin.mjs");
+      const zipkin = await ensureZipkin();
+      // Tests that want it ask ensureZipkin(), which then uses this one and starts nothing.
+      env.ZIPKIN_URL = zipkin.url;
+      services.push(zipkin);
     }
     if (needed.has("prometheus")) {
       const { ensurePrometheus } = await import("./prometheus.mjs");

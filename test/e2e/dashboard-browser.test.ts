@@ -1,7 +1,8 @@
 // services: processes, chromium
 // The controller's dashboard in a real browser (Debian's headless Chromium driven by playwright-core)
 // while a real pipeline runs: the page loads without console errors, shows a panel per throttler, its
-// numbers move, the class shares come out as the weights say, and a screenshot is saved. The screenshot
+// numbers move, the class shares come out as the weights say, each computation's "Epoch parts time"
+// chart draws the worker's part histograms (DESIGN §9.3), and a screenshot is saved. The screenshot
 // goes to test/artifacts/ (ignored by git): a test run changes no committed file. The README's
 // docs/dashboard.png is renewed on purpose with SLUICE_UPDATE_SCREENSHOTS=1. Chromium is installed by
 // .ci/run, not here.
@@ -48,7 +49,7 @@ it("the dashboard of a running pipeline loads cleanly, moves, and shares the lim
     await run.exited;
   });
   const url = `http://127.0.0.1:${(await run.waitFor(/dashboard on http:\/\/127\.0\.0\.1:(\d+)\//))[1]}/`;
-  assert.equal((await get(url)).status, 200);
+  assert.equal((await get(url, 30_000)).status, 200); // generous: a loaded machine answers late
 
   const profile = mkdtempSync(join(tmpdir(), "sluice-chromium-"));
   const browser: BrowserContext = await chromium.launchPersistentContext(profile, {
@@ -100,6 +101,22 @@ it("the dashboard of a running pipeline loads cleanly, moves, and shares the lim
   assert.equal(await api.locator('[data-chart="rate"] polygon').count() > 0, true, "the rate chart has drawn its areas");
   assert.equal(await page.locator("#state").innerText(), "live");
   assert.equal(await api.locator("[data-adaptive]").isVisible(), false, "no adaptive charts for a throttler without an adaptive loop");
+
+  // Epoch parts time (DESIGN §9.3): a chart per computation, drawn from the worker's part histograms
+  // on /metrics. Both computations are backlogged behind a 300/s limit: they mostly wait for quota.
+  for (const computation of ["Batch", "Interactive"]) {
+    const chart = page.locator(`#epoch-parts [data-computation="${computation}"]`);
+    await chart.waitFor({ timeout: 10_000 });
+    assert.match(await chart.locator("h3").innerText(), new RegExp(`^Epoch parts time · ${computation}`));
+    assert.ok((await chart.locator('[data-chart="epoch-parts"] polygon').count()) >= 1, `${computation}: the stacked areas are drawn`);
+    const shares = await chart.locator("[data-shares]").innerText();
+    const match = /throttle (\d+)% · process (\d+)% · output (\d+)% · commit (\d+)%/.exec(shares);
+    assert.ok(match, `${computation}: shares "${shares}"`);
+    const [throttle, processing, output, commit] = match.slice(1).map(Number) as [number, number, number, number];
+    assert.ok(Math.abs(throttle + processing + output + commit - 100) <= 3, `${computation}: shares add up to 100 % (rounded): ${shares}`);
+    assert.ok(throttle >= 50, `${computation}: a backlogged computation behind its limit waits for quota most of the time: ${shares}`);
+  }
+  assert.equal(await page.locator("#epoch-parts [data-computation]").count(), 2, "one chart per computation");
 
   mkdirSync(dirname(SCREENSHOT), { recursive: true });
   await page.screenshot({ path: SCREENSHOT, fullPage: true });

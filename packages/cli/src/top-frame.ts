@@ -18,6 +18,8 @@ export interface TopFrameInput {
   readonly color: boolean;
   /** Terminal width; the share bars shrink to fit. */
   readonly columns: number;
+  /** More lines after the throttlers: the computations' epoch parts (`--metrics`, top-parts.ts). */
+  readonly computationLines?: readonly string[];
 }
 
 const BAR_MIN = 10;
@@ -52,6 +54,7 @@ export function formatTopFrame(input: TopFrameInput): string[] {
   lines.push("");
   if (snapshot.throttlers.length === 0) {
     lines.push("no throttlers declared (add one with `sluice reconfigure`)");
+    lines.push(...(input.computationLines ?? []));
     return lines;
   }
   const header = [pad("THROTTLER", 22), lpad("LIMIT/s", 9), lpad("GRANTED/s", 11), lpad("USE", 6), lpad("QUEUE", 7), lpad("OWED", 9), lpad("WAIT avg", 11), lpad("p95", 9), lpad("max", 9)];
@@ -78,6 +81,7 @@ export function formatTopFrame(input: TopFrameInput): string[] {
     lines.push(...kindLines(throttler, dim));
     lines.push(...classLines(throttler, barWidth, dim));
   }
+  lines.push(...(input.computationLines ?? []));
   lines.push("");
   lines.push(
     dim("GRANTED/s: over the last 5 s · USE: granted / limit · QUEUE: requests waiting · OWED: units they still need"),

@@ -4,6 +4,7 @@ import type { Attributes, DiagLogLevel, Tracer } from "@opentelemetry/api";
 import type { SpanExporter } from "@opentelemetry/sdk-trace-node";
 import { InvalidArgumentError } from "commander";
 import { otelDiagLogger } from "./otel-diag-logger.ts";
+import { describeDestination, traceDestinations, withTracesPath, type TraceDestination } from "./trace-exporters.ts";
 
 /** One OpenTelemetry service as Jaeger lists it: a tracer provider with its own resource. */
 export interface TracedService {
@@ -45,8 +46,10 @@ export interface TracingOptions {
 
 export interface Tracing {
   readonly enabled: boolean;
-  /** The OTLP/HTTP traces URL spans are sent to; null when tracing is off or a test exporter is used. */
+  /** The OTLP/HTTP traces URL spans are sent to; null when there is no OTLP exporter (off, Zipkin or console only, a test exporter). */
   readonly url: string | null;
+  /** Every exporter that runs (OTEL_TRACES_EXPORTER, --otlp); empty when off or with a test exporter. */
+  readonly destinations: readonly TraceDestination[];
   /** For the startup line, e.g. `tracing to http://127.0.0.1:4318/v1/traces as sluice-worker and sluice-controller`. */
   readonly description: string;
   /** Tracer of the embedded service; undefined when tracing is off or there is none. */
@@ -56,16 +59,16 @@ export interface Tracing {
 }
 
 export const OTLP_OPTION_DESCRIPTION =
-  "export traces by OTLP/HTTP to this base URL, e.g. http://127.0.0.1:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT; no tracing when neither is set)";
+  "export traces by OTLP/HTTP to this base URL, e.g. http://127.0.0.1:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT; " +
+  "OTEL_TRACES_EXPORTER=zipkin|console|none as in OpenTelemetry; no tracing when nothing is set)";
 
 /** How long shutdown waits for the last export: an unreachable collector must not hold the exit. */
 export const SHUTDOWN_TIMEOUT_MS = 5_000;
 
-const TRACES_PATH = "/v1/traces";
-
 const DISABLED: Tracing = {
   enabled: false,
   url: null,
+  destinations: [],
   description: "no tracing (set OTEL_EXPORTER_OTLP_ENDPOINT or --otlp)",
   embeddedTracer: undefined,
   shutdown: async () => {},
@@ -97,27 +100,32 @@ export function otlpTracesUrl(otlp: string | undefined, env: NodeJS.ProcessEnv =
  */
 export async function startTracing(options: TracingOptions): Promise<Tracing> {
   const env = options.env ?? process.env;
-  const url = options.exporter ? null : otlpTracesUrl(options.otlp, env);
-  if (!options.exporter && url === null) return DISABLED;
-  if (url !== null && !isHttpUrl(url)) {
-    // As everywhere in OpenTelemetry, a telemetry setting never stops the program: say so, run untraced.
-    (options.stderr ?? ((line) => process.stderr.write(line)))(
-      `sluice: no tracing: the OTLP traces endpoint "${url}" is not an http(s) URL; set OTEL_EXPORTER_OTLP_ENDPOINT to e.g. http://127.0.0.1:4318\n`,
-    );
-    return DISABLED;
-  }
+  const stderr = options.stderr ?? ((line) => process.stderr.write(line));
+  const chosen = options.exporter ? { destinations: [], warnings: [], off: "" } : traceDestinations(options.otlp, env);
+  for (const warning of chosen.warnings) stderr(`sluice: ${warning}\n`);
+  const destinations = chosen.destinations.filter((d) => {
+    if (d.url === null || isHttpUrl(d.url)) return true;
+    // As everywhere in OpenTelemetry, a telemetry setting never stops the program: say so, go on without it.
+    const variable = d.kind === "zipkin" ? "OTEL_EXPORTER_ZIPKIN_ENDPOINT to e.g. http://127.0.0.1:9411/api/v2/spans" : "OTEL_EXPORTER_OTLP_ENDPOINT to e.g. http://127.0.0.1:4318";
+    stderr(`sluice: no tracing: the ${d.kind === "zipkin" ? "Zipkin" : "OTLP traces"} endpoint "${d.url}" is not an http(s) URL; set ${variable}\n`);
+    return false;
+  });
+  if (!options.exporter && destinations.length === 0) return { ...DISABLED, description: chosen.off || DISABLED.description };
+  const url = destinations.find((d) => d.kind === "otlp")?.url ?? null;
+  const where = options.exporter ? "a test exporter" : destinations.map(describeDestination).join(" and ");
 
-  const [api, core, resources, semconv, sdk, otlp] = await Promise.all([
+  const [api, core, resources, semconv, sdk, otlp, zipkin] = await Promise.all([
     import("@opentelemetry/api"),
     import("@opentelemetry/core"),
     import("@opentelemetry/resources"),
     import("@opentelemetry/semantic-conventions"),
     import("@opentelemetry/sdk-trace-node"),
     url !== null ? import("@opentelemetry/exporter-trace-otlp-http") : Promise.resolve(null),
+    destinations.some((d) => d.kind === "zipkin") ? import("@opentelemetry/exporter-zipkin") : Promise.resolve(null),
   ]);
   // The exporter reports failed exports (an unreachable collector) through diag; without a logger
   // they would vanish and an empty Jaeger would be a mystery.
-  api.diag.setLogger(otelDiagLogger(options.stderr ?? ((line) => process.stderr.write(line)), `traces to ${url ?? "a test exporter"}`), {
+  api.diag.setLogger(otelDiagLogger(stderr, `traces to ${where}`), {
     logLevel: diagLevel(env["OTEL_LOG_LEVEL"], api.DiagLogLevel),
     suppressOverrideMessage: true,
   });
@@ -139,9 +147,16 @@ export async function startTracing(options: TracingOptions): Promise<Tracing> {
         "process.runtime.version": process.versions.node,
       }),
     );
-    const exporter = options.exporter?.() ?? (otlp && url !== null ? new otlp.OTLPTraceExporter({ url }) : null);
-    if (!exporter) throw new Error("no span exporter"); // unreachable: url or exporter is set above
-    return new sdk.NodeTracerProvider({ resource, spanProcessors: [new sdk.BatchSpanProcessor(exporter)] });
+    const exporters: SpanExporter[] = options.exporter
+      ? [options.exporter()]
+      : destinations.map((d): SpanExporter => {
+          if (d.kind === "otlp" && otlp && d.url !== null) return new otlp.OTLPTraceExporter({ url: d.url });
+          if (d.kind === "zipkin" && zipkin && d.url !== null) return new zipkin.ZipkinExporter({ url: d.url });
+          return new sdk.ConsoleSpanExporter();
+        });
+    // The console prints each span as it ends (as OpenTelemetry's SDK sets it up); the others batch.
+    const spanProcessors = exporters.map((e) => (e instanceof sdk.ConsoleSpanExporter ? new sdk.SimpleSpanProcessor(e) : new sdk.BatchSpanProcessor(e)));
+    return new sdk.NodeTracerProvider({ resource, spanProcessors });
   };
 
   const main = providerFor(options.service);
@@ -152,7 +167,8 @@ export async function startTracing(options: TracingOptions): Promise<Tracing> {
   return {
     enabled: true,
     url,
-    description: `tracing to ${url ?? "a test exporter"} as ${[options.service, ...(options.embedded ? [options.embedded] : [])].map((s) => s.name).join(" and ")}`,
+    destinations,
+    description: `tracing to ${where} as ${[options.service, ...(options.embedded ? [options.embedded] : [])].map((s) => s.name).join(" and ")}`,
     embeddedTracer: embedded?.getTracer("@sluice/controller"),
     shutdown() {
       stopping ??= (async () => {
@@ -179,11 +195,6 @@ function cliVersion(): string {
   const manifest: unknown = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
   const version = typeof manifest === "object" && manifest !== null ? (manifest as { version?: unknown }).version : undefined;
   return typeof version === "string" ? version : "unknown";
-}
-
-function withTracesPath(base: string): string {
-  const trimmed = base.trim().replace(/\/+$/, "");
-  return trimmed.endsWith(TRACES_PATH) ? trimmed : `${trimmed}${TRACES_PATH}`;
 }
 
 function isHttpUrl(value: string): boolean {

@@ -1,5 +1,5 @@
 import { histogramWithMax, type PrometheusText, type Sample } from "@sluice/controller";
-import type { AlignmentMetricsView, ComputationStatsView, ThrottlerMetricsView } from "@sluice/runtime";
+import { PART_BUCKETS_SECONDS, type AlignmentMetricsView, type ComputationStatsView, type ThrottlerMetricsView } from "@sluice/runtime";
 
 // The worker's sensors in Prometheus style. The reference's worker sensors
 // (yt.flow.worker.computation.throttlers.{consumed,released,wait_time}, tagged computation_id and
@@ -40,6 +40,12 @@ export function writeWorkerMetrics(out: PrometheusText, pipeline: string, worker
     .counter("sluice_worker_computation_throttle_wait_ms_total", "Time iterations waited in Input.Throttle, summed over jobs, milliseconds.", perComputation((s) => s.throttleWaitMs))
     .gauge("sluice_worker_computation_lag_ms", "Now minus the oldest lag timestamp of the jobs (oldest event time read and not processed + stream_delay), else of the last processed message, milliseconds; absent before the first.", perComputation((s) => s.lagMs))
     .gauge("sluice_worker_computation_active_jobs", "Jobs (input partitions) of the computation running on this worker.", perComputation((s) => s.activeJobs));
+  out.histogram(
+    "sluice_worker_iteration_part_seconds",
+    "Time the computation's iterations spent in each part (the iteration's child spans: Input.Throttle, Process, Output, Commit), seconds, summed over jobs; rate(_sum) is seconds per second in that part.",
+    PART_BUCKETS_SECONDS,
+    stats.flatMap((s) => s.parts.map((p) => ({ labels: { computation_id: s.computation, part: p.part }, count: p.count, sum: p.sumSeconds, buckets: p.buckets }))),
+  );
 
   out
     .counter("sluice_worker_throttler_consumed_total", "Units handed to callers by the throttler client (automatic input throttling and ctx.getThrottlerOrThrow).", perThrottler((m) => m.consumed))

@@ -160,3 +160,30 @@ describe("otelDiagLogger", () => {
     ]);
   });
 });
+
+describe("startTracing with OTEL_TRACES_EXPORTER", () => {
+  it("console: spans printed as they end, and the startup line says where they go", async () => {
+    const printed: unknown[] = [];
+    const original = console.dir;
+    console.dir = (item: unknown) => void printed.push(item); // ConsoleSpanExporter prints with console.dir
+    try {
+      const tracing = await startTracing({ service: runServices(spec, "w3").service, env: { OTEL_TRACES_EXPORTER: "console" } });
+      assert.equal(tracing.enabled, true);
+      assert.equal(tracing.url, null);
+      assert.match(tracing.description, /^tracing to stdout \(console\) as sluice-worker$/);
+      trace.getTracer("t").startSpan("printed").end();
+      await tracing.shutdown();
+    } finally {
+      console.dir = original;
+    }
+    assert.ok(printed.some((p) => (p as { name?: string }).name === "printed"), JSON.stringify(printed));
+  });
+
+  it("zipkin and none: the line names the Zipkin endpoint; none starts nothing", async () => {
+    const zipkin = await startTracing({ service: runServices(spec, "w4").service, env: { OTEL_TRACES_EXPORTER: "zipkin", OTEL_EXPORTER_ZIPKIN_ENDPOINT: "http://127.0.0.1:1/api/v2/spans" } });
+    assert.match(zipkin.description, /^tracing to http:\/\/127\.0\.0\.1:1\/api\/v2\/spans \(Zipkin\) as sluice-worker$/);
+    await zipkin.shutdown();
+    const none = await startTracing({ service: runServices(spec, "w5").service, env: { OTEL_TRACES_EXPORTER: "none", OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:1" } });
+    assert.equal(none.enabled, false);
+  });
+});

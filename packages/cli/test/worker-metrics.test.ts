@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { before, describe, it } from "node:test";
 import { WAIT_BUCKETS_MS } from "@sluice/core";
 import { PrometheusText } from "@sluice/controller";
-import type { ComputationStatsView, ThrottlerMetricsView } from "@sluice/runtime";
+import { ITERATION_PARTS, PART_BUCKETS_SECONDS, type ComputationStatsView, type ThrottlerMetricsView } from "@sluice/runtime";
 import { writeWorkerMetrics } from "../src/worker-metrics.ts";
 
 // The worker's families from made-up views: names, labels and the figures they carry.
@@ -10,6 +10,7 @@ import { writeWorkerMetrics } from "../src/worker-metrics.ts";
 const stats = (computation: string, lagMs: number | null): ComputationStatsView => ({
   computation, rows: 120, bytes: 4096, iterations: 3, failures: 1, rowsPerSecond: 40, bytesPerSecond: 1365,
   throttleWaitMs: 750, throttleWaitRatio: 0.5, lagMs, activeJobs: 2, lastError: "boom",
+  parts: ITERATION_PARTS.map((part, i) => ({ part, count: 3, sumSeconds: 0.5 * (i + 1), buckets: PART_BUCKETS_SECONDS.map((bound) => (bound >= 0.25 ? 3 : 0)) })),
 });
 
 const throttler: ThrottlerMetricsView = {
@@ -46,6 +47,12 @@ describe("worker metrics", () => {
       'sluice_worker_throttler_wait_time_ms_count{computation_id="Enricher",throttler_id="api"} 3',
       'sluice_worker_throttler_wait_time_ms_sum{computation_id="Enricher",throttler_id="api"} 330',
       'sluice_worker_throttler_wait_time_ms_max{computation_id="Enricher",throttler_id="api"} 200',
+      'sluice_worker_iteration_part_seconds_sum{computation_id="Enricher",part="Input.Throttle"} 0.5',
+      'sluice_worker_iteration_part_seconds_sum{computation_id="Enricher",part="Commit"} 2',
+      'sluice_worker_iteration_part_seconds_count{computation_id="Enricher",part="Process"} 3',
+      'sluice_worker_iteration_part_seconds_bucket{computation_id="Enricher",part="Output",le="0.1"} 0',
+      'sluice_worker_iteration_part_seconds_bucket{computation_id="Enricher",part="Output",le="0.25"} 3',
+      'sluice_worker_iteration_part_seconds_sum{computation_id="Idle",part="Output"} 1.5',
     ]) {
       assert.ok(lines.has(line), `${line}\nnot in\n${text}`);
     }

@@ -15,6 +15,7 @@ export { runGenerators, type GenerateMessage } from "./generator.ts";
 export { recordByteSize } from "./io/record-byte-size.ts";
 export { decodeValue, encodeValue } from "./io/stream-codec.ts";
 export { ComputationStats, type ComputationStatsView } from "./job/computation-stats.ts";
+export { ITERATION_PARTS, PART_BUCKETS_SECONDS, type IterationPart, type IterationPartView } from "./job/iteration-parts.ts";
 export { BatchWaits, InputThrottle, NOTHING_HELD, type GiveBackUnits, type InputThrottleOptions } from "./job/input-throttle.ts";
 export { Job, type JobOptions } from "./job/job.ts";
 export { SharedLinks } from "./job/shared-links.ts";

@@ -6,6 +6,7 @@ import { parseDuration } from "@sluice/spec";
 import { InvalidArgumentError, Option } from "commander";
 import { EXIT_FAILURE, EXIT_OK, type CommandRegistration } from "../cli.ts";
 import { formatTopFrame } from "../top-frame.ts";
+import { partLines, readPartSums, type PartSums, type PartsReading } from "../top-parts.ts";
 import { CLIENT_TLS_OPTIONS, loadClientTls, type ClientTlsFlags } from "../tls-options.ts";
 import { CONTROLLER_TOKEN_ENV } from "./controller.ts";
 
@@ -14,6 +15,8 @@ interface TopOptions extends ClientTlsFlags {
   readonly interval: number;
   readonly once?: boolean;
   readonly token?: string;
+  /** Workers' /metrics URLs: each computation's epoch parts. */
+  readonly metrics?: readonly string[];
 }
 
 /** DescribeThrottlers answers at once; a controller that does not within this is reported as unreachable. */
@@ -33,6 +36,11 @@ export const registerTop: CommandRegistration = (program, cli) => {
     .requiredOption("--controller <host:port>", "address of the controller (`sluice controller --port`, or `sluice run --controller-port`)")
     .addOption(new Option("--interval <duration>", 'refresh period, e.g. "2s", "500ms"').argParser(parseInterval).default(1000, "1s"))
     .option("--once", "print one picture and exit (for scripts and logs)")
+    .option(
+      "--metrics <url...>",
+      "workers' /metrics URLs (`sluice run --http-port`, `sluice worker --metrics-port`), e.g. http://127.0.0.1:9464/metrics: adds each computation's share of iteration time per part (throttle · process · output · commit)",
+      parseMetricsUrl,
+    )
     .option("--token <token>", `controller token (default: $${CONTROLLER_TOKEN_ENV})`)
     .option(...CLIENT_TLS_OPTIONS.ca)
     .option(...CLIENT_TLS_OPTIONS.cert)
@@ -54,8 +62,9 @@ export const registerTop: CommandRegistration = (program, cli) => {
       const columns = process.stdout.columns ?? 120;
       try {
         if (options.once) {
-          const snapshot = await describe(client);
-          cli.stdout(`${formatTopFrame({ address: client.currentAddress, snapshot, intervalMs: options.interval, color, columns }).join("\n")}\n`);
+          const [snapshot, parts] = await Promise.all([describe(client), readParts(options)]);
+          const computationLines = parts ? partLines(parts, undefined, dimmer(color)) : undefined;
+          cli.stdout(`${formatTopFrame({ address: client.currentAddress, snapshot, intervalMs: options.interval, color, columns, ...(computationLines ? { computationLines } : {}) }).join("\n")}\n`);
           cli.setExitCode(EXIT_OK);
           return;
         }
@@ -80,6 +89,8 @@ async function watch(client: LeaderFollowingClient, options: TopOptions, termina
   let snapshot = await describe(client);
   let previous: ControllerSnapshot | undefined;
   let error: string | undefined;
+  let parts = await readParts(options);
+  let previousParts: PartSums | undefined;
   if (terminal) write(ENTER_SCREEN);
   try {
     while (!stop.signal.aborted) {
@@ -91,16 +102,22 @@ async function watch(client: LeaderFollowingClient, options: TopOptions, termina
         ...(error ? { error } : {}),
         color,
         columns: process.stdout.columns ?? 120,
+        ...(parts ? { computationLines: partLines(parts, previousParts, dimmer(color)) } : {}),
       });
       // In place: home, each line over the old one, clear what the old picture had below.
       write(terminal ? `${HOME}${lines.map((line) => `${line}${CLEAR_LINE_END}`).join("\n")}\n${CLEAR_BELOW}` : `${lines.join("\n")}\n\n`);
       await sleep(options.interval, stop.signal);
       if (stop.signal.aborted) break;
       try {
-        const next = await describe(client, stop.signal); // Ctrl-C does not wait for a slow answer
+        const [next, nextParts] = await Promise.all([describe(client, stop.signal), readParts(options)]); // Ctrl-C does not wait for a slow answer
         previous = snapshot;
         snapshot = next;
         error = undefined;
+        // From the second reading on, the shares are those of the last interval.
+        if (nextParts) {
+          previousParts = parts?.sums;
+          parts = nextParts;
+        }
       } catch (thrown) {
         if (stop.signal.aborted) break;
         error = unreachable(thrown, options.controller);
@@ -148,4 +165,26 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     }
     signal.addEventListener("abort", done, { once: true });
   });
+}
+
+/** The workers' part sums, or undefined without --metrics. */
+function readParts(options: TopOptions): Promise<PartsReading | undefined> {
+  return options.metrics && options.metrics.length > 0 ? readPartSums(options.metrics) : Promise.resolve(undefined);
+}
+
+function dimmer(color: boolean): (text: string) => string {
+  return (text) => (color ? `\x1b[2m${text}\x1b[22m` : text);
+}
+
+/** commander parser of each `--metrics <url>` value: an http(s) URL, `/metrics` added when it has no path. */
+function parseMetricsUrl(value: string, previous: readonly string[] | undefined): string[] {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new InvalidArgumentError(`a worker's metrics endpoint is an http(s) URL such as http://127.0.0.1:9464/metrics, got "${value}"`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw new InvalidArgumentError(`a worker's metrics endpoint is an http(s) URL, got "${value}"`);
+  if (url.pathname === "/") url.pathname = "/metrics";
+  return [...(previous ?? []), url.toString()];
 }

@@ -76,7 +76,7 @@ function drawChart(svg, opts) {
     parts.push('<text class="axis" x="' + (left + w / 2) + '" y="' + (top + h / 2) + '" text-anchor="middle">collecting data…</text>');
   }
   // Kept for the hover read-out, which runs between redraws.
-  svg.__chart = { left, top, w, h, t0, t1, series: opts.series, format: opts.format };
+  svg.__chart = { left, top, w, h, t0, t1, series: opts.series, format: opts.format, unitTotal: opts.unitTotal };
   const hover = svg.__hover;
   if (hover !== undefined && hover >= t0 && hover <= t1) {
     const hx = x(hover).toFixed(1);
@@ -110,7 +110,7 @@ function showTip(svg, event) {
     return v === null || v === undefined ? "" : '<div><i style="' + swatch + '"></i>' + esc(s.name) + " " + esc(c.format(v)) + (s.unit || "") + "</div>";
   }).join("");
   const stackedTotal = c.series.filter((s) => s.own).reduce((sum, s) => sum + (s.own.get(nearest) || 0), 0);
-  const total = c.series.some((s) => s.own) ? '<div class="when">granted ' + esc(c.format(stackedTotal)) + "/s in all</div>" : "";
+  const total = !c.series.some((s) => s.own) ? "" : c.unitTotal ? '<div class="when">' + esc(c.format(stackedTotal)) + esc(c.unitTotal) + "</div>" : '<div class="when">granted ' + esc(c.format(stackedTotal)) + "/s in all</div>";
   tip.innerHTML = '<div class="when">' + new Date(nearest).toLocaleTimeString() + (ago > 0 ? " · " + ago + " s ago" : " · now") + "</div>" + rows + total;
   tip.hidden = false;
   const parent = svg.parentElement.getBoundingClientRect();

@@ -13,7 +13,7 @@ const MIN_SPAN_MS = 30 * 1000;
 const SHARE_WINDOW_MS = 60 * 1000;
 const WAIT_WINDOW_MS = 10 * 1000;
 
-const history = [];          // [{ t, version, throttlers: Map(id → throttler snapshot) }]
+const history = [];          // [{ t, version, throttlers: Map(id → throttler snapshot), parts: Map(computation → part sums) | null }]
 let lastOkAt = 0;
 let failures = 0;
 
@@ -31,6 +31,7 @@ function render() {
   const t0 = t1 - span;
   const visible = history.filter((s) => s.t >= t0);
   $("#empty").hidden = latest.throttlers.size > 0;
+  renderEpochParts(visible, t0, t1);
   for (const [id, panel] of panels) if (!latest.throttlers.has(id)) { panel.root.remove(); panels.delete(id); }
 
   for (const [id, th] of latest.throttlers) {
@@ -191,12 +192,12 @@ function setState(live, text) {
 
 async function poll() {
   try {
-    const response = await fetch("api/snapshot", { cache: "no-store", signal: AbortSignal.timeout(5000) });
+    const [response, parts] = await Promise.all([fetch("api/snapshot", { cache: "no-store", signal: AbortSignal.timeout(5000) }), fetchParts()]);
     if (!response.ok) throw new Error("HTTP " + response.status + ": " + (await response.text()).trim());
     const snapshot = await response.json();
     const t = Date.parse(snapshot.generatedAt);
     const throttlers = new Map(snapshot.throttlers.map((th) => [th.id, th]));
-    if (!history.length || t > history[history.length - 1].t) history.push({ t, version: snapshot.version, throttlers });
+    if (!history.length || t > history[history.length - 1].t) history.push({ t, version: snapshot.version, throttlers, parts });
     while (history.length > 2 && history[0].t < t - HISTORY_MS - 5000) history.shift();
     lastOkAt = Date.now();
     failures = 0;

@@ -1,4 +1,5 @@
 import { RateWindow } from "@sluice/core";
+import { IterationParts, type IterationPartView } from "./iteration-parts.ts";
 
 export interface ComputationStatsView {
   readonly computation: string;
@@ -20,6 +21,8 @@ export interface ComputationStatsView {
   readonly lagMs: number | null;
   readonly activeJobs: number;
   readonly lastError: string | null;
+  /** Seconds spent in each part of the iterations (DESIGN §9.3): always the four parts, in order. */
+  readonly parts: readonly IterationPartView[];
 }
 
 /** Counters of one computation on one worker, shared by its jobs; read by the status line and /metrics. */
@@ -32,6 +35,8 @@ export class ComputationStats {
   activeJobs = 0;
   lastEventTimestampMs: number | null = null;
   lastError: string | null = null;
+  /** The jobs record each iteration's parts here (Job.iterate). */
+  readonly parts = new IterationParts();
   private readonly rowRate = new RateWindow();
   private readonly byteRate = new RateWindow();
   private readonly waitRate = new RateWindow();
@@ -77,6 +82,7 @@ export class ComputationStats {
       lagMs: this.lagMs(now),
       activeJobs: this.activeJobs,
       lastError: this.lastError,
+      parts: this.parts.view(),
     };
   }
 

@@ -86,7 +86,11 @@ export class InputThrottle {
     const entry = this.options.dynamicSpec().computations[computationName];
     const rowsId = entry?.input_rows_throttler_id;
     const bytesId = entry?.input_bytes_throttler_id;
-    if ((!rowsId && !bytesId) || rows === 0) return NOTHING_HELD;
+    if ((!rowsId && !bytesId) || rows === 0) {
+      // No throttle, no span: an Input.Throttle part that took no time (DESIGN §9.3).
+      this.options.stats.parts.throttle.recordMs(0);
+      return NOTHING_HELD;
+    }
     const attributes: Attributes = {};
     if (rowsId) {
       attributes["sluice.throttle.rows.throttler_id"] = rowsId;
@@ -130,6 +134,7 @@ export class InputThrottle {
     const giveBack = this.giveBack(rowsThrottler, rowsId, rows, bytesThrottler, bytesId, bytes);
     if (rowsWait === RESOLVED && bytesWait === RESOLVED) {
       span.setAttribute("sluice.throttle.wait_ms", 0);
+      this.options.stats.parts.throttle.recordMs(0);
       span.end();
       return giveBack;
     }
@@ -174,6 +179,8 @@ export class InputThrottle {
     const waitedMs = now - startedAt;
     span.setAttribute("sluice.throttle.wait_ms", waitedMs);
     this.options.stats.recordThrottleWait(waitedMs, now);
+    // The part is the span's own measurement, sluice.throttle.wait_ms (DESIGN §9.3).
+    this.options.stats.parts.throttle.recordMs(waitedMs);
     span.end();
   }
 

@@ -8,6 +8,7 @@ import { encodeHeaders, encodeText, encodeValue } from "../io/stream-codec.ts";
 import type { Sink, SinkRecord } from "../ports/sink.ts";
 import type { BatchContext, RecordReader, SourceBatch } from "../ports/source.ts";
 import type { ComputationStats } from "./computation-stats.ts";
+import type { PartHistogram } from "./iteration-parts.ts";
 import type { RetiredThrottlerTotals } from "./retired-throttler-totals.ts";
 import { throttlerMetricsView, type ThrottlerMetricsView } from "./throttler-metrics-view.ts";
 import { failSpan } from "./fail-span.ts";
@@ -262,8 +263,9 @@ export class Job {
     }
     const transaction = await context.beginTransaction();
     try {
-      await this.child("Output", () => this.flushOutputs(transaction));
-      await this.child("Commit", () => transaction.commit(nextOffset));
+      const { parts } = this.options.stats;
+      await this.child("Output", () => this.flushOutputs(transaction), parts.output);
+      await this.child("Commit", () => transaction.commit(nextOffset), parts.commit);
     } catch (error) {
       await transaction.abort();
       throw error;
@@ -302,7 +304,9 @@ export class Job {
    * parent.
    */
   private commitInBackground(context: BatchContext, nextOffset: string, signal: AbortSignal): void {
+    const { clock, stats } = this.options;
     const span = this.options.tracer.startSpan("Commit", { attributes: { "sluice.commit.offset": nextOffset } });
+    const startedAt = clock.now();
     let durable: Promise<void>;
     try {
       durable = context.commit(nextOffset);
@@ -315,11 +319,13 @@ export class Job {
     durable.then(
       () => {
         span.setAttribute("sluice.commit.durable", true);
+        stats.parts.commit.recordMs(clock.now() - startedAt);
         span.end();
       },
       (error: unknown) => {
         span.setAttribute("sluice.commit.durable", false);
         failSpan(span, error);
+        stats.parts.commit.recordMs(clock.now() - startedAt);
         span.end();
         // Read the sources, not `signal`: the commit may settle after the batch's linked signal was disposed.
         if (signal.aborted || context.signal.aborted || this.stop.signal.aborted) return; // revoked or stopping: the next owner resumes from the last durable commit
@@ -335,23 +341,31 @@ export class Job {
    * function and two promises per iteration showed in a busy job's profile.
    */
   private process(batch: Batch): Promise<void> | undefined {
+    const { clock, stats } = this.options;
     return this.options.tracer.startActiveSpan("Process", (span: Span) => {
+      const startedAt = clock.now();
       let result: unknown;
       try {
         result = this.options.computation.process(batch, this.context);
       } catch (error) {
         failSpan(span, error);
+        stats.parts.process.recordMs(clock.now() - startedAt);
         span.end();
         throw error;
       }
       if (!isPromiseLike(result)) {
+        stats.parts.process.recordMs(clock.now() - startedAt);
         span.end();
         return undefined;
       }
       return Promise.resolve(result).then(
-        () => span.end(),
+        () => {
+          stats.parts.process.recordMs(clock.now() - startedAt);
+          span.end();
+        },
         (error: unknown) => {
           failSpan(span, error);
+          stats.parts.process.recordMs(clock.now() - startedAt);
           span.end();
           throw error;
         },
@@ -361,21 +375,28 @@ export class Job {
 
   /** Output of at_least_once: the buffered messages sent and acknowledged, in the `Output` span; nothing to wait for (undefined) when none were emitted. */
   private output(sink: Pick<Sink, "send">): Promise<void> | undefined {
+    const { parts } = this.options.stats;
     if (this.outputs.size === 0) {
+      // Nothing to send: an Output that took no time, and no clock read for it.
       this.options.tracer.startSpan("Output").end();
+      parts.output.recordMs(0);
       return undefined;
     }
-    return this.child("Output", () => this.flushOutputs(sink));
+    return this.child("Output", () => this.flushOutputs(sink), parts.output);
   }
 
-  private async child(name: string, work: () => Promise<void>): Promise<void> {
+  /** `work` in a child span named `name`; its duration goes to `part` (DESIGN §9.3), read where the span starts and ends. */
+  private async child(name: string, work: () => Promise<void>, part: PartHistogram): Promise<void> {
+    const { clock } = this.options;
     await this.options.tracer.startActiveSpan(name, async (span: Span) => {
+      const startedAt = clock.now();
       try {
         await work();
       } catch (error) {
         failSpan(span, error);
         throw error;
       } finally {
+        part.recordMs(clock.now() - startedAt);
         span.end();
       }
     });
