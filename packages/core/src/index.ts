@@ -8,8 +8,6 @@ export { MinHeap } from "./min-heap.ts";
 export {
   CALLER_DELAY_MARGIN_MS,
   SMOOTH_DISPATCH_GUARD_SHARE,
-  SMOOTH_SINGLE_SLOT_MAX_LIMIT,
-  pacedClientAnswerCap,
   smoothDispatchGuardMs,
   PaceCursor,
   SMOOTH_RATE_FRACTION,

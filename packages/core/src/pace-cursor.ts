@@ -110,21 +110,6 @@ export function maxPacedAnswer(config: PaceConfig): number {
 }
 
 /**
- * Up to this limit (units/s) a smooth client asks for one slot per answer: a run of consecutive
- * slots must be used by one client's callers one slot apart while other clients' callers wait, and
- * a job whose own work between calls takes longer than a slot plus the expiry loses the slot; one
- * slot per answer interleaves the clients. Costs at most this many RPCs a second per throttler.
- * Kept equal to SMOOTH_SINGLE_SLOT_MAX_LIMIT in @sluice/spec (a test checks).
- */
-export const SMOOTH_SINGLE_SLOT_MAX_LIMIT = 50;
-
-/** The largest answer a smooth client built by the runtime asks for (never more than maxPacedAnswer). */
-export function pacedClientAnswerCap(config: PaceConfig): number {
-  if (config.limit !== null && config.limit <= SMOOTH_SINGLE_SLOT_MAX_LIMIT) return 1;
-  return maxPacedAnswer(config);
-}
-
-/**
  * How far past `now` the slots already answered may reach: the lead plus the longest answer. A
  * controller that starts (after a restart, its predecessor's clients may still hold slots up to
  * this far) or that turns smooth on starts its cursor this far ahead.

@@ -70,18 +70,8 @@ export function smoothPrefetchWindow(throttler: SmoothWindowFields): PrefetchWin
   // fills the cap still asks once per request_period. (Group 7 of the bench: 0.95 → ~0.5 RPCs per
   // client per request_period of 500 ms, and the controller's CPU with them.)
   const targetRps = 1000 / Math.max(throttler.request_period, SMOOTH_MAX_ANSWER_SPAN_MS);
-  // At a low limit an answer is one slot. A run of consecutive slots must be used by the callers of
-  // one client, one slot apart (104 ms at 10/s), while other clients' callers wait: a job whose next
-  // call comes back later than a slot plus the expiry loses the slot. One slot per answer interleaves
-  // the clients, so each caller has a slot per client to come back in (two clients: 208 ms at 10/s),
-  // and costs at most SMOOTH_SINGLE_SLOT_MAX_LIMIT RPCs a second for the whole throttler.
-  const limit = prefetchLimit(throttler);
-  const single = limit !== null && limit <= SMOOTH_SINGLE_SLOT_MAX_LIMIT;
-  return { ...window, targetRps, maxPrefetchAmount: single ? Math.min(cap, 1) : cap };
+  return { ...window, targetRps, maxPrefetchAmount: cap };
 }
-
-/** Up to this limit (units/s) a smooth client asks for one slot per answer (see smoothPrefetchWindow); equal to the constant of the same name in @sluice/core. */
-export const SMOOTH_SINGLE_SLOT_MAX_LIMIT = 50;
 
 /** The longest stretch one smooth answer covers; equal to the constant of the same name in @sluice/core. */
 export const SMOOTH_MAX_ANSWER_SPAN_MS = 1_000;

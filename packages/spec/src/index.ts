@@ -85,7 +85,6 @@ export {
   prefetchWindow,
   smoothPrefetchWindow,
   SMOOTH_MAX_ANSWER_SPAN_MS,
-  SMOOTH_SINGLE_SLOT_MAX_LIMIT,
   clientConfigEquals,
   type PrefetchWindow,
   type PrefetchFields,
