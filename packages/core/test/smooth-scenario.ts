@@ -1,7 +1,7 @@
 import {
   ControllerClockBound,
   ManualClock,
-  pacedClientAnswerCap,
+  maxPacedAnswer,
   paceScheduleOf,
   PacedThrottler,
   QuotaBucketDriver,
@@ -153,7 +153,7 @@ export async function run(scenarioDrawn: Scenario) {
   const pacedConfig = (forLimit: number): PacedConfig => ({
     targetRps: 1000 / REQUEST_PERIOD_MS,
     minPrefetchAmount: 1,
-    maxPrefetchAmount: pacedClientAnswerCap({ limit: forLimit, requestPeriodMs: REQUEST_PERIOD_MS }),
+    maxPrefetchAmount: maxPacedAnswer({ limit: forLimit, requestPeriodMs: REQUEST_PERIOD_MS }),
     windowMs: 10 * REQUEST_PERIOD_MS,
     slotExpiryMs: slotExpiryMs(PERIOD_MS),
   });
