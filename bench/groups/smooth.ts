@@ -230,7 +230,7 @@ export async function measure(
         }),
       }, { nodeArgs: nodeArgsFor("controller") })
     : null;
-  const address = controller ? String((await controller.waitForType("ready", 30_000))["address"]) : "";
+  const address = controller ? String((await controller.waitForType("ready", 90_000))["address"]) : "";
   const processes = Array.from({ length: PROCESSES }, (_, p) =>
     BenchChild.start("paced-jobs-process.ts", {
       mode: sluice ? "sluice" : subject,
@@ -241,7 +241,7 @@ export async function measure(
     }, { nodeArgs: nodeArgsFor(`jobs-${p}`) }),
   );
   try {
-    await Promise.all(processes.map((child) => child.waitForType("ready", 30_000)));
+    await Promise.all(processes.map((child) => child.waitForType("ready", 90_000)));
     const startAt = Date.now() + 300;
     const windowFrom = startAt + warmupMs;
     const windowTo = windowFrom + windowMs;
