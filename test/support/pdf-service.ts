@@ -17,9 +17,18 @@ export class PdfService {
   private readonly generator = new FakePdfGenerator();
   private readonly server: Server;
 
-  private constructor() {
+  /** Processes that asked for the go (`GET /go`): answered once `processes` of them have. */
+  private readonly waitingForGo: (() => void)[] = [];
+
+  private constructor(private readonly processes: number) {
     this.server = createServer((request, response) => {
-      const id = new URL(request.url ?? "/", "http://x").searchParams.get("id") ?? "";
+      const url = new URL(request.url ?? "/", "http://x");
+      if (url.pathname === "/go") {
+        this.waitingForGo.push(() => response.writeHead(200).end("go"));
+        if (this.waitingForGo.length >= this.processes) for (const go of this.waitingForGo.splice(0)) go();
+        return;
+      }
+      const id = url.searchParams.get("id") ?? "";
       const at = performance.timeOrigin + performance.now();
       try {
         this.generator.generate(at);
@@ -32,8 +41,9 @@ export class PdfService {
     });
   }
 
-  static async start(): Promise<{ service: PdfService; url: string }> {
-    const service = new PdfService();
+  /** `processes`: how many must ask for the go (`GET /go`) before any is answered. */
+  static async start(processes = 1): Promise<{ service: PdfService; url: string }> {
+    const service = new PdfService(processes);
     await new Promise<void>((resolve) => service.server.listen(0, "127.0.0.1", resolve));
     const address = service.server.address();
     if (address === null || typeof address === "string") throw new Error("the PDF service has no port");

@@ -35,7 +35,7 @@ export interface Seed003Result {
 export const PDF_THROTTLER = { limit: 10, period: "1s", request_period: "500ms", smooth: true } as const;
 
 export async function runSeed003(options: Seed003Options): Promise<Seed003Result> {
-  const { service, url } = await PdfService.start();
+  const { service, url } = await PdfService.start(options.processes);
   const children: Child[] = [];
   try {
     const partitions = options.partitions ?? 1;
