@@ -1,6 +1,7 @@
 // Group 7: shaping (DESIGN §7.1, issue 10 item 5). A 1,000 units/s throttler shared by 8 jobs in 2
 // processes, every job backlogged and taking 1 unit per call: what reaches the callers in every
-// window, at what utilisation, for how many RPCs and how much CPU. Subjects, interleaved run by run:
+// window, at what utilisation, for how many RPCs and how much CPU. Beside it the same at seed 003's
+// own 10 units/s (issue 20), Sluice smooth and plain only. Subjects, interleaved run by run:
 // Sluice smooth, Sluice plain (the CPU baseline of the goal), and p-throttle and bottleneck
 // configured to pace (one limiter per process at half the rate: neither coordinates across
 // processes without an external store, so a static split is what they offer here).
@@ -11,6 +12,8 @@ import { controllerSpec } from "../lib/specs.ts";
 import { installedVersion } from "../lib/versions.ts";
 
 export const SMOOTH_LIMIT = 1000;
+/** Seed 003's rate: the 10/s rows. */
+export const SEED_LIMIT = 10;
 export const SMOOTH_REQUEST_PERIOD_MS = 500;
 const PERIOD_MS = 1000;
 const PROCESSES = 2;
@@ -40,7 +43,7 @@ export interface RunFigures {
 
 export const smooth: BenchGroup = {
   id: "smooth",
-  title: "7. Shaping: a smooth throttler at 1,000 units/s, 8 jobs in 2 processes, against pacing peers",
+  title: "7. Shaping: a smooth throttler at 1,000 units/s (against pacing peers) and at 10 units/s, 8 jobs in 2 processes",
   async run(g) {
     const reps = g.pick(2, 1);
     const windowMs = g.pick(10_000, 1_500);
@@ -61,6 +64,20 @@ export const smooth: BenchGroup = {
         );
       }
     }
+    // Seed 003's rate: a window twice as long, so that one unit is half a percent of it.
+    const seedRuns = new Map<Subject, RunFigures[]>(SEED_SUBJECTS.map((subject) => [subject, []]));
+    for (let rep = 0; rep < reps; rep++) {
+      for (const subject of rep % 2 === 0 ? SEED_SUBJECTS : [...SEED_SUBJECTS].reverse()) {
+        const figures = await measure(g, subject, windowMs * 2, warmupMs, () => [], SEED_LIMIT);
+        seedRuns.get(subject)?.push(figures);
+        g.log(
+          `${subject} at ${SEED_LIMIT}/s: ${formatNumber(figures.maxInPeriod)} most in any ${PERIOD_MS} ms, utilisation ${formatNumber(figures.utilisation * 100)} %` +
+            `${figures.grantedUtilisation === null ? "" : ` (granted ${formatNumber(figures.grantedUtilisation * 100)} %)`}, ${formatNumber(figures.rpcsPerPeriod ?? Number.NaN)} RPCs per client per request_period, ` +
+            `${formatNumber(figures.cpuMsPer1000)} CPU ms per 1,000 units`,
+        );
+      }
+    }
+    addSeedRows(g, seedRuns);
     const of = (subject: Subject, pick: (run: RunFigures) => number | null) => (runs.get(subject) ?? []).map((run) => pick(run) ?? Number.NaN);
     const peers = (pick: (run: RunFigures) => number | null, names: readonly Subject[] = ["sluice plain", "p-throttle", "bottleneck"]) =>
       Object.fromEntries(names.map((name) => [peerName(name), of(name, pick)]));
@@ -140,6 +157,54 @@ export const smooth: BenchGroup = {
   },
 };
 
+const SEED_SUBJECTS: readonly Subject[] = ["sluice smooth", "sluice plain"];
+
+/** The 10/s rows: the window bound, the utilisation and the RPCs, smooth beside plain. */
+function addSeedRows(g: GroupContext, runs: ReadonlyMap<Subject, RunFigures[]>): void {
+  const of = (subject: Subject, pick: (run: RunFigures) => number | null) => (runs.get(subject) ?? []).map((run) => pick(run) ?? Number.NaN);
+  const window = g.add({
+    id: "smooth.seed.max_in_period",
+    label: `at ${SEED_LIMIT}/s: most units in any closed ${PERIOD_MS} ms window (limit × period = ${SEED_LIMIT})`,
+    unit: "units",
+    better: "lower",
+    sluice: of("sluice smooth", (run) => run.maxInPeriod),
+    peers: { "sluice plain": of("sluice plain", (run) => run.maxInPeriod) },
+    withoutRatios: true,
+    note: "seed 003's rate, 8 jobs in 2 processes as above",
+  });
+  g.goal({
+    id: "smooth.seed.window",
+    text: `at most ${SEED_LIMIT} units in every closed window of 1 s at limit ${SEED_LIMIT}/s, smooth, 8 jobs in 2 processes`,
+    figure: window,
+    value: window.sluice?.max ?? null,
+    target: SEED_LIMIT,
+    compare: "<=",
+  });
+  const utilisation = g.add({
+    id: "smooth.seed.utilisation",
+    label: `at ${SEED_LIMIT}/s: units delivered ÷ (limit × window), every job backlogged`,
+    unit: "%",
+    better: "higher",
+    sluice: of("sluice smooth", (run) => run.utilisation * 100),
+    peers: {
+      "smooth: granted at the controller": of("sluice smooth", (run) => (run.grantedUtilisation ?? Number.NaN) * 100),
+      "sluice plain": of("sluice plain", (run) => run.utilisation * 100),
+    },
+    withoutRatios: true,
+  });
+  g.goal({ id: "smooth.seed.utilisation", text: `a backlogged smooth throttler delivers ≥ 95 % of limit at ${SEED_LIMIT}/s`, figure: utilisation, value: utilisation.sluice?.median ?? null, target: 95, compare: ">=" });
+  g.add({
+    id: "smooth.seed.rpcs",
+    label: `at ${SEED_LIMIT}/s: RPCs per client per request_period (${SMOOTH_REQUEST_PERIOD_MS} ms)`,
+    unit: "RPCs",
+    better: "lower",
+    sluice: of("sluice smooth", (run) => run.rpcsPerPeriod),
+    peers: { "sluice plain": of("sluice plain", (run) => run.rpcsPerPeriod) },
+    withoutRatios: true,
+    note: "one slot per answer up to 50/s (README, Shaping)",
+  });
+}
+
 function peerName(subject: Subject): string {
   if (subject === "p-throttle" || subject === "bottleneck") return `${subject} ${installedVersion(subject)}, 2 × ${SMOOTH_LIMIT / PROCESSES}/s`;
   return subject;
@@ -148,28 +213,35 @@ function peerName(subject: Subject): string {
 /** Extra node arguments per process (`bench/profile-smooth.ts` passes `--cpu-prof`); none in the bench. */
 export type NodeArgsFor = (role: "controller" | `jobs-${number}`) => readonly string[];
 
-export async function measure(_g: GroupContext | null, subject: Subject, windowMs: number, warmupMs: number, nodeArgsFor: NodeArgsFor = () => []): Promise<RunFigures> {
+export async function measure(
+  _g: GroupContext | null,
+  subject: Subject,
+  windowMs: number,
+  warmupMs: number,
+  nodeArgsFor: NodeArgsFor = () => [],
+  limit = SMOOTH_LIMIT,
+): Promise<RunFigures> {
   const sluice = subject === "sluice smooth" || subject === "sluice plain";
   const controller = sluice
     ? BenchChild.start("controller-process.ts", {
         mode: "sluice",
         spec: controllerSpec({
-          paced: { limit: SMOOTH_LIMIT, period: `${PERIOD_MS}ms`, request_period: `${SMOOTH_REQUEST_PERIOD_MS}ms`, smooth: subject === "sluice smooth" },
+          paced: { limit, period: `${PERIOD_MS}ms`, request_period: `${SMOOTH_REQUEST_PERIOD_MS}ms`, smooth: subject === "sluice smooth" },
         }),
       }, { nodeArgs: nodeArgsFor("controller") })
     : null;
-  const address = controller ? String((await controller.waitForType("ready", 30_000))["address"]) : "";
+  const address = controller ? String((await controller.waitForType("ready", 90_000))["address"]) : "";
   const processes = Array.from({ length: PROCESSES }, (_, p) =>
     BenchChild.start("paced-jobs-process.ts", {
       mode: sluice ? "sluice" : subject,
       clientIds: Array.from({ length: JOBS_PER_PROCESS }, (_, j) => `p${p}/job${j}`),
       controller: address,
       throttlerId: "paced",
-      ratePerProcess: SMOOTH_LIMIT / PROCESSES,
+      ratePerProcess: limit / PROCESSES,
     }, { nodeArgs: nodeArgsFor(`jobs-${p}`) }),
   );
   try {
-    await Promise.all(processes.map((child) => child.waitForType("ready", 30_000)));
+    await Promise.all(processes.map((child) => child.waitForType("ready", 90_000)));
     const startAt = Date.now() + 300;
     const windowFrom = startAt + warmupMs;
     const windowTo = windowFrom + windowMs;
@@ -188,8 +260,8 @@ export async function measure(_g: GroupContext | null, subject: Subject, windowM
     return {
       maxInPeriod: mostInClosedWindow(times, PERIOD_MS),
       maxIn10ms: mostInClosedWindow(times, BURST_WINDOW_MS),
-      utilisation: times.length / ((SMOOTH_LIMIT * windowMs) / 1000),
-      grantedUtilisation: grantedFrom && grantedTo ? (grantedTo.granted - grantedFrom.granted) / ((SMOOTH_LIMIT * (grantedTo.at - grantedFrom.at)) / 1000) : null,
+      utilisation: times.length / ((limit * windowMs) / 1000),
+      grantedUtilisation: grantedFrom && grantedTo ? (grantedTo.granted - grantedFrom.granted) / ((limit * (grantedTo.at - grantedFrom.at)) / 1000) : null,
       rpcsPerPeriod: sluice ? rpcs / (PROCESSES * JOBS_PER_PROCESS) / (windowMs / SMOOTH_REQUEST_PERIOD_MS) : null,
       cpuMsPer1000: (cpuMs * 1000) / Math.max(1, times.length),
       controllerCpuMsPer1000: controller ? ((controllerTo - controllerFrom) * 1000) / Math.max(1, times.length) : null,

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { context, propagation, type Context } from "@opentelemetry/api";
-import { asSluiceError, cancelledError, SluiceError, type Clock, type PacedQuotaRemote, type PaceSchedule, type QuotaRemote } from "@sluice/core";
+import { asSluiceError, cancelledError, ControllerClockBound, paceScheduleOf, SluiceError, type Clock, type PacedQuotaRemote, type PaceSchedule, type QuotaRemote } from "@sluice/core";
 import type { QuotaServiceClient } from "@sluice/protocol";
 import type { ThrottlerSpec } from "@sluice/spec";
 import { retryBackoffMs } from "./retry-backoff.ts";
@@ -84,10 +84,7 @@ export class RetryingQuotaRemote implements QuotaRemote, PacedQuotaRemote {
         );
         this.chargedClassId = quotaClassId;
         this.options.onRpc?.({ throttlerId, ok: true, latencyMs: clock.now() - sentAt });
-        // The answer left the controller no earlier than `waitedMs` after this attempt was sent (a
-        // request re-attached after QUOTA_TIMEOUT reports its whole wait: then 0, the arrival is trusted).
-        const travelMs = Math.max(0, clock.now() - sentAt - result.waitedMs);
-        return { startDelayMs: result.paceStartDelayMs ?? 0, intervalMs: result.paceIntervalMs ?? 0, travelMs };
+        return paceScheduleOf(result, clockBoundOf(this.options.client()), sentAt, clock.now(), attempt === 1);
       } catch (thrown) {
         const error = asSluiceError(thrown, (message) => new SluiceError("CONTROLLER_UNAVAILABLE", message));
         this.options.onRpc?.({ throttlerId, ok: false, error, latencyMs: clock.now() - sentAt });
@@ -135,3 +132,13 @@ export class RetryingQuotaRemote implements QuotaRemote, PacedQuotaRemote {
     }
   }
 }
+
+/** One bound per connection to a controller: every throttler's answers narrow it (ControllerClockBound). */
+const clockBounds = new WeakMap<QuotaServiceClient, ControllerClockBound>();
+
+function clockBoundOf(client: QuotaServiceClient): ControllerClockBound {
+  let bound = clockBounds.get(client);
+  if (!bound) clockBounds.set(client, (bound = new ControllerClockBound()));
+  return bound;
+}
+

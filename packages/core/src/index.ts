@@ -7,6 +7,8 @@ export { ManualClock } from "./manual-clock.ts";
 export { MinHeap } from "./min-heap.ts";
 export {
   CALLER_DELAY_MARGIN_MS,
+  SMOOTH_DISPATCH_GUARD_SHARE,
+  smoothDispatchGuardMs,
   PaceCursor,
   SMOOTH_RATE_FRACTION,
   SMOOTH_MAX_ANSWER_SPAN_MS,
@@ -21,6 +23,7 @@ export {
 } from "./pace-cursor.ts";
 export { PacedThrottler, type PacedConfig, type PacedQuotaRemote, type PaceSchedule } from "./paced-throttler.ts";
 export { SlotSchedule } from "./slot-schedule.ts";
+export { ControllerClockBound, DRIFT_PER_MS, paceScheduleOf, type ClockSample, type PacedAnswer } from "./controller-clock-bound.ts";
 export {
   PrefetchingThrottler,
   type PrefetchConfig,

@@ -30,25 +30,37 @@ export function smoothToleranceMs(periodMs: number): number {
 }
 
 /**
- * How late a unit may reach its caller against the slot the controller planned, all told: the
- * answer's travel (which the client bounds from its round trip less the controller's wait, and
- * subtracts: SlotSchedule.add) plus how long the unit then waited in the client. Past it the unit
- * expires (unused slots are never reissued, so they cannot burst later). 90 % of the tolerance: the
- * rest covers timer rounding and the bound's own error (the controller's wait travels in whole ms,
- * rounded down). Counting travel per answer is what makes this safe under an answer that a busy
- * process reads late; before, half the tolerance was set aside for such differences on trust.
+ * How late a unit may reach its caller against the slot the controller planned, all told: how far
+ * the client's placing of the answer's slots may be off (the width of its bound on the controller's
+ * clock, ControllerClockBound, or without one the answer's travel; SlotSchedule.add subtracts it)
+ * plus how long the unit then waited in the client. Past it the unit expires (unused slots are never
+ * reissued, so they cannot burst later). What the tolerance leaves after the dispatch guard and 5 %
+ * for the bound's own error (the controller's wait travels in whole ms, rounded down): 29.2 ms at a
+ * period of 1 s.
  */
 export function slotExpiryMs(periodMs: number): number {
   const tolerance = smoothToleranceMs(periodMs);
-  return Math.max(0, Math.min(tolerance * 0.9, tolerance - CALLER_DELAY_MARGIN_MS));
+  return Math.max(0, tolerance * 0.95 - smoothDispatchGuardMs(periodMs));
 }
 
 /**
- * Left of the tolerance, at any period, for what happens between `throttle()` returning and the
- * caller's call reaching the protected system (the rest of the task that handed the unit out, the
- * caller's own continuation). 10 % of the tolerance is 4.2 ms at a period of 1 s but 0.42 ms at
- * 100 ms, and `sluice run` was measured putting 2 calls 99.6 ms apart at limit 10, period 100 ms
- * (bench/smooth-table.ts): 0.8 ms past what the slots allow.
+ * The dispatch guard: kept of the tolerance, at any period, for what happens between `throttle()`
+ * returning and the caller's call reaching the protected system (the rest of the task that handed
+ * the unit out, the caller's own continuation, its request on the way). Only its *variation* counts:
+ * a delay every call has shifts the calls together. A quarter of the tolerance, at least
+ * CALLER_DELAY_MARGIN_MS: 10.4 ms at a period of 1 s (a caller whose calls land up to 10 ms apart
+ * in their delays still never puts `limit × period + 1` calls in a closed window), 1.5 ms at 100 ms.
+ */
+export function smoothDispatchGuardMs(periodMs: number): number {
+  return Math.max(CALLER_DELAY_MARGIN_MS, smoothToleranceMs(periodMs) * SMOOTH_DISPATCH_GUARD_SHARE);
+}
+
+/** The dispatch guard's share of the tolerance (see smoothDispatchGuardMs). */
+export const SMOOTH_DISPATCH_GUARD_SHARE = 0.25;
+
+/**
+ * The least dispatch guard at any period: `sluice run` was measured putting 2 calls 99.6 ms apart
+ * at limit 10, period 100 ms (bench/smooth-table.ts): 0.8 ms past what the slots allow.
  */
 export const CALLER_DELAY_MARGIN_MS = 1.5;
 

@@ -86,6 +86,8 @@ export class PacedThrottler implements Throttler {
   private wasting = false;
   /** When a caller last received units; a caller back within the slot expiry means a backlog. */
   private handedAt = Number.NEGATIVE_INFINITY;
+  /** The spacing of the latest answer's slots. */
+  private lastIntervalMs = 0;
   /**
    * Callers come back as soon as they are served (a job loop with a backlog): worth keeping one
    * request in flight ahead of them. Otherwise the client asks only for what callers wait for.
@@ -128,7 +130,12 @@ export class PacedThrottler implements Throttler {
     if (this.closedWith) return Promise.reject(this.closedWith);
     const now = this.clock.now();
     this.demandAt = now;
-    this.backlogged = now - this.handedAt <= this.config.slotExpiryMs;
+    // Back within a slot or two of the last run (or the expiry, at high rates): a job loop with a
+    // backlog, whose next unit is worth asking for ahead. At a low limit a job's own work between
+    // calls (an HTTP call on a loaded machine) takes longer than the expiry, yet its next slot is
+    // that far away too: judged by the expiry alone, such a job never had a request in flight ahead
+    // of it, and every slot it waited for started from an idle timeline.
+    this.backlogged = now - this.handedAt <= this.config.slotExpiryMs + 2 * this.lastIntervalMs;
     if (this.waiting.count === 0) {
       this.expire(now);
       if (fits(amount, this.slots.available(now))) {
@@ -308,6 +315,7 @@ export class PacedThrottler implements Throttler {
     if (this.closedWith) return;
     const now = this.clock.now();
     if (this.backlogged) this.wasting = false;
+    this.lastIntervalMs = schedule.intervalMs;
     // A negative delay (a retry answered late) puts the first slots in the past, where they expire.
     // A run whose travel may exceed the expiry is lost whole (SlotSchedule.add): counted as expired,
     // not as wasted (the callers did keep up; the answer came too late).

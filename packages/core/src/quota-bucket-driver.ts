@@ -31,6 +31,8 @@ export interface Grant {
   /** Smooth throttlers: the first slot is this long after the answer, the next ones `paceIntervalMs` apart. */
   readonly paceStartDelayMs?: number;
   readonly paceIntervalMs?: number;
+  /** Smooth throttlers: this driver's clock when it answered (clients bound the clocks' offset with it). */
+  readonly paceAnsweredAtMs?: number;
 }
 
 /**
@@ -260,7 +262,8 @@ export class QuotaBucketDriver {
     const grant = { granted: settled.amount, waitedMs: settled.waitedMs };
     if (!settled.pace) return grant;
     // Negative for a retry answered late: the slots that passed meanwhile are spent, not shifted.
-    return { ...grant, paceStartDelayMs: settled.pace.startAt - this.clock.now(), paceIntervalMs: settled.pace.intervalMs };
+    const now = this.clock.now();
+    return { ...grant, paceStartDelayMs: settled.pace.startAt - now, paceIntervalMs: settled.pace.intervalMs, paceAnsweredAtMs: now };
   }
 
   private settle(settlement: Settlement): void {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { CALLER_DELAY_MARGIN_MS, PaceCursor, SlotSchedule, paceLeadMs, paceReachMs, slotExpiryMs, smoothToleranceMs } from "../src/index.ts";
+import { CALLER_DELAY_MARGIN_MS, PaceCursor, SlotSchedule, paceLeadMs, paceReachMs, slotExpiryMs, smoothDispatchGuardMs, smoothToleranceMs } from "../src/index.ts";
 
 describe("PaceCursor (DESIGN §7.1)", () => {
   const config = { limit: 10, requestPeriodMs: 1000 };
@@ -52,11 +52,17 @@ describe("PaceCursor (DESIGN §7.1)", () => {
     assert.ok((1000 + smoothToleranceMs(1000) - 1e-9) * 0.0096 < 10);
   });
 
-  it("lets a unit expire early enough to leave room for the caller's own delay, at any period", () => {
-    assert.ok(Math.abs(slotExpiryMs(1000) - 37.5) < 1e-9, "90 % of the tolerance at 1 s");
-    // At 100 ms, 10 % of the tolerance would be 0.42 ms: the margin keeps 1.5 ms.
-    assert.ok(Math.abs(slotExpiryMs(100) - (smoothToleranceMs(100) - CALLER_DELAY_MARGIN_MS)) < 1e-9);
-    assert.equal(slotExpiryMs(10), 0, "a period whose whole tolerance is below the margin: units are handed out at their slot or not at all");
+  it("keeps a dispatch guard of the tolerance for the caller's own delay, at any period", () => {
+    // At 1 s: a quarter of the 41.7 ms tolerance (10.4 ms) is the guard, 5 % the bound's own error, 29.2 ms the expiry.
+    assert.ok(Math.abs(smoothDispatchGuardMs(1000) - smoothToleranceMs(1000) / 4) < 1e-9);
+    assert.ok(Math.abs(slotExpiryMs(1000) - smoothToleranceMs(1000) * 0.7) < 1e-9, "70 % of the tolerance at 1 s");
+    // The guard, the expiry and the error together fit the tolerance: a unit up to the expiry late,
+    // its call up to the guard later still, never puts limit × period + 1 in a closed window.
+    assert.ok(slotExpiryMs(1000) + smoothDispatchGuardMs(1000) < smoothToleranceMs(1000));
+    // At 100 ms a quarter would be 1.04 ms: the guard keeps 1.5 ms.
+    assert.equal(smoothDispatchGuardMs(100), CALLER_DELAY_MARGIN_MS);
+    assert.ok(Math.abs(slotExpiryMs(100) - (smoothToleranceMs(100) * 0.95 - CALLER_DELAY_MARGIN_MS)) < 1e-9);
+    assert.equal(slotExpiryMs(10), 0, "a period whose whole tolerance is below the guard: units are handed out at their slot or not at all");
   });
 });
 

@@ -1,10 +1,12 @@
 import {
+  ControllerClockBound,
   ManualClock,
+  maxPacedAnswer,
+  paceScheduleOf,
   PacedThrottler,
   QuotaBucketDriver,
   SluiceError,
   isSluiceError,
-  maxPacedAnswer,
   paceReachMs,
   quotaBucketConfig,
   slotExpiryMs,
@@ -53,6 +55,13 @@ export interface Scenario {
   readonly seed: number;
   /** Every client's callers come back as soon as they are served: the utilisation is checked then. */
   readonly allBacklogged: boolean;
+  /** The limit at the start; default 10–59 from the seed. */
+  readonly initialLimit?: number;
+  /**
+   * A backlogged caller's own work between two units (a job's call of the protected system): up to
+   * this much at random, then it asks again at once. Default 0.
+   */
+  readonly workMs?: number;
 }
 
 /**
@@ -61,6 +70,8 @@ export interface Scenario {
  * travel to leave some of the expiry (37.5 ms at a 1 s period): 4 × 8 ms at most here.
  */
 export const MAX_DELAY_MS = 8;
+/** How late an answer comes back at most in the low-limit scenarios (over fast legs): a loaded machine's gRPC round trips. */
+export const SLOW_ANSWER_MS = 40;
 /** Now and then a client reads an answer this much late (a starved process): the bound must hold. */
 export const MAX_STALL_MS = 80;
 /**
@@ -100,21 +111,24 @@ export async function run(scenarioDrawn: Scenario) {
   const config = (limit: number) =>
     quotaBucketConfig({ limit, periodMs: PERIOD_MS, smooth: true, requestPeriodMs: REQUEST_PERIOD_MS });
   const limitsSorted = [...s.limits].sort((a, b) => a.atMs - b.atMs);
-  const initialLimit = 10 + (s.seed >>> 0) % 50;
+  const initialLimit = s.initialLimit ?? 10 + (s.seed >>> 0) % 50;
   /** The limit in force from each time on (virtual ms since start). */
   const timeline: { atMs: number; limit: number }[] = [{ atMs: 0, limit: initialLimit }, ...limitsSorted];
   let limit = initialLimit;
   let driver: QuotaBucketDriver | null = new QuotaBucketDriver("pdf", config(limit), clock);
   let requestSeq = 0;
 
+  const clockBounds = s.clients.map(() => new ControllerClockBound());
   const remoteFor = (index: number): PacedQuotaRemote => {
     const latency = s.latencies[index] ?? { requestMs: 0, responseMs: 0 };
     return {
       async acquirePaced(amount, signal): Promise<PaceSchedule> {
         const requestId = `c${index}-${requestSeq++}`;
+        let attempt = 0;
         // The retrying channel: the same request id until a controller answers it.
         for (;;) {
           const sentAt = clock.now();
+          attempt += 1;
           await clock.sleep(latency.requestMs, signal);
           const current = driver;
           try {
@@ -124,8 +138,9 @@ export async function run(scenarioDrawn: Scenario) {
             await clock.sleep(s.responseBaseMs + latency.responseMs + rnd() * s.jitterMs + stall, signal);
             // As over a transport (RetryingQuotaRemote): the delay counts from the answer's arrival, so
             // travel shifts the slots later, by at most the round trip less the wait (whole ms on the wire).
-            const travelMs = Math.max(0, clock.now() - sentAt - Math.floor(grant.waitedMs));
-            return { startDelayMs: grant.paceStartDelayMs ?? 0, intervalMs: grant.paceIntervalMs ?? 0, travelMs };
+            // The client places the slots by its bound on the controller's clock (the same clock here,
+            // offset 0, which the client does not know), the wait travelling in whole ms as on the wire.
+            return paceScheduleOf({ ...grant, waitedMs: Math.floor(grant.waitedMs) }, clockBounds[index] ?? new ControllerClockBound(), sentAt, clock.now(), attempt === 1);
           } catch (error) {
             if (signal.aborted || !isSluiceError(error, "CONTROLLER_UNAVAILABLE")) throw error;
             await clock.sleep(100, signal);
@@ -167,6 +182,7 @@ export async function run(scenarioDrawn: Scenario) {
             }
             if (shape.burstEveryMs !== null && rnd() < 0.05) await clock.sleep(rnd() * shape.burstEveryMs);
             else if (shape.thinkMs > 0) await clock.sleep(rnd() * shape.thinkMs);
+            else if ((s.workMs ?? 0) > 0) await clock.sleep(rnd() * (s.workMs ?? 0));
           }
         })(),
       );

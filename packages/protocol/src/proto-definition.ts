@@ -25,6 +25,7 @@ export interface WireRequestQuotaResponse {
   waitedMs: number;
   paceStartDelayMs: number;
   paceIntervalMs: number;
+  paceAnsweredAtMs?: number;
 }
 export interface WireReleaseQuotaRequest {
   throttlerId: string;

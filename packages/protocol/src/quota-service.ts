@@ -31,14 +31,19 @@ export interface RequestQuotaResult {
    */
   readonly paceStartDelayMs?: number;
   readonly paceIntervalMs?: number;
+  /** Smooth throttlers: the controller's clock when it answered (see ControllerClockBound). Absent (0 on the wire) = not given. */
+  readonly paceAnsweredAtMs?: number;
 }
 
+type PaceFields = Pick<RequestQuotaResult, "paceStartDelayMs" | "paceIntervalMs" | "paceAnsweredAtMs">;
+
 /** The pace fields as they cross a transport: present only when the answer is paced. */
-export function paceFieldsOf(wire: { paceStartDelayMs?: number; paceIntervalMs?: number }): Pick<RequestQuotaResult, "paceStartDelayMs" | "paceIntervalMs"> {
+export function paceFieldsOf(wire: { paceStartDelayMs?: number; paceIntervalMs?: number; paceAnsweredAtMs?: number }): PaceFields {
   const startDelayMs = wire.paceStartDelayMs ?? 0;
   const intervalMs = wire.paceIntervalMs ?? 0;
   if (!(intervalMs > 0) && startDelayMs === 0) return {};
-  return { paceStartDelayMs: startDelayMs, paceIntervalMs: intervalMs };
+  const answeredAtMs = wire.paceAnsweredAtMs ?? 0;
+  return { paceStartDelayMs: startDelayMs, paceIntervalMs: intervalMs, ...(answeredAtMs > 0 ? { paceAnsweredAtMs: answeredAtMs } : {}) };
 }
 
 export interface ReleaseQuotaCall {

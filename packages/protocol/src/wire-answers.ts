@@ -9,5 +9,6 @@ export function wireRequestQuotaResponseOf(result: RequestQuotaResult): WireRequ
     waitedMs: toUint64(result.waitedMs),
     paceStartDelayMs: result.paceStartDelayMs ?? 0,
     paceIntervalMs: result.paceIntervalMs ?? 0,
+    paceAnsweredAtMs: result.paceAnsweredAtMs ?? 0,
   };
 }

@@ -23,16 +23,18 @@ class RequestQuotaRequest(_message.Message):
     def __init__(self, throttler_id: _Optional[str] = ..., client_id: _Optional[str] = ..., amount: _Optional[float] = ..., timestamp_ms: _Optional[int] = ..., quota_class_id: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
 
 class RequestQuotaResponse(_message.Message):
-    __slots__ = ("granted", "waited_ms", "pace_start_delay_ms", "pace_interval_ms")
+    __slots__ = ("granted", "waited_ms", "pace_start_delay_ms", "pace_interval_ms", "pace_answered_at_ms")
     GRANTED_FIELD_NUMBER: _ClassVar[int]
     WAITED_MS_FIELD_NUMBER: _ClassVar[int]
     PACE_START_DELAY_MS_FIELD_NUMBER: _ClassVar[int]
     PACE_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
+    PACE_ANSWERED_AT_MS_FIELD_NUMBER: _ClassVar[int]
     granted: float
     waited_ms: int
     pace_start_delay_ms: float
     pace_interval_ms: float
-    def __init__(self, granted: _Optional[float] = ..., waited_ms: _Optional[int] = ..., pace_start_delay_ms: _Optional[float] = ..., pace_interval_ms: _Optional[float] = ...) -> None: ...
+    pace_answered_at_ms: float
+    def __init__(self, granted: _Optional[float] = ..., waited_ms: _Optional[int] = ..., pace_start_delay_ms: _Optional[float] = ..., pace_interval_ms: _Optional[float] = ..., pace_answered_at_ms: _Optional[float] = ...) -> None: ...
 
 class ReleaseQuotaRequest(_message.Message):
     __slots__ = ("throttler_id", "client_id", "amount", "quota_class_id")

@@ -1,0 +1,129 @@
+// Seed 003 end to end without Kafka: `limit 10, period 1s, smooth: true` in front of the shared PDF
+// generator service (pdf-service.ts), from one `sluice run` (embedded controller) or from two
+// `sluice run` processes sharing one `sluice controller`, each with in-memory letters. The letters
+// are a full backlog (backlog.ts) or the seed's publishers (bursty.ts); the computation throttles
+// by hand (`getThrottlerOrThrow("pdf").throttle(1)`) or automatically (input_rows_throttler_id,
+// max_rows_per_batch 1). Returns what the service saw.
+import { ROOT, sluice, writeSpec, type Child } from "./processes.ts";
+import { PdfService, type AcceptedCall } from "./pdf-service.ts";
+
+const FIXTURES = `${ROOT}/test/fixtures/seed-003`;
+
+export interface Seed003Options {
+  readonly processes: 1 | 2;
+  readonly throttling: "manual" | "input";
+  readonly arrivals: "backlog" | "bursty";
+  /** Backlog: letters per process. */
+  readonly lettersPerProcess?: number;
+  /** Bursty: how long the publishers run (ms). */
+  readonly publishMs?: number;
+  readonly partitions?: number;
+  readonly pdf?: Record<string, unknown>;
+}
+
+export interface Seed003Result {
+  readonly accepted: readonly AcceptedCall[];
+  readonly refused: readonly AcceptedCall[];
+  /** The most accepted calls in any closed 1,000 ms window. */
+  readonly mostInOneSecond: number;
+  /** The backlogged window (see backloggedRate) and the rate in it; null when too short. */
+  readonly backlogged: { readonly fromMs: number; readonly toMs: number; readonly calls: number; readonly perSecond: number } | null;
+  /** The tail of each `sluice run`'s stderr, for a failure's message. */
+  readonly stderr: readonly string[];
+}
+
+export const PDF_THROTTLER = { limit: 10, period: "1s", request_period: "500ms", smooth: true } as const;
+
+export async function runSeed003(options: Seed003Options): Promise<Seed003Result> {
+  const { service, url } = await PdfService.start(options.processes);
+  const children: Child[] = [];
+  try {
+    const partitions = options.partitions ?? 1;
+    const name = `seed003-${process.pid}-${Date.now().toString(36)}`;
+    const computation = options.throttling === "manual" ? "manual-throttle.ts" : "input-throttled.ts";
+    // Bursty: the seed's 8 letters/s, split between the processes (steady 4/s, bursts 4/s on average).
+    const perSecond = options.processes === 1 ? 8 : 4;
+    const letters = options.arrivals === "backlog" ? options.lettersPerProcess ?? 150 : Math.ceil(((options.publishMs ?? 10_000) / 1000) * perSecond);
+    const pipeline = (controllerAddress: string | null) => ({
+      pipeline: name,
+      ...(controllerAddress ? { controller: { address: controllerAddress } } : {}),
+      streams: {
+        letters: { topic: "letters", format: "json", partitions, generator: { module: `${FIXTURES}/${options.arrivals}.ts`, messages: letters } },
+      },
+      computations: { PdfCalls: { module: `${FIXTURES}/${computation}`, inputs: ["letters"], max_rows_per_batch: 1 } },
+      dynamic_spec: {
+        throttlers: { pdf: options.pdf ?? PDF_THROTTLER },
+        ...(options.throttling === "input" ? { computations: { PdfCalls: { input_rows_throttler_id: "pdf" } } } : {}),
+      },
+    });
+    const env = (id: string, publishers: string) => ({ PDF_GENERATOR_URL: url, SEED_003_PROCESS: id, SEED_003_PUBLISHERS: publishers });
+    let runs: Child[];
+    if (options.processes === 1) {
+      runs = [sluice(["run", writeSpec(pipeline(null)), "--drain", "--quiet", "--worker-id", "a"], env("a", "steady,burst"))];
+    } else {
+      // Not startController: on a loaded machine `sluice controller` may take longer than its 20 s to listen.
+      const controllerChild = sluice(["controller", writeSpec(pipeline(null)), "--port", "0"]);
+      children.push(controllerChild);
+      const listening = await controllerChild.waitFor(/listening on 127\.0\.0\.1:(\d+)/, 90_000);
+      const controller = { address: `127.0.0.1:${listening[1]}` };
+      const spec = writeSpec(pipeline(controller.address));
+      // Two processes share the seed's traffic: one runs the steady publisher, the other the bursts.
+      runs = [
+        sluice(["run", spec, "--drain", "--quiet", "--worker-id", "a"], env("a", "steady")),
+        sluice(["run", spec, "--drain", "--quiet", "--worker-id", "b"], env("b", "burst")),
+      ];
+    }
+    children.push(...runs);
+    const exits = await Promise.all(runs.map((run) => run.exited));
+    exits.forEach((exit, i) => {
+      if (exit.code !== 0) throw new Error(`sluice run ${i} exited with ${exit.code ?? exit.signal}\n${runs[i]?.stderr.slice(-3000)}`);
+    });
+    const accepted = [...service.accepted].sort((a, b) => a.at - b.at);
+    return { accepted, refused: service.refused, mostInOneSecond: mostInClosedWindow(accepted.map((c) => c.at), 1000), backlogged: backloggedRate(accepted), stderr: runs.map((run) => run.stderr.slice(-4000)) };
+  } finally {
+    for (const child of children) child.kill("SIGKILL");
+    await Promise.all(children.map((child) => child.exited));
+    await service.close();
+  }
+}
+
+/** Skipped at the start of the backlogged window, after every process has made its first call. */
+export const START_SKIP_MS = 1_000;
+
+/**
+ * The accepted rate while every process is backlogged: from a second after the last process to
+ * start made its first accepted call (processes start seconds apart on a loaded machine, and a
+ * starting controller grants nothing for one reach) to the first moment a process has no letter
+ * left (its last accepted call; its partitions are filled round-robin, so they drain together).
+ * Counted as calls after the window's first call over the time from that call to the window's
+ * last, so that the rate of a perfect grid is its own spacing whatever the window's edges.
+ */
+export function backloggedRate(sorted: readonly AcceptedCall[]): Seed003Result["backlogged"] {
+  const firstOf = new Map<string, number>();
+  const lastOf = new Map<string, number>();
+  for (const call of sorted) {
+    const owner = call.id.split("-")[0] ?? "";
+    if (!firstOf.has(owner)) firstOf.set(owner, call.at);
+    lastOf.set(owner, call.at);
+  }
+  if (sorted.length < 2) return null;
+  const start = Math.max(...firstOf.values()) + START_SKIP_MS;
+  const end = Math.min(...lastOf.values());
+  const inWindow = sorted.filter((call) => call.at >= start && call.at <= end);
+  if (inWindow.length < 2) return null;
+  const fromMs = inWindow[0]?.at ?? 0;
+  const toMs = inWindow[inWindow.length - 1]?.at ?? 0;
+  return { fromMs, toMs, calls: inWindow.length, perSecond: ((inWindow.length - 1) * 1000) / (toMs - fromMs) };
+}
+
+/** The most times in any closed window [t, t + lengthMs]. */
+export function mostInClosedWindow(sorted: readonly number[], lengthMs: number): number {
+  let most = 0;
+  let end = 0;
+  for (let start = 0; start < sorted.length; start++) {
+    const from = sorted[start] ?? 0;
+    while (end < sorted.length && (sorted[end] ?? 0) <= from + lengthMs) end++;
+    most = Math.max(most, end - start);
+  }
+  return most;
+}
