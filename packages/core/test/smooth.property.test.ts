@@ -13,6 +13,18 @@ import {
   type Scenario,
 } from "./smooth-scenario.ts";
 
+/**
+ * The seed of every property here. `pnpm test` runs a fixed, reproducible sample (a red CI run is
+ * then the code's doing, not the draw's); `SMOOTH_SEED=random` explores new cases and prints the
+ * seed of any failure, and `SMOOTH_SEED=<n>` replays one. A failing seed found by exploring goes
+ * in as a regression case below, shrunk.
+ */
+function propertySeed(): { seed?: number } {
+  const chosen = process.env["SMOOTH_SEED"];
+  if (chosen === "random") return {};
+  return { seed: chosen ? Number(chosen) : 424242 };
+}
+
 // DESIGN §7.1 in virtual time: many clients, each with its own RPC latencies, share one smooth
 // throttler through real QuotaBucketDrivers and PacedThrottlers, while the limit is reconfigured
 // and the controller restarts, and while their timers fire late (event-loop stalls). Over the whole
@@ -95,7 +107,7 @@ describe("smooth throttler, in virtual time (DESIGN §7.1)", () => {
         verbose: 1,
         numRuns: Number(process.env["SMOOTH_RUNS"] ?? 15),
         timeout: 60_000,
-        ...(process.env["SMOOTH_SEED"] ? { seed: Number(process.env["SMOOTH_SEED"]) } : {}),
+        ...propertySeed(),
         ...(process.env["SMOOTH_PATH"] ? { path: process.env["SMOOTH_PATH"] } : {}),
       },
     );
@@ -108,7 +120,7 @@ describe("smooth throttler, in virtual time (DESIGN §7.1)", () => {
         verbose: 1,
         numRuns: Number(process.env["SMOOTH_RUNS"] ?? 10),
         timeout: 60_000,
-        ...(process.env["SMOOTH_SEED"] ? { seed: Number(process.env["SMOOTH_SEED"]) } : {}),
+        ...propertySeed(),
         ...(process.env["SMOOTH_PATH"] ? { path: process.env["SMOOTH_PATH"] } : {}),
       },
     );
@@ -122,7 +134,7 @@ describe("smooth throttler, in virtual time (DESIGN §7.1)", () => {
         numRuns: Number(process.env["SMOOTH_RUNS"] ?? 25),
         // A run takes well under a second of real time; one that does not is a livelock in virtual time.
         timeout: 60_000,
-        ...(process.env["SMOOTH_SEED"] ? { seed: Number(process.env["SMOOTH_SEED"]) } : {}),
+        ...propertySeed(),
         ...(process.env["SMOOTH_PATH"] ? { path: process.env["SMOOTH_PATH"] } : {}),
       },
     );
