@@ -201,8 +201,29 @@ export class Controller implements QuotaServiceHandler {
   }
 
   async updateDynamicSpec(dynamicSpecJson: string, _context?: CallContext): Promise<{ version: number }> {
+    const { spec, version } = this.checkDynamicSpec(dynamicSpecJson);
+    this.applyDynamicSpec(spec, version);
+    return { version };
+  }
+
+  /**
+   * Validates an update without applying it (SPEC_INVALID otherwise): the spec and the version it
+   * would be in force as. A failover leader persists both before it puts them in force, so a version
+   * is never served that a successor would not know.
+   */
+  checkDynamicSpec(dynamicSpecJson: string): { spec: DynamicSpec; version: number } {
     this.throwIfClosed();
-    return { version: this.apply(parseDynamicSpecUpdate(dynamicSpecJson, this.computations, this.currentVersion)) };
+    return { spec: parseDynamicSpecUpdate(dynamicSpecJson, this.computations, this.currentVersion), version: this.currentVersion + 1 };
+  }
+
+  /** Puts in force, as `version`, a spec checkDynamicSpec validated; `version` must still be the next one. */
+  applyDynamicSpec(spec: DynamicSpec, version: number): void {
+    this.throwIfClosed();
+    if (version !== this.currentVersion + 1) {
+      // A caller's bug (two updates checked against the same version): applying would skip or repeat one.
+      throw new Error(`dynamic_spec version ${version} cannot follow version ${this.currentVersion}: it was checked against another version`);
+    }
+    this.apply(spec);
   }
 
   async describeThrottlers(_context?: CallContext): Promise<{ snapshotJson: string }> {
@@ -282,7 +303,7 @@ export class Controller implements QuotaServiceHandler {
   }
 
   /** Applies a validated spec in one synchronous step, so no call ever sees half of it. */
-  private apply(next: DynamicSpec): number {
+  private apply(next: DynamicSpec): void {
     const version = this.currentVersion + 1;
     for (const id of Object.keys(this.spec.throttlers)) {
       if (ownEntry(next.throttlers, id)?.kind !== "concurrency") this.leases.forget(id);
@@ -304,7 +325,6 @@ export class Controller implements QuotaServiceHandler {
     this.log(parts.join("; "));
 
     this.watchers.notifyAll(this.currentUpdate());
-    return version;
   }
 
   /** The bucket config of a throttler; an adaptive one runs at the limit its loop keeps in force. */

@@ -22,7 +22,8 @@ import { notLeaderError } from "./not-leader-error.ts";
 import { restorePersistedState } from "./restore-state.ts";
 import { specInForce } from "./spec-in-force.ts";
 import { LeaderStateWrites } from "./leader-state-writes.ts";
-import { describeCause, specNotPersistedError } from "./state-write-errors.ts";
+import { SpecUpdates } from "./spec-updates.ts";
+import { describeCause } from "./state-write-errors.ts";
 import { buildLeaderController, readStateForTakeover } from "./take-over.ts";
 
 export type { FailoverControllerOptions } from "./failover-options.ts";
@@ -37,12 +38,14 @@ export type { FailoverControllerOptions } from "./failover-options.ts";
  * This class holds the role and reacts to the election; the pieces it composes each hold one concept:
  * the lease and its timer (leader-lease.ts, lease-watch.ts), where callers are sent (known-leader.ts,
  * not-leader-error.ts), the state hand-over (take-over.ts, spec-in-force.ts, restore-state.ts) and
- * the writes of the state (leader-state-writes.ts, group-commit.ts, state-write-errors.ts).
+ * the writes of the state (leader-state-writes.ts, group-commit.ts, state-write-errors.ts) and the
+ * reconfigurations, persisted before they are put in force (spec-updates.ts).
  */
 export class FailoverController implements QuotaServiceHandler {
   private readonly lease: LeaderLease;
   private readonly leaseWatch: LeaseWatch;
   private readonly writes: LeaderStateWrites;
+  private readonly specUpdates: SpecUpdates;
   private readonly log: (line: string) => void;
   private readonly clock: Clock;
   private inner: Controller | null = null;
@@ -75,6 +78,14 @@ export class FailoverController implements QuotaServiceHandler {
         notLeader: () => this.notLeader(),
         fenced: (error) => this.lostWriter(error),
       },
+    });
+    this.specUpdates = new SpecUpdates({
+      pipeline: options.pipeline,
+      clock: this.clock,
+      writes: this.writes,
+      serving: () => this.serving(),
+      validGeneration: (now) => (this.lease.valid(now) ? this.lease.heldGeneration : null),
+      notLeader: () => this.notLeader(),
     });
   }
 
@@ -165,18 +176,9 @@ export class FailoverController implements QuotaServiceHandler {
     }
   }
 
-  async updateDynamicSpec(dynamicSpecJson: string, context?: CallContext): Promise<{ version: number }> {
-    const inner = this.serving();
-    const answer = await inner.updateDynamicSpec(dynamicSpecJson, context);
-    const generation = this.lease.heldGeneration;
-    if (this.inner !== inner || generation === null || !this.lease.valid(this.clock.now())) throw this.notLeader();
-    try {
-      const spec = { version: answer.version, dynamicSpecJson: JSON.stringify(inner.dynamicSpec), generation, writtenAtMs: this.clock.now() };
-      await this.writes.write({ spec }, `dynamic_spec version ${answer.version}`);
-    } catch (error) {
-      throw specNotPersistedError(this.options.pipeline, answer.version, error);
-    }
-    return answer;
+  /** Answered once the new version is persisted and in force, in that order (SpecUpdates). */
+  updateDynamicSpec(dynamicSpecJson: string, _context?: CallContext): Promise<{ version: number }> {
+    return this.specUpdates.update(dynamicSpecJson);
   }
 
   /** Not persisted: after a failover every worker reports its partitions again (DESIGN §7.5). */

@@ -6,14 +6,32 @@ import { SluiceError } from "@sluice/core";
  * unknown to a successor.
  */
 
-/** A reconfiguration applied on this leader whose record did not reach the state topic. */
-export function specNotPersistedError(pipeline: string, version: number, cause: unknown): SluiceError {
+/**
+ * A reconfiguration whose record did not reach the state topic: it was not put in force anywhere,
+ * and `inForce` still is. Sent again to this leader it becomes `version` again, so no version is
+ * skipped.
+ */
+export function specNotPersistedError(pipeline: string, version: number, inForce: number, cause: unknown): SluiceError {
   return new SluiceError(
     "CONTROLLER_UNAVAILABLE",
-    `dynamic_spec version ${version} is in force on this leader but could not be persisted to ` +
-      `"${pipeline}.controller-state" (${describeCause(cause)}), so a successor would not know it: send it again`,
-    { version },
+    `dynamic_spec version ${version} could not be persisted to "${pipeline}.controller-state" (${describeCause(cause)}), ` +
+      `so it was not put in force: version ${inForce} stays; send it again`,
+    { version: inForce, refusedVersion: version },
     { cause },
+  );
+}
+
+/**
+ * A reconfiguration persisted as `version` by a controller that stopped leading before it put it in
+ * force (`notLeader` says why and who leads): the next leader reads it from the state topic and
+ * serves it, so it is not lost; sent again, it becomes the version after it.
+ */
+export function specPersistedNotAppliedError(pipeline: string, version: number, notLeader: SluiceError): SluiceError {
+  return new SluiceError(
+    "CONTROLLER_UNAVAILABLE",
+    `dynamic_spec version ${version} was persisted to "${pipeline}.controller-state", but this controller stopped leading ` +
+      `before it put it in force; the next leader serves it from there (${notLeader.message})`,
+    { ...notLeader.details, version },
   );
 }
 
