@@ -205,13 +205,31 @@ describe("pipelines on a real Kafka broker", { timeout: 300_000 }, () => {
     });
     const controller = await startController(controllerSpec);
     track(controller.child);
-    const worker = (id: string) => track(sluice(["worker", controllerSpec, "--quiet", "--worker-id", id, "--controller", controller.address]));
+    const worker = (id: string) =>
+      track(sluice(["worker", controllerSpec, "--quiet", "--worker-id", id, "--controller", controller.address, "--metrics-port", "0", "--metrics-open"]));
+    // Each step waits for the workers to have processed rows (their own /metrics), not for a fixed
+    // time: on a loaded machine two workers took over 9 s to start, and one killed before it had
+    // processed anything cannot show that partitions moved.
+    const metricAbove0 = async (child: Child, metric: string, what: string) => {
+      const url = (await child.waitFor(/metrics on (http:\/\/\S+\/metrics)/))[1] ?? "";
+      const pattern = new RegExp(`^${metric}\\{[^}]*\\} (\\d+)`, "m");
+      const end = Date.now() + 120_000;
+      for (;;) {
+        const text = await fetch(url).then((r) => r.text(), () => "");
+        if (Number(pattern.exec(text)?.[1] ?? 0) > 0) return;
+        assert.ok(Date.now() < end, `${what} within 120 s`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    };
     const w1 = worker("w1");
     const w2 = worker("w2");
     const reading = consumeAll(output, 15_000, 120_000);
-    await new Promise((r) => setTimeout(r, 4000));
-    worker("w3");
-    await new Promise((r) => setTimeout(r, 5000));
+    await Promise.all([
+      metricAbove0(w1, "sluice_worker_computation_rows_total", "w1 processed a row"),
+      metricAbove0(w2, "sluice_worker_computation_rows_total", "w2 processed a row"),
+    ]);
+    // Killed as soon as the joining worker has jobs of its own, so the kill lands mid-stream.
+    await metricAbove0(worker("w3"), "sluice_worker_computation_active_jobs", "the joining w3 had a job");
     w1.kill("SIGKILL");
     const killedAt = Date.now();
     const out = relayed(await reading);
