@@ -107,7 +107,16 @@ export class RetryingQuotaRemote implements QuotaRemote, PacedQuotaRemote {
           { cause: lastError },
         );
       }
-      if (pause > 0) await clock.sleep(pause, signal);
+      if (pause > 0) {
+        try {
+          await clock.sleep(pause, signal);
+        } catch (thrown) {
+          // The caller gave up during the backoff: CANCELLED, like an abort during the call itself.
+          if (signal.aborted) throw cancelledError(signal, `quota request "${requestId}" on throttler "${throttlerId}"`);
+          throw thrown;
+        }
+      }
+      if (signal.aborted) throw cancelledError(signal, `quota request "${requestId}" on throttler "${throttlerId}"`);
     }
   }
 
