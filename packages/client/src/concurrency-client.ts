@@ -42,6 +42,8 @@ export class ConcurrencyClient implements Throttler {
   private renewing: AbortController | null = null;
   /** Requests and releases in flight: while any is, the controller's count and ours may differ for a moment. */
   private busy = 0;
+  /** Units asked for or given back by the calls in flight: how far the controller's count may be above ours. */
+  private unitsInFlight = 0;
   /** Bumped whenever a request or release starts or ends, so a renewal can tell that none overlapped it. */
   private changes = 0;
   /** When this client last reached out to keep its lease (a grant, or a renewal sent). */
@@ -49,6 +51,14 @@ export class ConcurrencyClient implements Throttler {
   /** This process went longer than lease_timeout without trying to renew (a stall): lost unless a renewal says otherwise. */
   private stalled = false;
   private lost: LostLease | null = null;
+  /**
+   * The controller may count units this client does not hold: a release it never received (it was
+   * away), or a request that failed or was cancelled after it was sent (granted with nobody to take
+   * the answer). Renewals go on, even with nothing held, until one shows the counts agree; each one
+   * gives the excess back (`giveBackUnheld`). Without them those units would stay counted until
+   * lease_timeout after the latest takeover, which restores leases for a full lease_timeout.
+   */
+  private doubt = false;
 
   constructor(private readonly options: ConcurrencyClientOptions) {}
 
@@ -66,10 +76,15 @@ export class ConcurrencyClient implements Throttler {
     this.throwIfLost();
     if (amount === 0) return;
     const signal = options?.signal ?? new AbortController().signal;
-    await this.tracked(this.options.remote.acquire(amount, signal));
+    try {
+      await this.tracked(this.options.remote.acquire(amount, signal), amount);
+    } catch (error) {
+      this.doubted();
+      throw error;
+    }
     if (this.closed) {
       // Granted while the job was stopping: nobody will use these units.
-      void this.tracked(this.options.remote.release(amount));
+      void this.giveBack(amount);
       throw this.closedError();
     }
     this.held += amount;
@@ -91,8 +106,8 @@ export class ConcurrencyClient implements Throttler {
     const units = Math.min(Math.max(0, amount), this.held);
     if (units > 0) {
       this.held -= units;
-      void this.tracked(this.options.remote.release(units));
-      if (this.held <= 0) this.stopRenewing();
+      void this.giveBack(units);
+      if (this.held <= 0 && !this.doubt) this.stopRenewing();
     }
     if (lost) throw this.expiredError(lost);
   }
@@ -110,6 +125,18 @@ export class ConcurrencyClient implements Throttler {
     const units = this.held;
     this.held = 0;
     if (units > 0) void this.options.remote.release(units);
+  }
+
+  /** Gives units back; one the controller did not take is still counted there: renew until it is not. */
+  private async giveBack(units: number): Promise<void> {
+    const taken = await this.tracked(this.options.remote.releaseReporting(units), units);
+    if (!taken) this.doubted();
+  }
+
+  private doubted(): void {
+    if (this.closed) return;
+    this.doubt = true;
+    this.startRenewing();
   }
 
   private startRenewing(): void {
@@ -136,6 +163,10 @@ export class ConcurrencyClient implements Throttler {
       try {
         // Best effort: a lost renewal is retried at the next tick, well before the lease ends.
         const quietSince = this.busy === 0 ? this.changes : null;
+        // With calls in flight the controller counts at most ours plus theirs (a grant not yet
+        // answered, a release not yet applied), provided none starts or ends meanwhile.
+        const before = this.changes;
+        const inFlight = this.unitsInFlight;
         const sentAt = clock.now();
         // Renewals fail while the controller is away (a failover restores the leases for a full
         // lease_timeout); only this process not even trying for that long is a stall.
@@ -145,10 +176,20 @@ export class ConcurrencyClient implements Throttler {
           deadlineAt: sentAt + Math.min(spec.rpc_timeout, spec.lease_timeout / RENEWALS_PER_LEASE),
           signal,
         });
+        if (answer && quietSince === null && before === this.changes && !signal.aborted) {
+          // Units no call in flight can explain: a lost release, a grant whose caller gave up.
+          this.giveBackUnheld(answer.held - inFlight);
+        }
         if (answer && quietSince !== null && quietSince === this.changes && !signal.aborted) {
+          // An excess given back now is confirmed by the next renewal.
+          this.doubt = answer.held - this.held > 1e-9;
           this.giveBackUnheld(answer.held);
           this.noticeLost(answer.held);
           this.stalled = false;
+          if (this.held <= 0 && !this.doubt) {
+            this.stopRenewing();
+            return;
+          }
         }
       } catch {
         /* the controller is away; the next tick tries again */
@@ -157,8 +198,7 @@ export class ConcurrencyClient implements Throttler {
   }
 
   /**
-   * The controller counts more units for this client than it holds, with no request or release in
-   * flight on either side of the renewal: units it never received (a grant persisted by a leader
+   * The controller counts more units for this client than it holds and its calls in flight explain: units it never received (a grant persisted by a leader
    * that died before answering, then given up) or a release that was lost (the controller was away,
    * or a failover came before it was persisted). Left alone they would stay in use for as long as
    * this client renews; they go back now.
@@ -166,7 +206,7 @@ export class ConcurrencyClient implements Throttler {
   private giveBackUnheld(controllerHeld: number): void {
     const excess = controllerHeld - this.held;
     if (!(excess > 1e-9) || this.closed) return;
-    void this.tracked(this.options.remote.release(excess));
+    void this.giveBack(excess);
   }
 
   /** The controller counts fewer units than this client holds, with nothing in flight: the rest are lost. */
@@ -181,7 +221,7 @@ export class ConcurrencyClient implements Throttler {
     this.held = Math.max(0, this.held - lost.units);
     if (this.held <= 1e-9) {
       this.held = 0;
-      this.stopRenewing();
+      if (!this.doubt) this.stopRenewing();
     }
   }
 
@@ -220,13 +260,15 @@ export class ConcurrencyClient implements Throttler {
     );
   }
 
-  private async tracked<T>(call: Promise<T>): Promise<T> {
+  private async tracked<T>(call: Promise<T>, units: number): Promise<T> {
     this.busy += 1;
+    this.unitsInFlight += units;
     this.changes += 1;
     try {
       return await call;
     } finally {
       this.busy -= 1;
+      this.unitsInFlight = this.busy === 0 ? 0 : this.unitsInFlight - units;
       this.changes += 1;
     }
   }
