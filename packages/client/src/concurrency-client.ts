@@ -59,6 +59,21 @@ export class ConcurrencyClient implements Throttler {
    * lease_timeout after the latest takeover, which restores leases for a full lease_timeout.
    */
   private doubt = false;
+  /**
+   * With callers always waiting no renewal may ever settle a doubt, and renewing keeps the lease of
+   * whatever the controller counts: with nothing held or owed, the renewals stop a lease_timeout
+   * after the doubt arose, and the controller's lease expiry frees the rest.
+   */
+  private doubtUntil = 0;
+  /**
+   * Units whose release the controller did not take (it was away): given back again at a renewal
+   * that shows it still counts at least that many more than this client holds. Requests in flight
+   * cannot make up for them — with callers always waiting they always are — so without this the
+   * renewals would keep those units counted for good.
+   */
+  private owed = 0;
+  /** Units of the releases in flight: a renewal answered meanwhile may not show them yet. */
+  private releasing = 0;
 
   constructor(private readonly options: ConcurrencyClientOptions) {}
 
@@ -129,13 +144,22 @@ export class ConcurrencyClient implements Throttler {
 
   /** Gives units back; one the controller did not take is still counted there: renew until it is not. */
   private async giveBack(units: number): Promise<void> {
-    const taken = await this.tracked(this.options.remote.releaseReporting(units), units);
-    if (!taken) this.doubted();
+    this.releasing += units;
+    let taken: boolean;
+    try {
+      taken = await this.tracked(this.options.remote.releaseReporting(units), units);
+    } finally {
+      this.releasing = Math.max(0, this.releasing - units);
+    }
+    if (taken || this.closed) return;
+    this.owed += units;
+    this.doubted();
   }
 
   private doubted(): void {
     if (this.closed) return;
     this.doubt = true;
+    this.doubtUntil = this.options.clock.now() + this.options.spec().lease_timeout;
     this.startRenewing();
   }
 
@@ -179,17 +203,24 @@ export class ConcurrencyClient implements Throttler {
         if (answer && quietSince === null && before === this.changes && !signal.aborted) {
           // Units no call in flight can explain: a lost release, a grant whose caller gave up.
           this.giveBackUnheld(answer.held - inFlight);
+          if (this.releasing === 0) this.retryOwed(answer.held);
         }
         if (answer && quietSince !== null && quietSince === this.changes && !signal.aborted) {
           // An excess given back now is confirmed by the next renewal.
           this.doubt = answer.held - this.held > 1e-9;
+          this.owed = 0;
           this.giveBackUnheld(answer.held);
           this.noticeLost(answer.held);
           this.stalled = false;
-          if (this.held <= 0 && !this.doubt) {
+          if (this.held <= 0 && !this.doubt && this.owed === 0) {
             this.stopRenewing();
             return;
           }
+        }
+        if (this.held <= 0 && this.owed === 0 && this.releasing === 0 && clock.now() >= this.doubtUntil) {
+          this.doubt = false;
+          this.stopRenewing();
+          return;
         }
       } catch {
         /* the controller is away; the next tick tries again */
@@ -207,6 +238,16 @@ export class ConcurrencyClient implements Throttler {
     const excess = controllerHeld - this.held;
     if (!(excess > 1e-9) || this.closed) return;
     void this.giveBack(excess);
+  }
+
+  /**
+   * Gives back again what the controller did not take, as far as it still counts more than this
+   * client holds (it may have taken a release whose answer was lost, or expired the lease since).
+   */
+  private retryOwed(controllerHeld: number): void {
+    const units = Math.min(this.owed, Math.max(0, controllerHeld - this.held));
+    this.owed = 0;
+    if (units > 1e-9 && !this.closed) void this.giveBack(units);
   }
 
   /** The controller counts fewer units than this client holds, with nothing in flight: the rest are lost. */

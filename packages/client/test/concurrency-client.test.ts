@@ -155,6 +155,22 @@ describe("concurrency throttler client", () => {
     factory.close();
   });
 
+  it("gives a lost release back again while its other callers keep requests in flight", async () => {
+    const { clock, handler, factory, tasks } = setup();
+    await tasks.throttle(1);
+    handler.away = true;
+    tasks.release(1);
+    await new Promise((done) => setImmediate(done));
+    handler.away = false;
+    // Another caller waits at the controller the whole time: no renewal is ever quiet.
+    handler.hold = new Promise<void>(() => {});
+    void tasks.throttle(1).catch(() => {});
+    await clock.advance(1_000);
+    await new Promise((done) => setImmediate(done));
+    assert.deepEqual(handler.releases.map((r) => r.amount), [1], "1 counted and 1 owed: the unit goes back although 1 is asked for in flight");
+    factory.close();
+  });
+
   it("gives back a unit granted after its caller gave up, though it holds nothing and others wait", async () => {
     const { clock, handler, factory, tasks } = setup();
     let grant!: () => void;
