@@ -54,8 +54,8 @@ export class ConcurrencyClient implements Throttler {
   /**
    * The controller may count units this client does not hold: a release it never received (it was
    * away), or a request that failed or was cancelled after it was sent (granted with nobody to take
-   * the answer). Renewals go on, even with nothing held, until one shows the counts agree; each one
-   * gives the excess back (`giveBackUnheld`). Without them those units would stay counted until
+   * the answer). Renewals go on, even with nothing held, until one shows the counts agree (or, with
+   * nothing held or owed, until `doubtUntil`); each one gives the excess back (`giveBackUnheld`). Without them those units would stay counted until
    * lease_timeout after the latest takeover, which restores leases for a full lease_timeout.
    */
   private doubt = false;
@@ -66,10 +66,12 @@ export class ConcurrencyClient implements Throttler {
    */
   private doubtUntil = 0;
   /**
-   * Units whose release the controller did not take (it was away): given back again at a renewal
-   * that shows it still counts at least that many more than this client holds. Requests in flight
-   * cannot make up for them — with callers always waiting they always are — so without this the
-   * renewals would keep those units counted for good.
+   * Units whose release failed (the controller was away, or the answer was lost): given back again
+   * at a renewal that shows it still counts at least that many more than this client holds. Requests
+   * in flight cannot tell them apart — with callers always waiting there always are some — so without
+   * this the renewals would keep those units counted for good. A release that was applied but whose
+   * answer was lost, retried while a grant in flight raises the count, frees one unit too many; the
+   * next quiet renewal then reports it as LEASE_EXPIRED.
    */
   private owed = 0;
   /** Units of the releases in flight: a renewal answered meanwhile may not show them yet. */
@@ -229,9 +231,10 @@ export class ConcurrencyClient implements Throttler {
   }
 
   /**
-   * The controller counts more units for this client than it holds and its calls in flight explain: units it never received (a grant persisted by a leader
-   * that died before answering, then given up) or a release that was lost (the controller was away,
-   * or a failover came before it was persisted). Left alone they would stay in use for as long as
+   * The controller counts more units for this client than it holds and its calls in flight explain:
+   * units it never received (a grant persisted by a leader that died before answering, then given
+   * up, or one whose caller gave up) or a release that was lost (the controller was away, or a
+   * failover came before it was persisted). Left alone they would stay in use for as long as
    * this client renews; they go back now.
    */
   private giveBackUnheld(controllerHeld: number): void {
