@@ -53,8 +53,7 @@ export class ConcurrencyClient implements Throttler {
   private lost: LostLease | null = null;
   /**
    * The controller may count units this client does not hold: a release it never received (it was
-   * away), or a request that failed or was cancelled after it was sent (granted with nobody to take
-   * the answer). Renewals go on, even with nothing held, until one shows the counts agree (or, with
+   * away). Renewals go on, even with nothing held, until one shows the counts agree (or, with
    * nothing held or owed, until `doubtUntil`); each one gives the excess back (`giveBackUnheld`). Without them those units would stay counted until
    * lease_timeout after the latest takeover, which restores leases for a full lease_timeout.
    */
@@ -93,12 +92,10 @@ export class ConcurrencyClient implements Throttler {
     this.throwIfLost();
     if (amount === 0) return;
     const signal = options?.signal ?? new AbortController().signal;
-    try {
-      await this.tracked(this.options.remote.acquire(amount, signal), amount);
-    } catch (error) {
-      this.doubted();
-      throw error;
-    }
+    // A request that failed or was cancelled may still have been granted: with units held, the
+    // renewals give that back (`giveBackUnheld`); with none, the lease expires. Renewing for it
+    // would be worse: callers whose calls keep timing out would keep such leases alive for good.
+    await this.tracked(this.options.remote.acquire(amount, signal), amount);
     if (this.closed) {
       // Granted while the job was stopping: nobody will use these units.
       void this.giveBack(amount);

@@ -171,8 +171,9 @@ describe("concurrency throttler client", () => {
     factory.close();
   });
 
-  it("gives back a unit granted after its caller gave up, though it holds nothing and others wait", async () => {
+  it("gives back a unit granted after its caller gave up, while others wait", async () => {
     const { clock, handler, factory, tasks } = setup();
+    await tasks.throttle(1);
     let grant!: () => void;
     handler.hold = new Promise<void>((resolve) => (grant = resolve));
     const abort = new AbortController();
@@ -181,14 +182,14 @@ describe("concurrency throttler client", () => {
     abort.abort(new Error("the caller's deadline"));
     await assert.rejects(abandoned, (error: unknown) => error instanceof SluiceError && error.code === "CANCELLED");
     // The controller grants the abandoned request anyway (its answer finds nobody); the other stays queued.
-    handler.held = 1;
-    await clock.advance(1_000);
-    await new Promise((done) => setImmediate(done));
-    assert.deepEqual(handler.releases.map((r) => r.amount), [], "1 counted, 1 asked for in flight: it may be the waiting caller's");
     handler.held = 2;
     await clock.advance(1_000);
     await new Promise((done) => setImmediate(done));
-    assert.deepEqual(handler.releases.map((r) => r.amount), [1], "2 counted, 0 held + 1 in flight: 1 goes back");
+    assert.deepEqual(handler.releases.map((r) => r.amount), [], "2 counted, 1 held + 1 asked for in flight: it may be the waiting caller's");
+    handler.held = 3;
+    await clock.advance(1_000);
+    await new Promise((done) => setImmediate(done));
+    assert.deepEqual(handler.releases.map((r) => r.amount), [1], "3 counted, 1 held + 1 in flight: 1 goes back");
     handler.hold = null;
     grant();
     await waiting;
