@@ -28,7 +28,7 @@ const options = JSON.parse(process.argv[2] ?? "{}") as LoadClientOptions;
 const history = new HistoryWriter(options.historyFile);
 const random = seededRandom(options.seed);
 const stop = new AbortController();
-// Every waiting call listens on `stop` (AbortSignal.any): as many listeners as callers, not a leak.
+// Every waiting call listens on `stop`: as many listeners as callers, not a leak.
 setMaxListeners(1_000, stop.signal);
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -62,8 +62,16 @@ async function take(handle: ThrottlerHandle, throttler: string): Promise<boolean
   const startedAt = Date.now();
   const call: Call = { throttler, amount: 1, startedAt, deadlineAt: startedAt + options.deadlineMs };
   waiting.add(call);
+  // Not AbortSignal.any([stop, AbortSignal.timeout(ms)]): in Node 20 nothing holds the timeout
+  // signal strongly (nodejs/node#57736), so after a GC it never fires and the call has no deadline.
+  // A plain controller, a timer and a listener on `stop`, all dropped when the call answers.
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(new DOMException(`deadline of ${options.deadlineMs} ms passed`, "TimeoutError")), options.deadlineMs);
+  const onStop = () => deadline.abort(stop.signal.reason);
+  if (stop.signal.aborted) onStop();
+  else stop.signal.addEventListener("abort", onStop, { once: true });
   try {
-    await handle.throttle(1, { signal: AbortSignal.any([stop.signal, AbortSignal.timeout(options.deadlineMs)]) });
+    await handle.throttle(1, { signal: deadline.signal });
     waiting.delete(call);
     recordVersion();
     history.write({ type: "grant", at: Date.now(), client: options.clientId, version: throttlers.dynamicSpecVersion, ...call });
@@ -73,6 +81,9 @@ async function take(handle: ThrottlerHandle, throttler: string): Promise<boolean
     const code = error instanceof SluiceError ? error.code : error instanceof Error ? error.name : "UNKNOWN";
     history.write({ type: "fail", at: Date.now(), client: options.clientId, code, ...call });
     return false;
+  } finally {
+    clearTimeout(timer);
+    stop.signal.removeEventListener("abort", onStop);
   }
 }
 

@@ -1,27 +1,34 @@
 // Helpers of the failover e2e tests (DESIGN §7.4): free loopback ports for the controllers of a
 // group (they must be in the spec before the controllers start), starting those controllers, and a
 // poll for the one that leads.
-import { createServer } from "node:net";
+import { createServer, type Server } from "node:net";
 import { createGrpcQuotaClient } from "@sluice/protocol";
 import { sluice, type Child } from "./processes.ts";
 
 /** Free loopback ports for the controllers, which must be in the spec before they start. */
 export async function freePorts(count: number): Promise<number[]> {
-  const ports: number[] = [];
-  for (let i = 0; i < count; i++) {
-    ports.push(
-      await new Promise<number>((resolve, reject) => {
-        const server = createServer();
-        server.once("error", reject);
-        server.listen(0, "127.0.0.1", () => {
-          const address = server.address();
-          const port = typeof address === "object" && address !== null ? address.port : 0;
-          server.close(() => resolve(port));
-        });
-      }),
-    );
+  // Every listener stays open until all ports are known: closed one by one, the OS may hand the
+  // same ephemeral port out twice (a run of the fault harness got two controllers on one port).
+  const servers: Server[] = [];
+  try {
+    const ports: number[] = [];
+    for (let i = 0; i < count; i++) {
+      const server = createServer();
+      servers.push(server);
+      ports.push(
+        await new Promise<number>((resolve, reject) => {
+          server.once("error", reject);
+          server.listen(0, "127.0.0.1", () => {
+            const address = server.address();
+            resolve(typeof address === "object" && address !== null ? address.port : 0);
+          });
+        }),
+      );
+    }
+    return ports;
+  } finally {
+    await Promise.all(servers.map((server) => new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve()))));
   }
-  return ports;
 }
 
 /**

@@ -42,6 +42,8 @@ export class ConcurrencyClient implements Throttler {
   private renewing: AbortController | null = null;
   /** Requests and releases in flight: while any is, the controller's count and ours may differ for a moment. */
   private busy = 0;
+  /** Units asked for or given back by the calls in flight: how far the controller's count may be above ours. */
+  private unitsInFlight = 0;
   /** Bumped whenever a request or release starts or ends, so a renewal can tell that none overlapped it. */
   private changes = 0;
   /** When this client last reached out to keep its lease (a grant, or a renewal sent). */
@@ -49,6 +51,30 @@ export class ConcurrencyClient implements Throttler {
   /** This process went longer than lease_timeout without trying to renew (a stall): lost unless a renewal says otherwise. */
   private stalled = false;
   private lost: LostLease | null = null;
+  /**
+   * The controller may count units this client does not hold: a release it never received (it was
+   * away). Renewals go on, even with nothing held, until one shows the counts agree (or, with
+   * nothing held or owed, until `doubtUntil`); each one gives the excess back (`giveBackUnheld`). Without them those units would stay counted until
+   * lease_timeout after the latest takeover, which restores leases for a full lease_timeout.
+   */
+  private doubt = false;
+  /**
+   * With callers always waiting no renewal may ever settle a doubt, and renewing keeps the lease of
+   * whatever the controller counts: with nothing held or owed, the renewals stop a lease_timeout
+   * after the doubt arose, and the controller's lease expiry frees the rest.
+   */
+  private doubtUntil = 0;
+  /**
+   * Units whose release failed (the controller was away, or the answer was lost): given back again
+   * at a renewal that shows it still counts at least that many more than this client holds. Requests
+   * in flight cannot tell them apart — with callers always waiting there always are some — so without
+   * this the renewals would keep those units counted for good. A release that was applied but whose
+   * answer was lost, retried while a grant in flight raises the count, frees one unit too many; the
+   * next quiet renewal then reports it as LEASE_EXPIRED.
+   */
+  private owed = 0;
+  /** Units of the releases in flight: a renewal answered meanwhile may not show them yet. */
+  private releasing = 0;
 
   constructor(private readonly options: ConcurrencyClientOptions) {}
 
@@ -66,10 +92,13 @@ export class ConcurrencyClient implements Throttler {
     this.throwIfLost();
     if (amount === 0) return;
     const signal = options?.signal ?? new AbortController().signal;
-    await this.tracked(this.options.remote.acquire(amount, signal));
+    // A request that failed or was cancelled may still have been granted: with units held, the
+    // renewals give that back (`giveBackUnheld`); with none, the lease expires. Renewing for it
+    // would be worse: callers whose calls keep timing out would keep such leases alive for good.
+    await this.tracked(this.options.remote.acquire(amount, signal), amount);
     if (this.closed) {
       // Granted while the job was stopping: nobody will use these units.
-      void this.tracked(this.options.remote.release(amount));
+      void this.giveBack(amount);
       throw this.closedError();
     }
     this.held += amount;
@@ -91,8 +120,8 @@ export class ConcurrencyClient implements Throttler {
     const units = Math.min(Math.max(0, amount), this.held);
     if (units > 0) {
       this.held -= units;
-      void this.tracked(this.options.remote.release(units));
-      if (this.held <= 0) this.stopRenewing();
+      void this.giveBack(units);
+      if (this.held <= 0 && !this.doubt) this.stopRenewing();
     }
     if (lost) throw this.expiredError(lost);
   }
@@ -110,6 +139,27 @@ export class ConcurrencyClient implements Throttler {
     const units = this.held;
     this.held = 0;
     if (units > 0) void this.options.remote.release(units);
+  }
+
+  /** Gives units back; one the controller did not take is still counted there: renew until it is not. */
+  private async giveBack(units: number): Promise<void> {
+    this.releasing += units;
+    let taken: boolean;
+    try {
+      taken = await this.tracked(this.options.remote.releaseReporting(units), units);
+    } finally {
+      this.releasing = Math.max(0, this.releasing - units);
+    }
+    if (taken || this.closed) return;
+    this.owed += units;
+    this.doubted();
+  }
+
+  private doubted(): void {
+    if (this.closed) return;
+    this.doubt = true;
+    this.doubtUntil = this.options.clock.now() + this.options.spec().lease_timeout;
+    this.startRenewing();
   }
 
   private startRenewing(): void {
@@ -136,6 +186,10 @@ export class ConcurrencyClient implements Throttler {
       try {
         // Best effort: a lost renewal is retried at the next tick, well before the lease ends.
         const quietSince = this.busy === 0 ? this.changes : null;
+        // With calls in flight the controller counts at most ours plus theirs (a grant not yet
+        // answered, a release not yet applied), provided none starts or ends meanwhile.
+        const before = this.changes;
+        const inFlight = this.unitsInFlight;
         const sentAt = clock.now();
         // Renewals fail while the controller is away (a failover restores the leases for a full
         // lease_timeout); only this process not even trying for that long is a stall.
@@ -145,10 +199,27 @@ export class ConcurrencyClient implements Throttler {
           deadlineAt: sentAt + Math.min(spec.rpc_timeout, spec.lease_timeout / RENEWALS_PER_LEASE),
           signal,
         });
+        if (answer && quietSince === null && before === this.changes && !signal.aborted) {
+          // Units no call in flight can explain: a lost release, a grant whose caller gave up.
+          this.giveBackUnheld(answer.held - inFlight);
+          if (this.releasing === 0) this.retryOwed(answer.held);
+        }
         if (answer && quietSince !== null && quietSince === this.changes && !signal.aborted) {
+          // An excess given back now is confirmed by the next renewal.
+          this.doubt = answer.held - this.held > 1e-9;
+          this.owed = 0;
           this.giveBackUnheld(answer.held);
           this.noticeLost(answer.held);
           this.stalled = false;
+          if (this.held <= 0 && !this.doubt && this.owed === 0) {
+            this.stopRenewing();
+            return;
+          }
+        }
+        if (this.held <= 0 && this.owed === 0 && this.releasing === 0 && clock.now() >= this.doubtUntil) {
+          this.doubt = false;
+          this.stopRenewing();
+          return;
         }
       } catch {
         /* the controller is away; the next tick tries again */
@@ -157,16 +228,26 @@ export class ConcurrencyClient implements Throttler {
   }
 
   /**
-   * The controller counts more units for this client than it holds, with no request or release in
-   * flight on either side of the renewal: units it never received (a grant persisted by a leader
-   * that died before answering, then given up) or a release that was lost (the controller was away,
-   * or a failover came before it was persisted). Left alone they would stay in use for as long as
+   * The controller counts more units for this client than it holds and its calls in flight explain:
+   * units it never received (a grant persisted by a leader that died before answering, then given
+   * up, or one whose caller gave up) or a release that was lost (the controller was away, or a
+   * failover came before it was persisted). Left alone they would stay in use for as long as
    * this client renews; they go back now.
    */
   private giveBackUnheld(controllerHeld: number): void {
     const excess = controllerHeld - this.held;
     if (!(excess > 1e-9) || this.closed) return;
-    void this.tracked(this.options.remote.release(excess));
+    void this.giveBack(excess);
+  }
+
+  /**
+   * Gives back again what the controller did not take, as far as it still counts more than this
+   * client holds (it may have taken a release whose answer was lost, or expired the lease since).
+   */
+  private retryOwed(controllerHeld: number): void {
+    const units = Math.min(this.owed, Math.max(0, controllerHeld - this.held));
+    this.owed = 0;
+    if (units > 1e-9 && !this.closed) void this.giveBack(units);
   }
 
   /** The controller counts fewer units than this client holds, with nothing in flight: the rest are lost. */
@@ -181,7 +262,7 @@ export class ConcurrencyClient implements Throttler {
     this.held = Math.max(0, this.held - lost.units);
     if (this.held <= 1e-9) {
       this.held = 0;
-      this.stopRenewing();
+      if (!this.doubt) this.stopRenewing();
     }
   }
 
@@ -220,13 +301,15 @@ export class ConcurrencyClient implements Throttler {
     );
   }
 
-  private async tracked<T>(call: Promise<T>): Promise<T> {
+  private async tracked<T>(call: Promise<T>, units: number): Promise<T> {
     this.busy += 1;
+    this.unitsInFlight += units;
     this.changes += 1;
     try {
       return await call;
     } finally {
       this.busy -= 1;
+      this.unitsInFlight = this.busy === 0 ? 0 : this.unitsInFlight - units;
       this.changes += 1;
     }
   }

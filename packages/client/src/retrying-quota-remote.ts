@@ -104,7 +104,16 @@ export class RetryingQuotaRemote implements QuotaRemote, PacedQuotaRemote {
           { cause: lastError },
         );
       }
-      if (pause > 0) await clock.sleep(pause, signal);
+      if (pause > 0) {
+        try {
+          await clock.sleep(pause, signal);
+        } catch (thrown) {
+          // The caller gave up during the backoff: CANCELLED, like an abort during the call itself.
+          if (signal.aborted) throw cancelledError(signal, `quota request "${requestId}" on throttler "${throttlerId}"`);
+          throw thrown;
+        }
+      }
+      if (signal.aborted) throw cancelledError(signal, `quota request "${requestId}" on throttler "${throttlerId}"`);
     }
   }
 
@@ -120,15 +129,24 @@ export class RetryingQuotaRemote implements QuotaRemote, PacedQuotaRemote {
 
   /** Best effort: quota that cannot be returned simply expires with the bucket's refill. */
   async release(amount: number): Promise<void> {
-    if (amount <= 0) return;
+    await this.releaseReporting(amount);
+  }
+
+  /**
+   * The same release, saying whether the controller took it (false: the controller was away, and
+   * still counts the units — a concurrency client then renews until it can give them back).
+   */
+  async releaseReporting(amount: number): Promise<boolean> {
+    if (amount <= 0) return true;
     this.options.onRelease?.(amount);
     try {
       await this.options.client().releaseQuota(
         { throttlerId: this.options.throttlerId, clientId: this.options.clientId, amount, quotaClassId: this.chargedClassId ?? this.options.classId() },
         { deadlineAt: this.options.clock.now() + this.options.spec.rpc_timeout },
       );
+      return true;
     } catch {
-      /* the controller is away: nothing to return it to */
+      return false;
     }
   }
 }

@@ -31,7 +31,10 @@ class RecordingHandler implements QuotaServiceHandler {
     this.counted += call.amount;
     return { granted: call.amount, waitedMs: 0 };
   }
+  /** While set, ReleaseQuota fails as with a controller that is away (nothing is applied). */
+  away = false;
   async releaseQuota(call: ReleaseQuotaCall) {
+    if (this.away) throw new SluiceError("CONTROLLER_UNAVAILABLE", "the controller is away (scripted)");
     this.releases.push(call);
     this.counted = Math.max(0, this.counted - call.amount);
   }
@@ -102,18 +105,24 @@ describe("concurrency throttler client", () => {
     assert.deepEqual(handler.releases.map((r) => r.amount), [1, 3]);
   });
 
-  it("gives back units the controller counts for it but it never held, only when nothing was in flight across the renewal", async () => {
+  it("gives back units the controller counts for it beyond what it holds and its calls in flight can explain", async () => {
     const { clock, handler, factory, tasks } = setup();
     await tasks.throttle(2);
-    // A grant persisted by a leader that died before answering, or a release that was lost: the
-    // controller counts 5 for this client, which holds 2.
-    handler.held = 5;
+    // The controller counts 3 for this client, which holds 2 and has a request for 1 in flight.
+    handler.held = 3;
     let release!: () => void;
     handler.hold = new Promise<void>((resolve) => (release = resolve));
     const inFlight = tasks.throttle(1);
     await clock.advance(1_000);
     assert.equal(handler.renewals.length, 1);
     assert.equal(handler.releases.length, 0, "a request in flight may be what the controller counts: nothing is given back");
+    // A grant persisted by a leader that died before answering, or a release that was lost: 5
+    // counted is 2 more than what it holds and asks for can explain.
+    handler.held = 5;
+    await clock.advance(1_000);
+    await new Promise((done) => setImmediate(done));
+    assert.deepEqual(handler.releases.map((r) => r.amount), [2], "5 counted, 2 held + 1 in flight: 2 go back");
+    handler.releases.length = 0;
     handler.hold = null;
     release();
     await inFlight;
@@ -125,6 +134,65 @@ describe("concurrency throttler client", () => {
     await clock.advance(1_000);
     await new Promise((done) => setImmediate(done));
     assert.equal(handler.releases.length, 1, "counting what it holds gives nothing back");
+    factory.close();
+  });
+
+  it("renews with nothing held until it has given back a release the controller missed", async () => {
+    const { clock, handler, factory, tasks } = setup();
+    await tasks.throttle(1);
+    handler.away = true;
+    tasks.release(1);
+    await new Promise((done) => setImmediate(done));
+    handler.away = false;
+    assert.equal(handler.releases.length, 0, "the release was lost: the controller still counts 1");
+    await clock.advance(1_000);
+    await new Promise((done) => setImmediate(done));
+    assert.deepEqual(handler.releases.map((r) => r.amount), [1], "the next renewal found the unit and gave it back");
+    await clock.advance(1_000);
+    const renewals = handler.renewals.length;
+    await clock.advance(5_000);
+    assert.equal(handler.renewals.length, renewals, "once the counts agree with nothing held, renewals stop");
+    factory.close();
+  });
+
+  it("gives a lost release back again while its other callers keep requests in flight", async () => {
+    const { clock, handler, factory, tasks } = setup();
+    await tasks.throttle(1);
+    handler.away = true;
+    tasks.release(1);
+    await new Promise((done) => setImmediate(done));
+    handler.away = false;
+    // Another caller waits at the controller the whole time: no renewal is ever quiet.
+    handler.hold = new Promise<void>(() => {});
+    void tasks.throttle(1).catch(() => {});
+    await clock.advance(1_000);
+    await new Promise((done) => setImmediate(done));
+    assert.deepEqual(handler.releases.map((r) => r.amount), [1], "1 counted and 1 owed: the unit goes back although 1 is asked for in flight");
+    factory.close();
+  });
+
+  it("gives back a unit granted after its caller gave up, while others wait", async () => {
+    const { clock, handler, factory, tasks } = setup();
+    await tasks.throttle(1);
+    let grant!: () => void;
+    handler.hold = new Promise<void>((resolve) => (grant = resolve));
+    const abort = new AbortController();
+    const abandoned = tasks.throttle(1, { signal: abort.signal });
+    const waiting = tasks.throttle(1);
+    abort.abort(new Error("the caller's deadline"));
+    await assert.rejects(abandoned, (error: unknown) => error instanceof SluiceError && error.code === "CANCELLED");
+    // The controller grants the abandoned request anyway (its answer finds nobody); the other stays queued.
+    handler.held = 2;
+    await clock.advance(1_000);
+    await new Promise((done) => setImmediate(done));
+    assert.deepEqual(handler.releases.map((r) => r.amount), [], "2 counted, 1 held + 1 asked for in flight: it may be the waiting caller's");
+    handler.held = 3;
+    await clock.advance(1_000);
+    await new Promise((done) => setImmediate(done));
+    assert.deepEqual(handler.releases.map((r) => r.amount), [1], "3 counted, 1 held + 1 in flight: 1 goes back");
+    handler.hold = null;
+    grant();
+    await waiting;
     factory.close();
   });
 
