@@ -76,7 +76,7 @@ function checkNothingLost(messages: Relayed[], count: number, context = ""): { d
 }
 
 describe("pipelines on a real Kafka broker", { timeout: 300_000 }, () => {
-  it("2 workers, 1 controller, 6 partitions, 30,000 messages at 2,000 rows/s: all delivered once, rate within ±3 %", async (t) => {
+  it("2 workers, 1 controller, 6 partitions, 30,000 messages at 2,000 rows/s: all delivered once, at the rate (−3 %, + one bucket)", async (t) => {
     const name = uniqueName("rate");
     const input = `${name}-in`;
     const output = `${name}-out`;
@@ -114,7 +114,17 @@ describe("pipelines on a real Kafka broker", { timeout: 300_000 }, () => {
     const steady = backloggedRate(out, 3000);
     t.diagnostic(`processed per 500 ms: ${Array.from(perHalfSecond, (n) => n ?? 0).join(" ")}`);
     t.diagnostic(`rate while every partition had data (${steady.from}–${steady.to} ms): ${steady.rate.toFixed(1)}/s; after the first second to the last message: ${steadyRate(times).toFixed(1)}/s; duplicates ${duplicates}`);
-    assert.ok(Math.abs(steady.rate - 2000) <= 60, `processing rate while every partition had data ${steady.rate.toFixed(0)}/s, expected 2000 ± 3 %`);
+    // Below: the rate, less 3 %. Above: the token bucket's own bound over the window, the rate plus
+    // one bucket (capacity 2,000 = limit × period), plus 3 %. Rows are timed when processed, so a
+    // worker that a loaded machine stalls lets the bucket refill and then catches up inside the
+    // window (a clean-clone CI run: 600 and 353 rows in the first half-seconds, then 1,755 and 1,678;
+    // 2,145/s over 11.3 s, within the bucket's 2,177/s).
+    const windowSeconds = (steady.to - steady.from) / 1000;
+    const most = (2000 + 2000 / windowSeconds) * 1.03;
+    assert.ok(
+      steady.rate >= 2000 * 0.97 && steady.rate <= most,
+      `processing rate while every partition had data ${steady.rate.toFixed(0)}/s, expected from 1,940/s to ${most.toFixed(0)}/s (rate + one bucket over ${windowSeconds.toFixed(1)} s, ±3 %)`,
+    );
   });
 
   it("throttles by bytes alone, then by rows and bytes together; one throttler for both is refused", async (t) => {
