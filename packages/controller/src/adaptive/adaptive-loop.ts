@@ -6,10 +6,10 @@ import {
   type AdaptiveAction,
   type AdaptiveBounds,
   type AdaptiveDecision,
-  type AdaptiveLawState,
   type LoadReading,
   type ThrottlerUsage,
 } from "./adaptive-law.ts";
+import type { AdaptiveLawState } from "./adaptive-law-state.ts";
 import type { LoadSource } from "./load-source.ts";
 import type { PersistedAdaptive } from "./persisted-adaptive.ts";
 
