@@ -21,6 +21,3 @@ export { TOKEN_COOKIE, TOKEN_QUERY } from "./http/http-access.ts";
 export { AdaptiveLimitLoop, type AdaptiveSnapshot, type AdaptiveLoopOptions } from "./adaptive/adaptive-loop.ts";
 export { decideLimit, initialLawState, ADAPTIVE_LAW, type AdaptiveDecision, type LoadReading, type ThrottlerUsage, type AdaptiveBounds } from "./adaptive/adaptive-law.ts";
 export { prometheusLoadSource, moduleLoadSource, loadSourceOf, loadOfQueryAnswer, type LoadSource, type LoadSpec } from "./adaptive/load-source.ts";
-export type { PersistedLeases, PersistedRequestId } from "./concurrency/persisted-leases.ts";
-export type { AdaptiveLawState } from "./adaptive/adaptive-law-state.ts";
-export type { PersistedAdaptive } from "./adaptive/persisted-adaptive.ts";

@@ -5,7 +5,7 @@
 // test/controller-*.test.ts run the store on one.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { PersistedThrottler } from "@sluice/controller";
+import type { PersistedThrottler } from "@sluice/failover-ports";
 import { LOSS_DECISIONS, LOSS_READINGS, lossRun } from "../../controller/test/adaptive-loss-run.ts";
 import { MemoryStore } from "../../controller/test/failover-stand-ins.ts";
 import { bucketKey, decodeStateRecord, encodeThrottler } from "../src/controller-state-records.ts";

@@ -59,7 +59,7 @@
 // smaller losses are cut too far (to 0.6 of the capacity: inside after 8) and are repaired by
 // raises — the safe error. The figures: test/simulation/adaptive-law-cluster-sim.test.ts.
 
-import type { AdaptiveLawState } from "./adaptive-law-state.ts";
+import type { AdaptiveLawState } from "@sluice/failover-ports";
 
 export const ADAPTIVE_LAW = Object.freeze({
   /** Largest raise per interval: ×1.5. */

@@ -9,9 +9,8 @@ import {
   type LoadReading,
   type ThrottlerUsage,
 } from "./adaptive-law.ts";
-import type { AdaptiveLawState } from "./adaptive-law-state.ts";
+import type { AdaptiveLawState, PersistedAdaptive } from "@sluice/failover-ports";
 import type { LoadSource } from "./load-source.ts";
-import type { PersistedAdaptive } from "./persisted-adaptive.ts";
 
 /** What DescribeThrottlers, /metrics, the dashboard and `sluice top` show of an adaptive throttler. */
 export interface AdaptiveSnapshot {

@@ -3,7 +3,7 @@ import type { CallContext, RequestQuotaCall, RequestQuotaResult } from "@sluice/
 import { bucketRequestOf } from "../bucket-request.ts";
 import { GrantedRequestIds } from "./granted-request-ids.ts";
 import { LeaseTable } from "./lease-table.ts";
-import { PERSISTED_REQUEST_IDS_PER_THROTTLER, type PersistedLeases } from "./persisted-leases.ts";
+import { PERSISTED_REQUEST_IDS_PER_THROTTLER, type PersistedLeases } from "@sluice/failover-ports";
 
 /** How often ended leases are looked for: a holder's units come back at most this late after lease_timeout. */
 export const LEASE_SWEEP_MS = 250;

@@ -1,4 +1,4 @@
-import type { LeaderRecord } from "./controller-state-store.ts";
+import type { LeaderRecord } from "@sluice/failover-ports";
 import type { FailoverRole } from "./failover-status.ts";
 
 /**

@@ -1,4 +1,4 @@
-import type { PersistedLeases, PersistedRequestId } from "../concurrency/persisted-leases.ts";
+import type { PersistedLeases, PersistedRequestId } from "./persisted-leases.ts";
 
 // The documented bounds of one record of `<pipeline>.controller-state` (DESIGN §9.1): a record
 // never grows with the number of throttlers (one record each), and a concurrency throttler's record
