@@ -11,14 +11,10 @@ export { startController, type StartControllerOptions, type RunningController } 
 export { bucketConfigOf, describeLimit } from "./bucket-config.ts";
 export { GRANTED_RATE_SAMPLE_MS, GRANTED_RATE_WINDOW_MS } from "./granted-rates.ts";
 export { REQUEST_QUOTA_SPAN, traceRequestQuota } from "./request-quota-span.ts";
-export { PrometheusText, PROMETHEUS_CONTENT_TYPE, formatValue, type Labels, type Sample, type HistogramSample } from "./metrics/prometheus-text.ts";
 export { writeControllerMetrics } from "./metrics/controller-metrics.ts";
-export { histogramWithMax } from "./metrics/histogram-with-max.ts";
-export { startStatusServer, type StatusServerOptions, type StatusDashboard, type RunningStatusServer } from "./http/status-server.ts";
 export { startControllerStatusServer, type ControllerStatusOptions } from "./http/controller-status.ts";
 export * from "./failover/index.ts";
 export type { BucketBalance } from "./controller.ts";
-export { TOKEN_COOKIE, TOKEN_QUERY } from "./http/http-access.ts";
 export { AdaptiveLimitLoop, type AdaptiveSnapshot, type AdaptiveLoopOptions } from "./adaptive/adaptive-loop.ts";
 export { decideLimit, initialLawState, ADAPTIVE_LAW, type AdaptiveDecision, type LoadReading, type ThrottlerUsage, type AdaptiveBounds } from "./adaptive/adaptive-law.ts";
 export { prometheusLoadSource, moduleLoadSource, loadSourceOf, loadOfQueryAnswer, type LoadSource, type LoadSpec } from "./adaptive/load-source.ts";

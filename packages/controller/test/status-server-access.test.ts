@@ -5,7 +5,8 @@ import { after, before, describe, it } from "node:test";
 import { systemClock } from "@sluice/core";
 import { validateDynamicSpec } from "@sluice/spec";
 import { generateTestCertificates, type TestCertificates } from "../../../test/support/certificates.ts";
-import { Controller, startControllerStatusServer, startStatusServer, TOKEN_COOKIE, type RunningStatusServer } from "../src/index.ts";
+import { Controller, startControllerStatusServer } from "../src/index.ts";
+import { startStatusServer, TOKEN_COOKIE, type RunningStatusServer } from "@sluice/status-http";
 
 // The status endpoints behind https and a token: what a scraper with a header, a browser with a
 // cookie, and someone with neither get.

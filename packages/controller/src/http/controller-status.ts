@@ -1,8 +1,7 @@
 import type { ControllerSnapshot } from "../controller.ts";
 import { writeControllerMetrics } from "../metrics/controller-metrics.ts";
-import { PrometheusText } from "../metrics/prometheus-text.ts";
+import { PrometheusText, startStatusServer, type RunningStatusServer, type StatusServerOptions } from "@sluice/status-http";
 import { dashboardPage } from "./dashboard-page.ts";
-import { startStatusServer, type RunningStatusServer, type StatusServerOptions } from "./status-server.ts";
 
 export interface ControllerStatusOptions {
   /** A Controller, or a FailoverController (whose snapshot adds the leadership). */

@@ -1,8 +1,7 @@
 import type { ControllerSnapshot, ControllerThrottlerSnapshot } from "../controller.ts";
 import { writeAlignmentMetrics } from "./alignment-metrics.ts";
 import { writeFailoverMetrics } from "./failover-metrics.ts";
-import { histogramWithMax } from "./histogram-with-max.ts";
-import type { PrometheusText, Sample } from "./prometheus-text.ts";
+import { histogramWithMax, type PrometheusText, type Sample } from "@sluice/status-http";
 
 // The controller's sensors (the reference's yt.flow.controller.distributed_throttler.*, see
 // reference/ytflow.md §5) in Prometheus style: dots become underscores, counters end in _total,

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type RequestListener, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
-import { PROMETHEUS_CONTENT_TYPE } from "../metrics/prometheus-text.ts";
+import { PROMETHEUS_CONTENT_TYPE } from "./prometheus-text.ts";
 import { checkAccess } from "./http-access.ts";
 
 export interface StatusServerOptions {
