@@ -1,7 +1,7 @@
 import type { Tracer } from "@opentelemetry/api";
 import type { Clock } from "@sluice/core";
 import type { DynamicSpec } from "@sluice/spec";
-import type { ControllerOptions } from "../controller.ts";
+import type { ControllerOptions } from "../quota/controller.ts";
 import type { ControllerElection, ControllerStateStore } from "@sluice/failover-ports";
 
 /** What one controller of a failover group (failover-controller.ts) is built from. */

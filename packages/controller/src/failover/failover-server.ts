@@ -4,7 +4,7 @@ import { serveQuotaService, type QuotaServiceHandler, type ServerTlsOptions } fr
 import type { PipelineSpec } from "@sluice/spec";
 import type { ControllerElection, ControllerStateStore } from "@sluice/failover-ports";
 import { FailoverController } from "./failover-controller.ts";
-import { maxOpenCallsPerStreamOf } from "../controller-server.ts";
+import { maxOpenCallsPerStreamOf } from "../quota/controller-server.ts";
 
 export interface StartFailoverControllerOptions {
   readonly spec: PipelineSpec;

@@ -1,5 +1,5 @@
 export { FailoverController, type FailoverControllerOptions } from "./failover-controller.ts";
-export type { FailoverRole, FailoverStatus } from "./failover-status.ts";
+export type { FailoverRole, FailoverStatus } from "../quota/failover-status.ts";
 export { LeaderLease } from "./leader-lease.ts";
 export { GroupCommit } from "./group-commit.ts";
 export { startFailoverController, type StartFailoverControllerOptions, type RunningFailoverController } from "./failover-server.ts";

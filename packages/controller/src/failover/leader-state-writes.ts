@@ -1,5 +1,5 @@
 import { SluiceError } from "@sluice/core";
-import type { Controller } from "../controller.ts";
+import type { Controller } from "../quota/controller.ts";
 import { StateWriterFencedError, type ControllerStateStore, type PersistedThrottler, type StateWrite } from "@sluice/failover-ports";
 import { GroupCommit } from "./group-commit.ts";
 import { changedSince, persistedThrottlers } from "./persisted-throttlers.ts";

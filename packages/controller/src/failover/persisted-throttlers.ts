@@ -1,4 +1,4 @@
-import type { Controller } from "../controller.ts";
+import type { Controller } from "../quota/controller.ts";
 import { type PersistedThrottler, boundedLeases } from "@sluice/failover-ports";
 
 /**

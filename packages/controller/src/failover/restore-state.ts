@@ -1,5 +1,5 @@
 import type { PersistedAdaptive, PersistedLeases, PersistedThrottler } from "@sluice/failover-ports";
-import type { BucketBalance, Controller } from "../controller.ts";
+import type { BucketBalance, Controller } from "../quota/controller.ts";
 
 /**
  * A new leader's Controller takes over what its predecessor persisted (DESIGN §7.4, §9.1): where

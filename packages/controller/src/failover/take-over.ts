@@ -1,6 +1,6 @@
 import type { Clock } from "@sluice/core";
 import type { DynamicSpec } from "@sluice/spec";
-import { Controller } from "../controller.ts";
+import { Controller } from "../quota/controller.ts";
 import type { ControllerState, ControllerStateStore } from "@sluice/failover-ports";
 import type { FailoverControllerOptions } from "./failover-options.ts";
 import { describeCause } from "./state-write-errors.ts";

@@ -1,4 +1,4 @@
-import type { AlignmentGroupSnapshot } from "../alignment/alignment-groups.ts";
+import type { AlignmentGroupSnapshot } from "../quota/alignment/alignment-groups.ts";
 import type { PrometheusText } from "@sluice/status-http";
 
 /** Watermark alignment groups (DESIGN §7.5), one series per group; the families are written even with no group. */

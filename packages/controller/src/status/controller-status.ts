@@ -1,5 +1,5 @@
-import type { ControllerSnapshot } from "../controller.ts";
-import { writeControllerMetrics } from "../metrics/controller-metrics.ts";
+import type { ControllerSnapshot } from "../quota/controller.ts";
+import { writeControllerMetrics } from "./controller-metrics.ts";
 import { PrometheusText, startStatusServer, type RunningStatusServer, type StatusServerOptions } from "@sluice/status-http";
 import { dashboardPage } from "./dashboard-page.ts";
 

@@ -12,9 +12,9 @@ import type {
   ReportWatermarksResult,
 } from "@sluice/protocol";
 import { DEFAULT_CLASS_ID, type DynamicSpec, type ThrottlerSpec } from "@sluice/spec";
-import { AdaptiveLimits } from "./adaptive/adaptive-limits.ts";
+import { AdaptiveLimits } from "../adaptive/adaptive-limits.ts";
 import { AlignmentGroups } from "./alignment/alignment-groups.ts";
-import type { LoadSource, LoadSpec } from "./adaptive/load-source.ts";
+import type { LoadSource, LoadSpec } from "../adaptive/load-source.ts";
 import type { PersistedAdaptive, PersistedLeases } from "@sluice/failover-ports";
 import { bucketRequestOf } from "./bucket-request.ts";
 import { checkReleaseAmount, refuseNeverFitting } from "./concurrency/concurrency-admission.ts";

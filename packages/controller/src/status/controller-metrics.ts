@@ -1,4 +1,4 @@
-import type { ControllerSnapshot, ControllerThrottlerSnapshot } from "../controller.ts";
+import type { ControllerSnapshot, ControllerThrottlerSnapshot } from "../quota/controller.ts";
 import { writeAlignmentMetrics } from "./alignment-metrics.ts";
 import { writeFailoverMetrics } from "./failover-metrics.ts";
 import { histogramWithMax, type PrometheusText, type Sample } from "@sluice/status-http";

@@ -1,4 +1,4 @@
-import type { FailoverStatus } from "../failover/failover-status.ts";
+import type { FailoverStatus } from "../quota/failover-status.ts";
 import type { PrometheusText } from "@sluice/status-http";
 
 // DESIGN §7.4 on /metrics: which controller leads, since when, the elections so far and the age of
