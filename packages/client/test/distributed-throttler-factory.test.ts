@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ManualClock, RESOLVED, SMOOTH_MAX_ANSWER_SPAN_MS, SluiceError, isSluiceError, maxPacedAnswer } from "@sluice/core";
-import { SMOOTH_MAX_ANSWER_SPAN_MS as SPEC_MAX_ANSWER_SPAN_MS, smoothPrefetchWindow, throttlerSpecSchema, validateDynamicSpec, type DynamicSpec } from "@sluice/spec";
+import { throttlerSpecSchema, validateDynamicSpec, type DynamicSpec } from "@sluice/spec";
+import { SMOOTH_MAX_ANSWER_SPAN_MS as SPEC_MAX_ANSWER_SPAN_MS, smoothPrefetchWindow } from "../src/client-config.ts";
 import { DistributedThrottlerFactory } from "../src/index.ts";
 import { FakeQuotaClient } from "./fake-quota-client.ts";
 

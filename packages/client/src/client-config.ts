@@ -1,6 +1,4 @@
-import { PREFETCH_DEFAULTS } from "./defaults.ts";
-import { effectiveLimit, type LimitFields } from "./effective-limit.ts";
-import type { ThrottlerSpec } from "./throttler-spec.ts";
+import { effectiveLimit, PREFETCH_DEFAULTS, type LimitFields, type ThrottlerSpec } from "@sluice/spec";
 
 // What a job's throttler client is built from. Source: ytflow.md §2.1, `BuildPrefetchingConfig` and
 // `ClientConfigEquals` of TDynamicThrottlerSpec.

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { clientConfigEquals, prefetchWindow, smoothPrefetchWindow, throttlerSpecSchema, validateDynamicSpec, type ThrottlerSpecInput } from "@sluice/spec";
+import { throttlerSpecSchema, validateDynamicSpec, type ThrottlerSpecInput } from "@sluice/spec";
+import { clientConfigEquals, prefetchWindow, smoothPrefetchWindow } from "../src/client-config.ts";
 
 const throttler = (input: ThrottlerSpecInput) => throttlerSpecSchema.parse(input);
 
