@@ -10,7 +10,6 @@ export {
   type StateWrite,
 } from "./controller-state-store.ts";
 export type { PersistedLeases, PersistedRequestId } from "./persisted-leases.ts";
-export { PERSISTED_REQUEST_IDS_PER_THROTTLER } from "./persisted-leases.ts";
 export type { PersistedAdaptive } from "./persisted-adaptive.ts";
 export type { AdaptiveLawState } from "./adaptive-law-state.ts";
 export {
