@@ -4,7 +4,7 @@ import { ManualClock, RESOLVED, SluiceError, isSluiceError, maxPacedAnswer } fro
 import { throttlerSpecSchema, validateDynamicSpec, type DynamicSpec } from "@sluice/spec";
 import { smoothPrefetchWindow } from "../src/client-config.ts";
 import { DistributedThrottlerFactory } from "../src/index.ts";
-import { FakeQuotaClient } from "./fake-quota-client.ts";
+import { FakeQuotaClient } from "@sluice/protocol/testing";
 
 function dynamicSpec(input: unknown): DynamicSpec {
   const result = validateDynamicSpec(input);

@@ -3,7 +3,7 @@ import { systemClock } from "@sluice/core";
 import { DistributedThrottlerFactory } from "@sluice/client";
 import type { PipelineSpec } from "@sluice/spec";
 import { ComputationStats, defineComputation, Job, type ComputationDefinition, type Sink } from "../src/index.ts";
-import { FakeQuotaClient } from "../../client/test/fake-quota-client.ts";
+import { FakeQuotaClient } from "@sluice/protocol/testing";
 
 /**
  * A Job of partition 0 of `stream` on worker "w", throttled by `spec`'s dynamic_spec through a fake

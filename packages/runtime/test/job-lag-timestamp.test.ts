@@ -6,7 +6,7 @@ import { ManualClock } from "@sluice/core";
 import { DistributedThrottlerFactory } from "@sluice/client";
 import { validatePipelineSpec, type PipelineSpec } from "@sluice/spec";
 import { ComputationStats, defineComputation, Job, UnprocessedEventTimes, type BatchContext, type Sink, type SourceRecord } from "../src/index.ts";
-import { FakeQuotaClient } from "../../client/test/fake-quota-client.ts";
+import { FakeQuotaClient } from "@sluice/protocol/testing";
 
 const exporter = new InMemorySpanExporter();
 const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
