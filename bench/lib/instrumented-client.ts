@@ -1,7 +1,6 @@
 import { PrefetchingThrottler, type Clock, type QuotaRemote } from "@sluice/core";
 import type { QuotaServiceClient } from "@sluice/protocol";
-import { RetryingQuotaRemote } from "@sluice/runtime";
-import { prefetchWindow } from "@sluice/client";
+import { RetryingQuotaRemote, prefetchWindow } from "@sluice/client";
 import type { ThrottlerSpec } from "@sluice/spec";
 
 /**

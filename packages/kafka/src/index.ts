@@ -8,7 +8,7 @@ export { KAFKA_IO_ERROR_GUIDE } from "./kafka-io-error-guide.ts";
 export { fromKafkaHeaders, toKafkaHeaders } from "./kafka-headers.ts";
 export { StreamTopics, type StreamTopic } from "./stream-topics.ts";
 export { KAFKA_CLIENT_DEFAULTS, KAFKA_SOURCE_DEFAULTS, KAFKA_SINK_DEFAULTS, ENSURE_TOPICS_DEFAULTS } from "./defaults.ts";
-export { KafkaControllerElection, chooseLeader, type KafkaControllerElectionOptions } from "./kafka-controller-election.ts";
+export { KafkaControllerElection, type KafkaControllerElectionOptions } from "./kafka-controller-election.ts";
 export { KafkaControllerStateStore, type KafkaControllerStateStoreOptions } from "./kafka-controller-state-store.ts";
 export { controllerGroupId, controllerStateTopic, controllerWriterId } from "./controller-state-records.ts";
 export { STATE_TOPIC_CONFIG } from "./controller-state-topic.ts";

@@ -2,7 +2,9 @@ import type { Tracer } from "@opentelemetry/api";
 import { systemClock } from "@sluice/core";
 import { DistributedThrottlerFactory } from "@sluice/client";
 import type { PipelineSpec } from "@sluice/spec";
-import { ComputationStats, defineComputation, Job, type ComputationDefinition, type Sink } from "../src/index.ts";
+import { defineComputation, type ComputationDefinition, type Sink } from "../src/index.ts";
+import { Job } from "../src/job/job.ts";
+import { ComputationStats } from "../src/job/computation-stats.ts";
 import { FakeQuotaClient } from "@sluice/protocol/testing";
 
 /**
