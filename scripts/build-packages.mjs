@@ -14,7 +14,7 @@ const root = resolve(fileURLToPath(import.meta.url), "../..");
 
 /** Files the compiled code reads next to itself (new URL("./…", import.meta.url)). */
 const ASSETS = ["dashboard.html", "dashboard.css", "dashboard-format.js", "dashboard-charts.js", "dashboard-panels.js", "dashboard-epoch-parts.js", "dashboard.js"].map(
-  (file) => ["controller", `http/${file}`],
+  (file) => ["controller", `status/${file}`],
 );
 
 export function buildPackages() {

@@ -9,7 +9,7 @@
 // Events: ready; result {times, rpcs, cpuMs, timers, jobs} at the end.
 import { type Clock, systemClock } from "@sluice/core";
 import { createGrpcQuotaClient } from "@sluice/protocol";
-import { DistributedThrottlerFactory, DynamicSpecWatcher } from "@sluice/runtime";
+import { DistributedThrottlerFactory, DynamicSpecWatcher } from "@sluice/client";
 import type { DynamicSpec } from "@sluice/spec";
 import Bottleneck from "bottleneck";
 import pThrottle from "p-throttle";

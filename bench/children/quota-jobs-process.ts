@@ -4,7 +4,7 @@
 // Events: ready; result {jobs: [{clientId, consumed, rpcs, maxAvailable, maxClaimed}]} at the end.
 import { systemClock } from "@sluice/core";
 import { createGrpcQuotaClient } from "@sluice/protocol";
-import { DynamicSpecWatcher } from "@sluice/runtime";
+import { DynamicSpecWatcher } from "@sluice/client";
 import type { DynamicSpec } from "@sluice/spec";
 import { configArgument, emit, onCommands } from "../lib/child-io.ts";
 import { InstrumentedClient } from "../lib/instrumented-client.ts";

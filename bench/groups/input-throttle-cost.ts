@@ -5,7 +5,10 @@
 // max_rows_per_batch 100. Against two awaited `Promise.resolve()`.
 import { systemClock } from "@sluice/core";
 import type { QuotaServiceClient } from "@sluice/protocol";
-import { BatchWaits, ComputationStats, DistributedThrottlerFactory, InputThrottle, SharedLinks } from "@sluice/runtime";
+import { SharedLinks } from "../../packages/runtime/src/job/shared-links.ts";
+import { BatchWaits, InputThrottle } from "../../packages/runtime/src/job/input-throttle.ts";
+import { ComputationStats } from "../../packages/runtime/src/job/computation-stats.ts";
+import { DistributedThrottlerFactory } from "@sluice/client";
 import { validateDynamicSpec } from "@sluice/spec";
 import { formatNumber } from "../lib/format.ts";
 import type { GroupContext } from "../lib/group.ts";

@@ -3,7 +3,7 @@
 // that they never bind: every figure is pure bookkeeping overhead.
 import { PrefetchingThrottler, systemClock, type Throttler } from "@sluice/core";
 import type { QuotaServiceClient } from "@sluice/protocol";
-import { DistributedThrottlerFactory } from "@sluice/runtime";
+import { DistributedThrottlerFactory } from "@sluice/client";
 import { validateDynamicSpec } from "@sluice/spec";
 import Bottleneck from "bottleneck";
 import pThrottle from "p-throttle";

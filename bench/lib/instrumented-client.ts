@@ -1,7 +1,7 @@
 import { PrefetchingThrottler, type Clock, type QuotaRemote } from "@sluice/core";
 import type { QuotaServiceClient } from "@sluice/protocol";
-import { RetryingQuotaRemote } from "@sluice/runtime";
-import { prefetchWindow, type ThrottlerSpec } from "@sluice/spec";
+import { RetryingQuotaRemote, prefetchWindow } from "@sluice/client";
+import type { ThrottlerSpec } from "@sluice/spec";
 
 /**
  * A job's throttler client built exactly as DistributedThrottlerFactory builds it (a

@@ -1,5 +1,6 @@
-import { writeControllerMetrics, PrometheusText, type HistogramSample, type Sample } from "../../packages/controller/src/index.ts";
-import type { ControllerSnapshot } from "../../packages/controller/src/controller-snapshot.ts";
+import { writeControllerMetrics } from "../../packages/controller/src/index.ts";
+import { PrometheusText, type HistogramSample, type Sample } from "../../packages/status-http/src/index.ts";
+import type { ControllerSnapshot } from "../../packages/controller/src/quota/controller-snapshot.ts";
 import { writeWorkerMetrics, type WorkerMetricsSource } from "../../packages/cli/src/worker-metrics.ts";
 import { code, page, table } from "./markdown.ts";
 import { metricProbe } from "./metric-probe.ts";

@@ -4,7 +4,7 @@
 // throttlers, and then every grant failed.
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
-import { PERSISTED_HOLDERS_MAX, PERSISTED_REQUEST_IDS_MAX, type PersistedThrottler } from "@sluice/controller";
+import { PERSISTED_HOLDERS_MAX, PERSISTED_REQUEST_IDS_MAX, type PersistedThrottler } from "@sluice/failover-ports";
 import { KafkaControllerStateStore } from "@sluice/kafka";
 import { concurrencyRecord, leasesOf } from "../../packages/kafka/test/state-record-fixtures.ts";
 import { kafka, uniqueName } from "../support/kafka.ts";

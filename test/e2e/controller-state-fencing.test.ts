@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import type { Consumer } from "kafkajs";
-import { StateWriterFencedError, type ControllerState, type PersistedThrottler } from "@sluice/controller";
+import { StateWriterFencedError, type ControllerState, type PersistedThrottler } from "@sluice/failover-ports";
 import { KafkaControllerStateStore, STATE_TOPIC_CONFIG } from "@sluice/kafka";
 import { kafka, uniqueName, withAdmin } from "../support/kafka.ts";
 

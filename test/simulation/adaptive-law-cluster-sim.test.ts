@@ -14,7 +14,8 @@
 //   pnpm test test/simulation/adaptive-law-cluster-sim.test.ts      (about 4 s)
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { decideLimit, initialLawState, type AdaptiveBounds, type AdaptiveLawState } from "@sluice/controller";
+import { decideLimit, initialLawState, type AdaptiveBounds } from "@sluice/controller";
+import type { AdaptiveLawState } from "@sluice/failover-ports";
 import { taskAt } from "../../examples/cluster-admission/tasks.ts";
 
 const TICK_MS = 50;

@@ -1,5 +1,5 @@
 import { systemClock } from "@sluice/core";
-import type { ControllerElection, ControllerStateStore } from "@sluice/controller";
+import type { ControllerElection, ControllerStateStore } from "@sluice/failover-ports";
 import { KafkaControllerElection, KafkaControllerStateStore, createKafkaClient } from "@sluice/kafka";
 import type { PipelineSpec } from "@sluice/spec";
 

@@ -1,11 +1,5 @@
-import {
-  PrometheusText,
-  startControllerStatusServer,
-  startStatusServer,
-  type Controller,
-  type ControllerSnapshot,
-  type RunningStatusServer,
-} from "@sluice/controller";
+import { startControllerStatusServer, type Controller, type ControllerSnapshot } from "@sluice/controller";
+import { PrometheusText, startStatusServer, type RunningStatusServer } from "@sluice/status-http";
 import { InvalidArgumentError } from "commander";
 import { clearTokenWarning, isLoopbackHost } from "./tls-options.ts";
 import { writeWorkerMetrics, type WorkerMetricsSource } from "./worker-metrics.ts";

@@ -1,4 +1,4 @@
-import { histogramWithMax, type PrometheusText, type Sample } from "@sluice/controller";
+import { histogramWithMax, type PrometheusText, type Sample } from "@sluice/status-http";
 import { PART_BUCKETS_SECONDS, type AlignmentMetricsView, type ComputationStatsView, type ThrottlerMetricsView } from "@sluice/runtime";
 
 // The worker's sensors in Prometheus style. The reference's worker sensors

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { before, describe, it } from "node:test";
 import { WAIT_BUCKETS_MS } from "@sluice/core";
-import { PrometheusText } from "@sluice/controller";
+import { PrometheusText } from "@sluice/status-http";
 import { ITERATION_PARTS, PART_BUCKETS_SECONDS, type ComputationStatsView, type ThrottlerMetricsView } from "@sluice/runtime";
 import { writeWorkerMetrics } from "../src/worker-metrics.ts";
 

@@ -1,6 +1,7 @@
 import { ownEntry, PacedThrottler, PrefetchingThrottler, SluiceError, slotExpiryMs, type Clock } from "@sluice/core";
 import type { QuotaServiceClient } from "@sluice/protocol";
-import { clientConfigEquals, prefetchWindow, smoothPrefetchWindow, type DynamicSpec, type ThrottlerSpec } from "@sluice/spec";
+import type { DynamicSpec, ThrottlerSpec } from "@sluice/spec";
+import { clientConfigEquals, prefetchWindow, smoothPrefetchWindow } from "./client-config.ts";
 import { ConcurrencyClient } from "./concurrency-client.ts";
 import { RetryingQuotaRemote, type QuotaRpcOutcome } from "./retrying-quota-remote.ts";
 import { ThrottlerHandle, type ThrottlerHandleMetrics } from "./throttler-handle.ts";

@@ -7,3 +7,4 @@ export { RetryingQuotaRemote, type QuotaRpcOutcome, type RetryingQuotaRemoteOpti
 export { ThrottlerHandle, type ThrottlerHandleMetrics } from "./throttler-handle.ts";
 export { ThrottlerMeters } from "./throttler-meters.ts";
 export { throttled, type ThrottledOptions } from "./throttled.ts";
+export { prefetchWindow, smoothPrefetchWindow, type PrefetchWindow, type PrefetchFields, type SmoothWindowFields } from "./client-config.ts";

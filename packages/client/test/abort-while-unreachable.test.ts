@@ -8,7 +8,7 @@ import { describe, it } from "node:test";
 import { isSluiceError, SluiceError } from "@sluice/core";
 import type { CallOptions, RequestQuotaCall } from "@sluice/protocol";
 import { connectThrottlers } from "../src/index.ts";
-import { FakeQuotaClient } from "./fake-quota-client.ts";
+import { FakeQuotaClient } from "@sluice/protocol/testing";
 
 const common = { request_period: "200ms", rpc_timeout: "20s", retrying_channel: { retry_attempts: 1000, retry_timeout: "10m" } };
 const SPEC = JSON.stringify({

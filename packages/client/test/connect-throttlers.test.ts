@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { isSluiceError, SluiceError } from "@sluice/core";
 import { connectThrottlers, type ConnectThrottlersOptions } from "../src/index.ts";
-import { FakeQuotaClient } from "./fake-quota-client.ts";
+import { FakeQuotaClient } from "@sluice/protocol/testing";
 
 const SPEC = JSON.stringify({ throttlers: { api: { limit: 100, request_period: "1s" }, pdf: { limit: 10 } } });
 

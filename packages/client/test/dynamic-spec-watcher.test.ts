@@ -3,7 +3,7 @@ import { it } from "node:test";
 import { ManualClock } from "@sluice/core";
 import type { DynamicSpecUpdate } from "@sluice/protocol";
 import { DynamicSpecWatcher } from "../src/index.ts";
-import { FakeQuotaClient } from "./fake-quota-client.ts";
+import { FakeQuotaClient } from "@sluice/protocol/testing";
 
 it("applies a restarted controller's version 1 when its content differs, and ignores a repeat", async () => {
   const client = new FakeQuotaClient();

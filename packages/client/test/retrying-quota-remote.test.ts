@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { ManualClock } from "@sluice/core";
 import { throttlerSpecSchema } from "@sluice/spec";
 import { RetryingQuotaRemote } from "../src/retrying-quota-remote.ts";
-import { FakeQuotaClient } from "./fake-quota-client.ts";
+import { FakeQuotaClient } from "@sluice/protocol/testing";
 
 describe("RetryingQuotaRemote", () => {
   it("returns quota to the class it was fetched for, not the class in force at release (DESIGN §4.9)", async () => {

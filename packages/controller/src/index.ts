@@ -1,25 +1,25 @@
+// What users of @sluice/controller may import; etc/controller.api.md is its API Extractor report.
+// The quota service
 export {
   Controller,
+  type BucketBalance,
+  type ControllerClassSnapshot,
   type ControllerOptions,
   type ControllerSnapshot,
   type ControllerThrottlerSnapshot,
-  type ControllerClassSnapshot,
-} from "./controller.ts";
-export { AlignmentGroups, ALIGNMENT_DEFAULTS, type AlignmentGroupSnapshot, type AlignmentGroupsOptions } from "./alignment/alignment-groups.ts";
-export { MAX_PARTITIONS_PER_REPORT } from "./alignment/report-limits.ts";
-export { startController, type StartControllerOptions, type RunningController } from "./controller-server.ts";
-export { bucketConfigOf, describeLimit } from "./bucket-config.ts";
-export { GRANTED_RATE_SAMPLE_MS, GRANTED_RATE_WINDOW_MS } from "./granted-rates.ts";
-export { REQUEST_QUOTA_SPAN, traceRequestQuota } from "./request-quota-span.ts";
-export { PrometheusText, PROMETHEUS_CONTENT_TYPE, formatValue, type Labels, type Sample, type HistogramSample } from "./metrics/prometheus-text.ts";
-export { writeControllerMetrics, histogramWithMax } from "./metrics/controller-metrics.ts";
-export { startStatusServer, type StatusServerOptions, type RunningStatusServer } from "./http/status-server.ts";
-export { startControllerStatusServer, type ControllerStatusOptions } from "./http/controller-status.ts";
-export * from "./failover/index.ts";
-export type { BucketBalance } from "./controller.ts";
-export { TOKEN_COOKIE, TOKEN_QUERY } from "./http/http-access.ts";
-export { AdaptiveLimitLoop, type AdaptiveSnapshot, type AdaptiveLoopOptions } from "./adaptive/adaptive-loop.ts";
-export { decideLimit, initialLawState, ADAPTIVE_LAW, type AdaptiveDecision, type AdaptiveLawState, type LoadReading, type ThrottlerUsage, type AdaptiveBounds } from "./adaptive/adaptive-law.ts";
-export { prometheusLoadSource, moduleLoadSource, loadSourceOf, loadOfQueryAnswer, type LoadSource, type LoadSpec } from "./adaptive/load-source.ts";
-export type { PersistedLeases, PersistedRequestId } from "./concurrency/persisted-leases.ts";
-export type { PersistedAdaptive } from "./adaptive/persisted-adaptive.ts";
+} from "./quota/controller.ts";
+export type { AlignmentGroupSnapshot } from "./quota/alignment/alignment-groups.ts";
+export type { ConcurrencySnapshot } from "./quota/concurrency/concurrency-leases.ts";
+export { startController, type RunningController, type StartControllerOptions } from "./quota/controller-server.ts";
+export { REQUEST_QUOTA_SPAN } from "./quota/request-quota-span.ts";
+export type { FailoverRole, FailoverStatus } from "./quota/failover-status.ts";
+// Failover
+export { FailoverController, type FailoverControllerOptions } from "./failover/failover-controller.ts";
+export { startFailoverController, type RunningFailoverController, type StartFailoverControllerOptions } from "./failover/failover-server.ts";
+// Status: the dashboard, /metrics
+export { writeControllerMetrics } from "./status/controller-metrics.ts";
+export { startControllerStatusServer, type ControllerStatusOptions } from "./status/controller-status.ts";
+// Adaptive limits: the law (a pure function) and what the loop reports
+export type { AdaptiveSnapshot } from "./adaptive/adaptive-loop.ts";
+export { decideLimit, initialLawState, type AdaptiveAction, type AdaptiveBounds, type AdaptiveDecision, type LoadReading, type ThrottlerUsage } from "./adaptive/adaptive-law.ts";
+export type { LoadSource, LoadSpec } from "./adaptive/load-source.ts";

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ManualClock } from "@sluice/core";
 import { validateDynamicSpec } from "@sluice/spec";
-import { Controller, PrometheusText, writeControllerMetrics, type LoadReading, type LoadSource } from "../src/index.ts";
+import { Controller, writeControllerMetrics, type LoadReading, type LoadSource } from "../src/index.ts";
+import { PrometheusText } from "@sluice/status-http";
 
 // An adaptive throttler inside the controller, in virtual time, with a load source the test sets:
 // the limit in force follows the loop, every change is logged with its reading, DescribeThrottlers

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ADAPTIVE_LAW, decideLimit, initialLawState, type AdaptiveBounds, type AdaptiveLawState } from "../src/index.ts";
+import { decideLimit, initialLawState, type AdaptiveBounds } from "../src/index.ts";
+import { ADAPTIVE_LAW } from "../src/adaptive/adaptive-law.ts";
+import type { AdaptiveLawState } from "@sluice/failover-ports";
 
 // The control law against a simulated plant, one step per interval (virtual time: no clock is
 // needed, the law is a pure function). The plant is seed 004's cluster: work admitted at `limit`

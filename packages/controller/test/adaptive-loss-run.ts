@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import { ManualClock } from "@sluice/core";
 import type { CallContext } from "@sluice/protocol";
 import { validateDynamicSpec } from "@sluice/spec";
-import type { AdaptiveLawState, LoadReading } from "../src/index.ts";
+import type { LoadReading } from "../src/index.ts";
+import type { AdaptiveLawState } from "@sluice/failover-ports";
 import { MemoryStore, startStandInMember } from "./failover-stand-ins.ts";
 
 /**

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ManualClock, SluiceError } from "@sluice/core";
-import { AlignmentGroups } from "@sluice/controller";
+import { AlignmentGroups } from "../src/quota/alignment/alignment-groups.ts";
 import type { PartitionWatermarkReport, ReportWatermarksResult } from "@sluice/protocol";
 
 const HOUR = 3_600_000;

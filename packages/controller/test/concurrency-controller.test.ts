@@ -3,7 +3,8 @@ import { describe, it } from "node:test";
 import { ManualClock } from "@sluice/core";
 import type { CallContext } from "@sluice/protocol";
 import { validateDynamicSpec } from "@sluice/spec";
-import { Controller, PrometheusText, writeControllerMetrics } from "../src/index.ts";
+import { Controller, writeControllerMetrics } from "../src/index.ts";
+import { PrometheusText } from "@sluice/status-http";
 
 // A concurrency throttler in the controller, in virtual time: leases per client, releases checked
 // against what the client holds, renewal, and units of a silent holder coming back after lease_timeout.

@@ -3,7 +3,8 @@ import { describe, it } from "node:test";
 import { ManualClock } from "@sluice/core";
 import type { CallContext } from "@sluice/protocol";
 import { validateDynamicSpec } from "@sluice/spec";
-import { Controller, PrometheusText, writeControllerMetrics } from "../src/index.ts";
+import { Controller, writeControllerMetrics } from "../src/index.ts";
+import { PrometheusText } from "@sluice/status-http";
 
 // The controller's families in virtual time: every figure follows from the requests made here.
 

@@ -4,18 +4,17 @@
 import assert from "node:assert/strict";
 import type { Clock } from "@sluice/core";
 import type { DynamicSpec } from "@sluice/spec";
+import { FailoverController, type FailoverControllerOptions } from "../src/index.ts";
 import {
   EMPTY_CONTROLLER_STATE,
-  FailoverController,
   StateWriterFencedError,
   type ControllerElection,
-  type FailoverControllerOptions,
   type ControllerState,
   type ControllerStateStore,
   type ElectionListener,
   type PersistedThrottler,
   type StateWrite,
-} from "../src/index.ts";
+} from "@sluice/failover-ports";
 
 /** The store's order is the order of writes, as a Kafka topic's is its offsets. */
 export class MemoryStore implements ControllerStateStore {

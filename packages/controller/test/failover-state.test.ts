@@ -5,7 +5,9 @@ import { describe, it } from "node:test";
 import { ManualClock, SluiceError } from "@sluice/core";
 import type { CallContext, RequestQuotaCall } from "@sluice/protocol";
 import { validateDynamicSpec, type DynamicSpec } from "@sluice/spec";
-import { PrometheusText, startControllerStatusServer, writeControllerMetrics, type PersistedThrottler } from "../src/index.ts";
+import { startControllerStatusServer, writeControllerMetrics } from "../src/index.ts";
+import { PrometheusText } from "@sluice/status-http";
+import type { PersistedThrottler } from "@sluice/failover-ports";
 import { MemoryStore, startStandInMember } from "./failover-stand-ins.ts";
 
 const T0 = 1_700_000_000_000;

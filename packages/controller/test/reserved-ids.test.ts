@@ -6,7 +6,8 @@ import { describe, it } from "node:test";
 import { ManualClock } from "@sluice/core";
 import type { CallContext } from "@sluice/protocol";
 import { parseJson, validateDynamicSpec } from "@sluice/spec";
-import { Controller, type PersistedLeases } from "../src/index.ts";
+import { Controller } from "../src/index.ts";
+import type { PersistedLeases } from "@sluice/failover-ports";
 
 // Parsed from JSON text, as specs arrive: a literal `{ constructor: … }` would be the same, but
 // the point is to read ids exactly as a file or the wire gives them.

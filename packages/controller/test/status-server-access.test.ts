@@ -5,7 +5,8 @@ import { after, before, describe, it } from "node:test";
 import { systemClock } from "@sluice/core";
 import { validateDynamicSpec } from "@sluice/spec";
 import { generateTestCertificates, type TestCertificates } from "../../../test/support/certificates.ts";
-import { Controller, startControllerStatusServer, startStatusServer, TOKEN_COOKIE, type RunningStatusServer } from "../src/index.ts";
+import { Controller, startControllerStatusServer } from "../src/index.ts";
+import { startStatusServer, TOKEN_COOKIE, type RunningStatusServer } from "@sluice/status-http";
 
 // The status endpoints behind https and a token: what a scraper with a header, a browser with a
 // cookie, and someone with neither get.
@@ -108,7 +109,7 @@ describe("status server with https and a token", () => {
 
 describe("status server with a token and --metrics-open", () => {
   it("leaves /metrics and /healthz open and keeps the rest closed", async () => {
-    const server = await startStatusServer({ port: 0, token: "t", openMetrics: true, metrics: () => "up 1\n", snapshot: () => controller.snapshot() });
+    const server = await startStatusServer({ port: 0, token: "t", openMetrics: true, metrics: () => "up 1\n", dashboard: { page: "<title>Sluice</title>", snapshot: () => controller.snapshot() } });
     try {
       assert.equal(server.url.startsWith("http://"), true);
       assert.deepEqual([(await call(`${server.url}metrics`)).status, (await call(`${server.url}metrics`)).body], [200, "up 1\n"]);

@@ -3,7 +3,8 @@ import { request } from "node:http";
 import { after, describe, it } from "node:test";
 import { systemClock } from "@sluice/core";
 import { validateDynamicSpec } from "@sluice/spec";
-import { Controller, startControllerStatusServer, startStatusServer, type RunningStatusServer } from "../src/index.ts";
+import { Controller, startControllerStatusServer } from "../src/index.ts";
+import { startStatusServer, type RunningStatusServer } from "@sluice/status-http";
 
 // The HTTP endpoints on loopback: what each path answers, and what it refuses.
 

@@ -96,7 +96,7 @@ export function paceLeadMs(config: PaceConfig): number {
  * reach (its predecessor's clients may hold slots that far ahead), and the reach is one answer long:
  * with the default request_period of 5 s that was 5.5 s of nothing at every start. Capped at a
  * second, a client whose share of the rate needs more asks more often than once per request_period
- * (at most about once a second). Kept equal to SMOOTH_MAX_ANSWER_SPAN_MS in @sluice/spec (a test checks).
+ * (at most about once a second). The client sizes its smooth answers by it (smoothPrefetchWindow in @sluice/client).
  */
 export const SMOOTH_MAX_ANSWER_SPAN_MS = 1_000;
 

@@ -1,4 +1,4 @@
-import type { AdaptiveLawState, PersistedAdaptive } from "@sluice/controller";
+import type { AdaptiveLawState, PersistedAdaptive } from "@sluice/failover-ports";
 import { atLeastZero, finite, isObject, positive, wholeAtLeastZero } from "./controller-state-values.ts";
 
 // The `adaptive` of the `buckets` record of `<pipeline>.controller-state` (DESIGN §7.3, §7.4): each

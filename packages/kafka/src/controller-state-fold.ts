@@ -1,4 +1,4 @@
-import { EMPTY_CONTROLLER_STATE, type ControllerState, type LeaderRecord, type PersistedSpec, type PersistedThrottler } from "@sluice/controller";
+import { EMPTY_CONTROLLER_STATE, type ControllerState, type LeaderRecord, type PersistedSpec, type PersistedThrottler } from "@sluice/failover-ports";
 import { bucketKey, decodeStateRecord } from "./controller-state-records.ts";
 
 interface Entry<T> {

@@ -1,4 +1,4 @@
-import type { PersistedLeases, PersistedRequestId } from "@sluice/controller";
+import type { PersistedLeases, PersistedRequestId } from "@sluice/failover-ports";
 import { finite, isObject, positive } from "./controller-state-values.ts";
 
 // The `leases` of the `buckets` record of `<pipeline>.controller-state` (DESIGN §7.2, §7.4), in the

@@ -1,4 +1,4 @@
-import type { LeaderRecord, PersistedSpec, PersistedThrottler } from "@sluice/controller";
+import type { LeaderRecord, PersistedSpec, PersistedThrottler } from "@sluice/failover-ports";
 import { decodeAdaptive, encodeAdaptive } from "./controller-state-adaptive.ts";
 import { decodeLeases, encodeLeases } from "./controller-state-leases.ts";
 import { finite, isObject } from "./controller-state-values.ts";

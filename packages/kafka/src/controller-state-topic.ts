@@ -1,5 +1,5 @@
 import type { Admin, ConfigResourceTypes } from "kafkajs";
-import { STATE_RECORD_MAX_BYTES } from "@sluice/controller";
+import { STATE_RECORD_MAX_BYTES } from "@sluice/failover-ports";
 import { brokerReplicationFactor } from "./ensure-topics.ts";
 
 // kafkajs's CommonJS index is not fully visible to ESM named imports (ConfigResourceTypes is not).

@@ -1,5 +1,5 @@
 import type { CompressionTypes, Kafka, Message, Producer } from "kafkajs";
-import { STATE_RECORD_MAX_BYTES, StateWriterFencedError } from "@sluice/controller";
+import { STATE_RECORD_MAX_BYTES, StateWriterFencedError } from "@sluice/failover-ports";
 import { KafkaIoError, describeError } from "./kafka-io-error.ts";
 import { FENCING_ERRORS, RETRY_LATER_ERRORS, hasErrorType } from "./partition-transactions.ts";
 

@@ -10,7 +10,7 @@ import {
   STATE_RECORD_MAX_BYTES,
   UNLISTED_HOLDER,
   type PersistedLeases,
-} from "@sluice/controller";
+} from "@sluice/failover-ports";
 import { ControllerStateFold } from "../src/controller-state-fold.ts";
 import { bucketKey, encodeSpec, encodeThrottler } from "../src/controller-state-records.ts";
 import { concurrencyRecord, leasesOf } from "./state-record-fixtures.ts";

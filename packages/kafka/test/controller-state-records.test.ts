@@ -2,9 +2,9 @@
 // (DESIGN §7.4): pure functions, so no broker here; test/controller-*.test.ts runs them on one.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { chooseLeader, onClock } from "../src/controller-election.ts";
+import { chooseLeader, onClock } from "../src/kafka-controller-election.ts";
 import { LAW_STATE_FIELDS } from "../src/controller-state-adaptive.ts";
-import type { PersistedThrottler } from "@sluice/controller";
+import type { PersistedThrottler } from "@sluice/failover-ports";
 import { bucketKey, decodeStateRecord, encodeLeader, encodeSpec, encodeThrottler, type DecodedRecord } from "../src/controller-state-records.ts";
 
 /** A throttler record as a reader gets it back from the topic. */

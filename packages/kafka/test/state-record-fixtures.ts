@@ -1,6 +1,6 @@
 // Records of `<pipeline>.controller-state` at their bounds (DESIGN §9.1), for the tests of the
 // bounds here and on a broker (test/controller-state-bounds.test.ts).
-import { boundedLeases, type PersistedLeases, type PersistedThrottler } from "@sluice/controller";
+import { boundedLeases, type PersistedLeases, type PersistedThrottler } from "@sluice/failover-ports";
 
 /** A concurrency throttler's leases: `holders` holders with ids of `idLength` characters, `ids` request ids. */
 export function leasesOf(holders: number, idLength: number, ids: number): PersistedLeases {

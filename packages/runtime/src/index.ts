@@ -1,3 +1,5 @@
+// What users of @sluice/runtime may import; etc/runtime.api.md is its API Extractor report. The
+// throttler client is @sluice/client's, the jobs and their input throttling are internal.
 export {
   COMPUTATION_BRAND,
   defineComputation,
@@ -14,15 +16,9 @@ export { consoleLogger } from "./console-logger.ts";
 export { runGenerators, type GenerateMessage } from "./generator.ts";
 export { recordByteSize } from "./io/record-byte-size.ts";
 export { decodeValue, encodeValue } from "./io/stream-codec.ts";
-export { ComputationStats, type ComputationStatsView } from "./job/computation-stats.ts";
+export type { ComputationStatsView } from "./job/computation-stats.ts";
 export { ITERATION_PARTS, PART_BUCKETS_SECONDS, type IterationPart, type IterationPartView } from "./job/iteration-parts.ts";
-export { BatchWaits, InputThrottle, NOTHING_HELD, type GiveBackUnits, type InputThrottleOptions } from "./job/input-throttle.ts";
-export { Job, type JobOptions } from "./job/job.ts";
-export { SharedLinks } from "./job/shared-links.ts";
-export { lagTimestamp } from "./job/lag-timestamp.ts";
-export { UnprocessedEventTimes, type UnprocessedSpan } from "./job/unprocessed-event-times.ts";
 export type { ThrottlerMetricsView } from "./job/throttler-metrics-view.ts";
-export { importSpecModule, loadComputation } from "./load-module.ts";
 export { MemoryIoFactory } from "./memory/memory-io-factory.ts";
 export { MemoryLog } from "./memory/memory-log.ts";
 export { MemorySink } from "./memory/memory-sink.ts";
@@ -31,21 +27,6 @@ export type { IoFactory } from "./ports/io-factory.ts";
 export type { Sink, SinkRecord } from "./ports/sink.ts";
 export type { BatchContext, BatchHandler, BatchTransaction, NativeRecords, PartitionRef, RecordReader, Source, SourceBatch, SourceListener, SourceRecord } from "./ports/source.ts";
 export { NO_RECORD_HEADERS, SOURCE_RECORD_READER } from "./io/source-record-reader.ts";
-// The distributed throttler client lives in @sluice/client (DESIGN §2); re-exported for existing users.
-export {
-  DistributedThrottlerFactory,
-  DynamicSpecWatcher,
-  retryBackoffMs,
-  RetryingQuotaRemote,
-  ThrottlerHandle,
-  throttled,
-  type DistributedThrottlerFactoryOptions,
-  type DynamicSpecWatcherOptions,
-  type QuotaRpcOutcome,
-  type RetryingQuotaRemoteOptions,
-  type ThrottlerHandleMetrics,
-  type ThrottledOptions,
-} from "@sluice/client";
 export { Worker, type WorkerOptions } from "./worker.ts";
 export { AlignedPartition, type AlignmentAnswer, type AlignmentSettings } from "./alignment/aligned-partition.ts";
 export { WatermarkAlignment, WATERMARK_ALIGNMENT_DEFAULTS, type AlignmentMetricsView, type WatermarkAlignmentOptions } from "./alignment/watermark-alignment.ts";

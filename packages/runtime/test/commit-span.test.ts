@@ -5,7 +5,7 @@ import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-tr
 import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
 import { validatePipelineSpec } from "@sluice/spec";
 import { defineComputation, Worker, type BatchHandler, type IoFactory, type Sink, type Source } from "../src/index.ts";
-import { FakeQuotaClient } from "../../client/test/fake-quota-client.ts";
+import { FakeQuotaClient } from "@sluice/protocol/testing";
 
 // The Commit span shows the durable commit: it ends when the source says the offset is durable (the
 // Kafka source merges commits and sends them later), or with the commit's error, while the job goes

@@ -7,7 +7,9 @@ import { InMemorySpanExporter, SimpleSpanProcessor } from "@opentelemetry/sdk-tr
 import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
 import { ManualClock, RESOLVED, SluiceError, type ThrottleOptions, type Throttler } from "@sluice/core";
 import { validateDynamicSpec, type DynamicSpec } from "@sluice/spec";
-import { BatchWaits, ComputationStats, InputThrottle, NOTHING_HELD, SharedLinks } from "../src/index.ts";
+import { SharedLinks } from "../src/job/shared-links.ts";
+import { BatchWaits, InputThrottle, NOTHING_HELD } from "../src/job/input-throttle.ts";
+import { ComputationStats } from "../src/job/computation-stats.ts";
 
 const exporter = new InMemorySpanExporter();
 const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });

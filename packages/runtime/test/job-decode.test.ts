@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { trace } from "@opentelemetry/api";
 import { validatePipelineSpec, type PipelineSpec } from "@sluice/spec";
-import { type Job, NO_RECORD_HEADERS, type BatchContext, type Message, type RecordReader, type Sink, type SourceRecord } from "../src/index.ts";
+import { NO_RECORD_HEADERS, type BatchContext, type Message, type RecordReader, type Sink, type SourceRecord } from "../src/index.ts";
+import type { Job } from "../src/job/job.ts";
 import { testJob } from "./job-factory.ts";
 
 // How a Job turns source records into the messages a computation sees: values by the stream's

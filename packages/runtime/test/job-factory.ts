@@ -2,8 +2,10 @@ import type { Tracer } from "@opentelemetry/api";
 import { systemClock } from "@sluice/core";
 import { DistributedThrottlerFactory } from "@sluice/client";
 import type { PipelineSpec } from "@sluice/spec";
-import { ComputationStats, defineComputation, Job, type ComputationDefinition, type Sink } from "../src/index.ts";
-import { FakeQuotaClient } from "../../client/test/fake-quota-client.ts";
+import { defineComputation, type ComputationDefinition, type Sink } from "../src/index.ts";
+import { Job } from "../src/job/job.ts";
+import { ComputationStats } from "../src/job/computation-stats.ts";
+import { FakeQuotaClient } from "@sluice/protocol/testing";
 
 /**
  * A Job of partition 0 of `stream` on worker "w", throttled by `spec`'s dynamic_spec through a fake

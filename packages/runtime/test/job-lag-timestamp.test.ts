@@ -5,8 +5,11 @@ import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
 import { ManualClock } from "@sluice/core";
 import { DistributedThrottlerFactory } from "@sluice/client";
 import { validatePipelineSpec, type PipelineSpec } from "@sluice/spec";
-import { ComputationStats, defineComputation, Job, UnprocessedEventTimes, type BatchContext, type Sink, type SourceRecord } from "../src/index.ts";
-import { FakeQuotaClient } from "../../client/test/fake-quota-client.ts";
+import { defineComputation, type BatchContext, type Sink, type SourceRecord } from "../src/index.ts";
+import { UnprocessedEventTimes } from "../src/job/unprocessed-event-times.ts";
+import { Job } from "../src/job/job.ts";
+import { ComputationStats } from "../src/job/computation-stats.ts";
+import { FakeQuotaClient } from "@sluice/protocol/testing";
 
 const exporter = new InMemorySpanExporter();
 const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });

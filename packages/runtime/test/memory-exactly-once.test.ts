@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { validatePipelineSpec, type PipelineSpec } from "@sluice/spec";
 import { defineComputation, MemoryIoFactory, Worker } from "../src/index.ts";
-import { FakeQuotaClient } from "../../client/test/fake-quota-client.ts";
+import { FakeQuotaClient } from "@sluice/protocol/testing";
 
 function pipeline(): PipelineSpec {
   const result = validatePipelineSpec({

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { UnprocessedEventTimes } from "../src/index.ts";
+import { UnprocessedEventTimes } from "../src/job/unprocessed-event-times.ts";
 
 describe("UnprocessedEventTimes (the lag timestamp, DESIGN §7.5)", () => {
   it("is 0 when nothing was read, and for an empty span", () => {

@@ -6,7 +6,7 @@ import { isSluiceError, QuotaBucketDriver, quotaBucketConfig, systemClock, type 
 import type { CallOptions, RequestQuotaCall } from "@sluice/protocol";
 import { validatePipelineSpec, type PipelineSpec } from "@sluice/spec";
 import { defineComputation, MemoryIoFactory, Worker, type Computation, type RuntimeContext } from "../src/index.ts";
-import { FakeQuotaClient } from "../../client/test/fake-quota-client.ts";
+import { FakeQuotaClient } from "@sluice/protocol/testing";
 
 const exporter = new InMemorySpanExporter();
 const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });

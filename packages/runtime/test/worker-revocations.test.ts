@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { validatePipelineSpec } from "@sluice/spec";
 import { defineComputation, Worker, type BatchHandler, type IoFactory, type Sink, type Source, type SourceListener } from "../src/index.ts";
-import { FakeQuotaClient } from "../../client/test/fake-quota-client.ts";
+import { FakeQuotaClient } from "@sluice/protocol/testing";
 
 // A worker whose partitions keep moving: every delivered batch is followed by the revocation of its
 // partition, so each batch runs in a job of its own that is then stopped.

@@ -70,14 +70,3 @@ export const WATERMARK_ALIGNMENT_DEFAULTS = Object.freeze({
   idle_timeout: "30s",
 });
 
-/**
- * Constants of the prefetching client derived from a throttler spec (ytflow.md §2.1,
- * `BuildPrefetchingConfig`): the window spans 10 request periods but never less than 1 s, and an
- * unlimited throttler caps one prefetch at 1e9 units.
- */
-export const PREFETCH_DEFAULTS = Object.freeze({
-  minPrefetchAmount: 1,
-  unlimitedMaxPrefetchAmount: 1_000_000_000,
-  windowRequestPeriods: 10,
-  minWindowMs: 1_000,
-});

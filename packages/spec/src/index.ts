@@ -7,7 +7,6 @@ export {
   COMPUTATION_DEFAULTS,
   KAFKA_DEFAULTS,
   CONTROLLER_DEFAULTS,
-  PREFETCH_DEFAULTS,
   ADAPTIVE_DEFAULTS,
   WATERMARK_ALIGNMENT_DEFAULTS,
 } from "./defaults.ts";
@@ -81,12 +80,3 @@ export { MAX_ID_LENGTH, quoteId } from "./id-length.ts";
 export { parseJson, firstSyntaxErrorOffset, lineAndColumn, type JsonParseResult } from "./parse-json.ts";
 export { pipelineJsonSchema, dynamicSpecJsonSchema } from "./json-schema.ts";
 export { effectiveLimit, type LimitFields } from "./effective-limit.ts";
-export {
-  prefetchWindow,
-  smoothPrefetchWindow,
-  SMOOTH_MAX_ANSWER_SPAN_MS,
-  clientConfigEquals,
-  type PrefetchWindow,
-  type PrefetchFields,
-  type ClientConfigFields,
-} from "./client-config.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { formatIssues, prefetchWindow, validateDynamicSpec } from "@sluice/spec";
+import { formatIssues, validateDynamicSpec } from "@sluice/spec";
 
 // `adaptive` (DESIGN §7.3): defaults, and every inconsistent combination refused with its JSON path.
 
@@ -22,14 +22,6 @@ describe("adaptive throttler spec", () => {
     assert.equal(adaptive?.interval, 5_000);
     assert.equal(adaptive?.dry_run, false);
     assert.equal(adaptive?.initial_limit, undefined);
-  });
-
-  it("sizes a client's prefetch by initial_limit, not by max_limit", () => {
-    const result = validateDynamicSpec({ throttlers: { tasks: { request_period: "1s", adaptive: { ...base, initial_limit: 4 } } } });
-    assert.ok(result.ok);
-    const throttler = result.value.throttlers["tasks"];
-    assert.ok(throttler);
-    assert.equal(prefetchWindow(throttler).maxPrefetchAmount, 4);
   });
 
   it("refuses a fixed limit or class-weight limit beside adaptive", () => {

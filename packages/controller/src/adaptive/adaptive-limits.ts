@@ -3,7 +3,7 @@ import type { AdaptiveSpec, ThrottlerSpec } from "@sluice/spec";
 import type { ThrottlerUsage } from "./adaptive-law.ts";
 import { AdaptiveLimitLoop, type AdaptiveSnapshot } from "./adaptive-loop.ts";
 import { loadSourceOf, type LoadSource, type LoadSpec } from "./load-source.ts";
-import type { PersistedAdaptive } from "./persisted-adaptive.ts";
+import type { PersistedAdaptive } from "@sluice/failover-ports";
 
 /** The counters of a bucket the loop measures use from. */
 export interface BucketUsageSample {

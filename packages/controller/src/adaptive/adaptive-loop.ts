@@ -6,12 +6,11 @@ import {
   type AdaptiveAction,
   type AdaptiveBounds,
   type AdaptiveDecision,
-  type AdaptiveLawState,
   type LoadReading,
   type ThrottlerUsage,
 } from "./adaptive-law.ts";
+import type { AdaptiveLawState, PersistedAdaptive } from "@sluice/failover-ports";
 import type { LoadSource } from "./load-source.ts";
-import type { PersistedAdaptive } from "./persisted-adaptive.ts";
 
 /** What DescribeThrottlers, /metrics, the dashboard and `sluice top` show of an adaptive throttler. */
 export interface AdaptiveSnapshot {

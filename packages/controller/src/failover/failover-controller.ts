@@ -10,11 +10,10 @@ import type {
   RequestQuotaResult,
   RenewLeasesCall,
 } from "@sluice/protocol";
-import type { Controller, ControllerSnapshot } from "../controller.ts";
-import type { ElectionResult } from "./controller-election.ts";
-import type { ControllerState, StateWriterFencedError } from "./controller-state-store.ts";
+import type { Controller, ControllerSnapshot } from "../quota/controller.ts";
+import type { ElectionResult, ControllerState, StateWriterFencedError } from "@sluice/failover-ports";
 import type { FailoverControllerOptions } from "./failover-options.ts";
-import type { FailoverRole, FailoverStatus } from "./failover-status.ts";
+import type { FailoverRole, FailoverStatus } from "../quota/failover-status.ts";
 import { knownLeader } from "./known-leader.ts";
 import { LeaderLease } from "./leader-lease.ts";
 import { LeaseWatch } from "./lease-watch.ts";

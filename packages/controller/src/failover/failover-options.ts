@@ -1,9 +1,8 @@
 import type { Tracer } from "@opentelemetry/api";
 import type { Clock } from "@sluice/core";
 import type { DynamicSpec } from "@sluice/spec";
-import type { ControllerOptions } from "../controller.ts";
-import type { ControllerElection } from "./controller-election.ts";
-import type { ControllerStateStore } from "./controller-state-store.ts";
+import type { ControllerOptions } from "../quota/controller.ts";
+import type { ControllerElection, ControllerStateStore } from "@sluice/failover-ports";
 
 /** What one controller of a failover group (failover-controller.ts) is built from. */
 export interface FailoverControllerOptions {

@@ -2,10 +2,9 @@ import type { Tracer } from "@opentelemetry/api";
 import { SluiceError, systemClock, type Clock } from "@sluice/core";
 import { serveQuotaService, type QuotaServiceHandler, type ServerTlsOptions } from "@sluice/protocol";
 import type { PipelineSpec } from "@sluice/spec";
-import type { ControllerElection } from "./controller-election.ts";
-import type { ControllerStateStore } from "./controller-state-store.ts";
+import type { ControllerElection, ControllerStateStore } from "@sluice/failover-ports";
 import { FailoverController } from "./failover-controller.ts";
-import { maxOpenCallsPerStreamOf } from "../controller-server.ts";
+import { maxOpenCallsPerStreamOf } from "../quota/controller-server.ts";
 
 export interface StartFailoverControllerOptions {
   readonly spec: PipelineSpec;

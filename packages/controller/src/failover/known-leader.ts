@@ -1,5 +1,5 @@
-import type { LeaderRecord } from "./controller-state-store.ts";
-import type { FailoverRole } from "./failover-status.ts";
+import type { LeaderRecord } from "@sluice/failover-ports";
+import type { FailoverRole } from "../quota/failover-status.ts";
 
 /**
  * Where a controller sends its callers (DESIGN §7.4): itself while it leads or takes over, else the

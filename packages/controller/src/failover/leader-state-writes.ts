@@ -1,6 +1,6 @@
 import { SluiceError } from "@sluice/core";
-import type { Controller } from "../controller.ts";
-import { StateWriterFencedError, type ControllerStateStore, type PersistedThrottler, type StateWrite } from "./controller-state-store.ts";
+import type { Controller } from "../quota/controller.ts";
+import { StateWriterFencedError, type ControllerStateStore, type PersistedThrottler, type StateWrite } from "@sluice/failover-ports";
 import { GroupCommit } from "./group-commit.ts";
 import { changedSince, persistedThrottlers } from "./persisted-throttlers.ts";
 import { describeCause, grantNotPersistedError } from "./state-write-errors.ts";

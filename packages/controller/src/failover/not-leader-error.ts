@@ -1,5 +1,5 @@
 import { SluiceError } from "@sluice/core";
-import type { FailoverRole } from "./failover-status.ts";
+import type { FailoverRole } from "../quota/failover-status.ts";
 
 /**
  * The refusal of a controller that does not serve (DESIGN §7.4): CONTROLLER_UNAVAILABLE, retriable,

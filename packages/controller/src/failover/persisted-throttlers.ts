@@ -1,6 +1,5 @@
-import type { Controller } from "../controller.ts";
-import type { PersistedThrottler } from "./controller-state-store.ts";
-import { boundedLeases } from "./state-bounds.ts";
+import type { Controller } from "../quota/controller.ts";
+import { type PersistedThrottler, boundedLeases } from "@sluice/failover-ports";
 
 /**
  * What a leader persists of each throttler now (DESIGN §9.1): one record per throttler with its

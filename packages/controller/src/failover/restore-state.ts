@@ -1,7 +1,5 @@
-import type { PersistedAdaptive } from "../adaptive/persisted-adaptive.ts";
-import type { PersistedLeases } from "../concurrency/persisted-leases.ts";
-import type { BucketBalance, Controller } from "../controller.ts";
-import type { PersistedThrottler } from "./controller-state-store.ts";
+import type { PersistedAdaptive, PersistedLeases, PersistedThrottler } from "@sluice/failover-ports";
+import type { BucketBalance, Controller } from "../quota/controller.ts";
 
 /**
  * A new leader's Controller takes over what its predecessor persisted (DESIGN §7.4, §9.1): where

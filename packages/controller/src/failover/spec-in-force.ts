@@ -1,5 +1,5 @@
 import { validateDynamicSpec, type DynamicSpec } from "@sluice/spec";
-import type { ControllerState } from "./controller-state-store.ts";
+import type { ControllerState } from "@sluice/failover-ports";
 
 export interface SpecInForce {
   readonly spec: DynamicSpec;

@@ -1,5 +1,5 @@
 import type { SluiceError } from "@sluice/core";
-import type { Controller } from "../controller.ts";
+import type { Controller } from "../quota/controller.ts";
 import type { LeaderStateWrites } from "./leader-state-writes.ts";
 import { specNotPersistedError, specPersistedNotAppliedError } from "./state-write-errors.ts";
 

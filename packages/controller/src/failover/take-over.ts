@@ -1,7 +1,7 @@
 import type { Clock } from "@sluice/core";
 import type { DynamicSpec } from "@sluice/spec";
-import { Controller } from "../controller.ts";
-import type { ControllerState, ControllerStateStore } from "./controller-state-store.ts";
+import { Controller } from "../quota/controller.ts";
+import type { ControllerState, ControllerStateStore } from "@sluice/failover-ports";
 import type { FailoverControllerOptions } from "./failover-options.ts";
 import { describeCause } from "./state-write-errors.ts";
 

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Admin, Consumer, Kafka } from "kafkajs";
-import type { ControllerState, ControllerStateStore, StateWrite } from "@sluice/controller";
+import type { ControllerState, ControllerStateStore, StateWrite } from "@sluice/failover-ports";
 import { ControllerStateFold } from "./controller-state-fold.ts";
 import { bucketKey, controllerStateTopic, controllerWriterId, encodeLeader, encodeSpec, encodeThrottler, STATE_KEYS } from "./controller-state-records.ts";
 import { ensureStateTopic } from "./controller-state-topic.ts";

@@ -3,7 +3,7 @@ import type { CallContext, RequestQuotaCall, RequestQuotaResult } from "@sluice/
 import { bucketRequestOf } from "../bucket-request.ts";
 import { GrantedRequestIds } from "./granted-request-ids.ts";
 import { LeaseTable } from "./lease-table.ts";
-import { PERSISTED_REQUEST_IDS_PER_THROTTLER, type PersistedLeases } from "./persisted-leases.ts";
+import { PERSISTED_REQUEST_IDS_MAX, type PersistedLeases } from "@sluice/failover-ports";
 
 /** How often ended leases are looked for: a holder's units come back at most this late after lease_timeout. */
 export const LEASE_SWEEP_MS = 250;
@@ -145,7 +145,7 @@ export class ConcurrencyLeases {
       });
     }
     for (const leases of out.values()) {
-      if (leases.requestIds.length > PERSISTED_REQUEST_IDS_PER_THROTTLER) leases.requestIds.splice(0, leases.requestIds.length - PERSISTED_REQUEST_IDS_PER_THROTTLER);
+      if (leases.requestIds.length > PERSISTED_REQUEST_IDS_MAX) leases.requestIds.splice(0, leases.requestIds.length - PERSISTED_REQUEST_IDS_MAX);
     }
     return Object.fromEntries([...out].map(([id, leases]) => [id, { holders: Object.fromEntries(leases.holders), requestIds: leases.requestIds }]));
   }

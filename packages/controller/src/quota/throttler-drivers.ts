@@ -1,5 +1,5 @@
 import { QuotaBucketDriver, SluiceError, type Clock, type QuotaBucketConfig } from "@sluice/core";
-import type { BucketUsageSample } from "./adaptive/adaptive-limits.ts";
+import type { BucketUsageSample } from "../adaptive/adaptive-limits.ts";
 import { describeLimit, sameBucketConfig } from "./bucket-config.ts";
 import type { BucketBalance } from "./controller-snapshot.ts";
 import { GRANTED_RATE_SAMPLE_MS, GrantedRates } from "./granted-rates.ts";

@@ -1,5 +1,5 @@
-import type { AlignmentGroupSnapshot } from "../alignment/alignment-groups.ts";
-import type { PrometheusText } from "./prometheus-text.ts";
+import type { AlignmentGroupSnapshot } from "../quota/alignment/alignment-groups.ts";
+import type { PrometheusText } from "@sluice/status-http";
 
 /** Watermark alignment groups (DESIGN §7.5), one series per group; the families are written even with no group. */
 export function writeAlignmentMetrics(out: PrometheusText, groups: readonly AlignmentGroupSnapshot[]): void {

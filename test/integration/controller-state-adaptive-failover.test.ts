@@ -5,10 +5,10 @@
 // test/controller-*.test.ts run the store on one.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type { PersistedThrottler } from "@sluice/controller";
-import { LOSS_DECISIONS, LOSS_READINGS, lossRun } from "../../controller/test/adaptive-loss-run.ts";
-import { MemoryStore } from "../../controller/test/failover-stand-ins.ts";
-import { bucketKey, decodeStateRecord, encodeThrottler } from "../src/controller-state-records.ts";
+import type { PersistedThrottler } from "@sluice/failover-ports";
+import { LOSS_DECISIONS, LOSS_READINGS, lossRun } from "../../packages/controller/test/adaptive-loss-run.ts";
+import { MemoryStore } from "../../packages/controller/test/failover-stand-ins.ts";
+import { bucketKey, decodeStateRecord, encodeThrottler } from "../../packages/kafka/src/controller-state-records.ts";
 
 /** A store whose records went through the JSON of the controller-state topic. */
 function recordStore(): MemoryStore {

@@ -1,7 +1,7 @@
-import type { ControllerSnapshot } from "../controller.ts";
-import { writeControllerMetrics } from "../metrics/controller-metrics.ts";
-import { PrometheusText } from "../metrics/prometheus-text.ts";
-import { startStatusServer, type RunningStatusServer, type StatusServerOptions } from "./status-server.ts";
+import type { ControllerSnapshot } from "../quota/controller.ts";
+import { writeControllerMetrics } from "./controller-metrics.ts";
+import { PrometheusText, startStatusServer, type RunningStatusServer, type StatusServerOptions } from "@sluice/status-http";
+import { dashboardPage } from "./dashboard-page.ts";
 
 export interface ControllerStatusOptions {
   /** A Controller, or a FailoverController (whose snapshot adds the leadership). */
@@ -26,11 +26,10 @@ export function startControllerStatusServer(options: ControllerStatusOptions): P
   return startStatusServer({
     port: options.port,
     ...(options.host !== undefined ? { host: options.host } : {}),
-    ...(options.title !== undefined ? { title: options.title } : {}),
     tls: options.tls,
     token: options.token,
     openMetrics: options.openMetrics,
-    snapshot: () => controller.snapshot(),
+    dashboard: { page: dashboardPage(options.title ?? "Sluice"), snapshot: () => controller.snapshot() },
     health: () => {
       const failure = controller.snapshot().failover?.stateWriteFailure ?? null;
       return failure === null ? null : `the leader cannot write its state to the controller-state topic: ${failure}`;

@@ -12,14 +12,13 @@ import type {
   ReportWatermarksResult,
 } from "@sluice/protocol";
 import { DEFAULT_CLASS_ID, type DynamicSpec, type ThrottlerSpec } from "@sluice/spec";
-import { AdaptiveLimits } from "./adaptive/adaptive-limits.ts";
+import { AdaptiveLimits } from "../adaptive/adaptive-limits.ts";
 import { AlignmentGroups } from "./alignment/alignment-groups.ts";
-import type { LoadSource, LoadSpec } from "./adaptive/load-source.ts";
-import type { PersistedAdaptive } from "./adaptive/persisted-adaptive.ts";
+import type { LoadSource, LoadSpec } from "../adaptive/load-source.ts";
+import type { PersistedAdaptive, PersistedLeases } from "@sluice/failover-ports";
 import { bucketRequestOf } from "./bucket-request.ts";
 import { checkReleaseAmount, refuseNeverFitting } from "./concurrency/concurrency-admission.ts";
 import { ConcurrencyLeases } from "./concurrency/concurrency-leases.ts";
-import type { PersistedLeases } from "./concurrency/persisted-leases.ts";
 import { bucketConfigOf } from "./bucket-config.ts";
 import type { BucketBalance, ControllerSnapshot, ControllerThrottlerSnapshot } from "./controller-snapshot.ts";
 import { parseDynamicSpecUpdate } from "./dynamic-spec-parse.ts";

@@ -1,5 +1,5 @@
 import { AssignerProtocol, type Consumer, type Kafka, type PartitionAssigner } from "kafkajs";
-import type { ControllerElection, ElectionListener } from "@sluice/controller";
+import type { ControllerElection, ElectionListener } from "@sluice/failover-ports";
 import { controllerGroupId, controllerStateTopic } from "./controller-state-records.ts";
 import { describeError } from "./kafka-io-error.ts";
 

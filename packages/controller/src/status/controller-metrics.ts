@@ -1,8 +1,7 @@
-import { WAIT_BUCKETS_MS, type WaitHistogramView } from "@sluice/core";
-import type { ControllerSnapshot, ControllerThrottlerSnapshot } from "../controller.ts";
+import type { ControllerSnapshot, ControllerThrottlerSnapshot } from "../quota/controller.ts";
 import { writeAlignmentMetrics } from "./alignment-metrics.ts";
 import { writeFailoverMetrics } from "./failover-metrics.ts";
-import type { Labels, PrometheusText, Sample } from "./prometheus-text.ts";
+import { histogramWithMax, type PrometheusText, type Sample } from "@sluice/status-http";
 
 // The controller's sensors (the reference's yt.flow.controller.distributed_throttler.*, see
 // reference/ytflow.md §5) in Prometheus style: dots become underscores, counters end in _total,
@@ -127,20 +126,4 @@ function writeAdaptiveMetrics(out: PrometheusText, throttlers: readonly Controll
         { labels: { ...labels, action: "fallback" }, value: a.counters.fallbacks },
       ]),
     );
-}
-
-/** A histogram family plus `<name>_max`, the largest wait seen (the reference's wait_time.max). */
-export function histogramWithMax(
-  out: PrometheusText,
-  name: string,
-  help: string,
-  series: readonly { readonly labels: Labels; readonly view: WaitHistogramView }[],
-): void {
-  out.histogram(
-    name,
-    help,
-    WAIT_BUCKETS_MS,
-    series.map(({ labels, view }) => ({ labels, buckets: view.buckets, count: view.count, sum: view.sumMs })),
-  );
-  out.gauge(`${name}_max`, `Longest single value of ${name} in the last minute (60 s, counted in 10 s slots), milliseconds; not an all-time maximum.`, series.map(({ labels, view }) => ({ labels, value: view.maxMs })));
 }

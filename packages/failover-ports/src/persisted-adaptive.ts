@@ -4,7 +4,7 @@
 // a minute, or a burst if initial_limit is high). Records written before this field lack it: the
 // loops then start at initial_limit, as before.
 
-import type { AdaptiveLawState } from "./adaptive-law.ts";
+import type { AdaptiveLawState } from "./adaptive-law-state.ts";
 
 export interface PersistedAdaptive {
   /** The limit the bucket ran at (differs from law.limit only under dry_run). */

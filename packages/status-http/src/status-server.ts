@@ -1,9 +1,7 @@
 import { createServer, type IncomingMessage, type RequestListener, type ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
-import type { ControllerSnapshot } from "../controller.ts";
-import { PROMETHEUS_CONTENT_TYPE } from "../metrics/prometheus-text.ts";
-import { dashboardPage } from "./dashboard-page.ts";
+import { PROMETHEUS_CONTENT_TYPE } from "./prometheus-text.ts";
 import { checkAccess } from "./http-access.ts";
 
 export interface StatusServerOptions {
@@ -13,10 +11,11 @@ export interface StatusServerOptions {
   readonly port: number;
   /** The body of GET /metrics, rendered per scrape. */
   readonly metrics: () => string | Promise<string>;
-  /** What the dashboard polls (GET /api/snapshot). Without it the server has /metrics and /healthz only (a worker). */
-  readonly snapshot?: () => ControllerSnapshot | Promise<ControllerSnapshot>;
-  /** Shown in the dashboard's title bar, e.g. `pipeline "enricher"`. */
-  readonly title?: string;
+  /**
+   * A page at GET / and the JSON it polls at GET /api/snapshot (the controller's dashboard). Without
+   * it the server has /metrics and /healthz only (a worker).
+   */
+  readonly dashboard?: StatusDashboard;
   /** Serve https with this PEM certificate and key; absent = plain http. */
   readonly tls?: { readonly cert: Buffer; readonly key: Buffer } | undefined;
   /** Every request must carry it (bearer header, or the dashboard's cookie; see http-access.ts). */
@@ -25,6 +24,13 @@ export interface StatusServerOptions {
   readonly health?: () => string | null;
   /** With a token: /metrics and /healthz stay open (scrapers and health checks without a header). */
   readonly openMetrics?: boolean | undefined;
+}
+
+export interface StatusDashboard {
+  /** The HTML served at GET / (and /index.html). */
+  readonly page: string;
+  /** The body of GET /api/snapshot, serialised with JSON.stringify per request. */
+  readonly snapshot: () => unknown;
 }
 
 export interface RunningStatusServer {
@@ -48,7 +54,7 @@ export interface RunningStatusServer {
  */
 export async function startStatusServer(options: StatusServerOptions): Promise<RunningStatusServer> {
   const host = options.host ?? "127.0.0.1";
-  const page = options.snapshot ? dashboardPage(options.title ?? "Sluice") : null;
+  const page = options.dashboard?.page ?? null;
   const listener: RequestListener = (request, response) => {
     void route(request, response, options, page);
   };
@@ -103,8 +109,8 @@ async function route(request: IncomingMessage, response: ServerResponse, options
         if (page === null) break;
         return send(response, request, 200, "text/html; charset=utf-8", page);
       case "/api/snapshot":
-        if (!options.snapshot) break;
-        return send(response, request, 200, "application/json; charset=utf-8", JSON.stringify(await options.snapshot()));
+        if (!options.dashboard) break;
+        return send(response, request, 200, "application/json; charset=utf-8", JSON.stringify(await options.dashboard.snapshot()));
       default:
         break;
     }

@@ -21,10 +21,3 @@ export interface PersistedRequestId {
   /** Epoch ms (failover controllers run on the system clock) after which the id is a new request. */
   readonly expiresAtMs: number;
 }
-
-/**
- * Newest request ids persisted per throttler. A replay that reaches a successor comes from a client
- * retrying within seconds of the failover, so the newest ids are the ones that matter; the bound
- * keeps the state record small whatever the grant rate.
- */
-export const PERSISTED_REQUEST_IDS_PER_THROTTLER = 1_000;

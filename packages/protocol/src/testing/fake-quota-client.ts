@@ -1,5 +1,5 @@
 import { SluiceError } from "@sluice/core";
-import type { DynamicSpecUpdate, QuotaServiceClient, RequestQuotaCall, ReleaseQuotaCall } from "@sluice/protocol";
+import type { DynamicSpecUpdate, QuotaServiceClient, RequestQuotaCall, ReleaseQuotaCall } from "../index.ts";
 
 /**
  * A scripted QuotaServiceClient for unit tests of the client logic (pure: no sockets, no timers).

@@ -1,5 +1,5 @@
-import type { PersistedAdaptive } from "../adaptive/persisted-adaptive.ts";
-import type { PersistedLeases } from "../concurrency/persisted-leases.ts";
+import type { PersistedAdaptive } from "./persisted-adaptive.ts";
+import type { PersistedLeases } from "./persisted-leases.ts";
 
 // The state-store port of controller failover (DESIGN §7.4, §9.1). `packages/kafka` implements it on
 // the compacted topic `<pipeline>.controller-state`, written only in committed transactions of one

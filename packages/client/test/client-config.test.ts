@@ -1,21 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { clientConfigEquals, effectiveLimit, prefetchWindow, smoothPrefetchWindow, throttlerSpecSchema, type ThrottlerSpecInput } from "@sluice/spec";
+import { throttlerSpecSchema, validateDynamicSpec, type ThrottlerSpecInput } from "@sluice/spec";
+import { clientConfigEquals, prefetchWindow, smoothPrefetchWindow } from "../src/client-config.ts";
 
 const throttler = (input: ThrottlerSpecInput) => throttlerSpecSchema.parse(input);
-
-describe("effectiveLimit", () => {
-  it("is the limit, or null when unlimited", () => {
-    assert.equal(effectiveLimit(throttler({ limit: 100 })), 100);
-    assert.equal(effectiveLimit(throttler({ limit: 0 })), 0);
-    assert.equal(effectiveLimit(throttler({})), null);
-  });
-
-  it("is the sum of the declared weights under use_class_weights_as_limit", () => {
-    const spec = throttler({ use_class_weights_as_limit: true, classes: { a: { weight: 3 }, b: { weight: 2 }, c: {} } });
-    assert.equal(effectiveLimit(spec), 6);
-  });
-});
 
 describe("prefetchWindow (ytflow.md §2.1)", () => {
   it("with all defaults: 0.2 RPS, 50 s window, 1e9 cap when unlimited", () => {
@@ -44,6 +32,14 @@ describe("prefetchWindow (ytflow.md §2.1)", () => {
   it("uses the summed class weights as the limit", () => {
     const spec = throttler({ use_class_weights_as_limit: true, request_period: "2s", classes: { a: { weight: 3 }, b: { weight: 2 } } });
     assert.equal(prefetchWindow(spec).maxPrefetchAmount, 10);
+  });
+
+  it("sizes an adaptive throttler's prefetch by initial_limit, not by max_limit", () => {
+    const result = validateDynamicSpec({ throttlers: { tasks: { request_period: "1s", adaptive: { load: { prometheus: { url: "http://127.0.0.1:9090", query: "cpu" } }, target: { low: 0.9, high: 0.95 }, max_limit: 100, initial_limit: 4 } } } });
+    assert.ok(result.ok);
+    const adaptive = result.value.throttlers["tasks"];
+    assert.ok(adaptive);
+    assert.equal(prefetchWindow(adaptive).maxPrefetchAmount, 4);
   });
 });
 

@@ -3,9 +3,9 @@
 // pages, failover) depend on the data, not on the service that produces it.
 import type { QuotaBucketSnapshot, QuotaClassSnapshot } from "@sluice/core";
 import type { AlignmentGroupSnapshot } from "./alignment/alignment-groups.ts";
-import type { AdaptiveSnapshot } from "./adaptive/adaptive-loop.ts";
+import type { AdaptiveSnapshot } from "../adaptive/adaptive-loop.ts";
 import type { ConcurrencySnapshot } from "./concurrency/concurrency-leases.ts";
-import type { FailoverStatus } from "./failover/failover-status.ts";
+import type { FailoverStatus } from "./failover-status.ts";
 
 /** A bucket's balance and the controller-clock time it was read at (what failover persists). */
 export interface BucketBalance {

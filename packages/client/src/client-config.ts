@@ -1,9 +1,20 @@
-import { PREFETCH_DEFAULTS } from "./defaults.ts";
-import { effectiveLimit, type LimitFields } from "./effective-limit.ts";
-import type { ThrottlerSpec } from "./throttler-spec.ts";
+import { SMOOTH_MAX_ANSWER_SPAN_MS } from "@sluice/core";
+import { effectiveLimit, type LimitFields, type ThrottlerSpec } from "@sluice/spec";
 
 // What a job's throttler client is built from. Source: ytflow.md §2.1, `BuildPrefetchingConfig` and
 // `ClientConfigEquals` of TDynamicThrottlerSpec.
+
+/**
+ * Constants of the prefetching client derived from a throttler spec (ytflow.md §2.1,
+ * `BuildPrefetchingConfig`): the window spans 10 request periods but never less than 1 s, and an
+ * unlimited throttler caps one prefetch at 1e9 units.
+ */
+export const PREFETCH_DEFAULTS = Object.freeze({
+  minPrefetchAmount: 1,
+  unlimitedMaxPrefetchAmount: 1_000_000_000,
+  windowRequestPeriods: 10,
+  minWindowMs: 1_000,
+});
 
 export interface PrefetchWindow {
   /** Refill RPCs per second the client aims at: one per request_period. */
@@ -72,9 +83,6 @@ export function smoothPrefetchWindow(throttler: SmoothWindowFields): PrefetchWin
   const targetRps = 1000 / Math.max(throttler.request_period, SMOOTH_MAX_ANSWER_SPAN_MS);
   return { ...window, targetRps, maxPrefetchAmount: cap };
 }
-
-/** The longest stretch one smooth answer covers; equal to the constant of the same name in @sluice/core. */
-export const SMOOTH_MAX_ANSWER_SPAN_MS = 1_000;
 
 export type ClientConfigFields = SmoothWindowFields & Pick<ThrottlerSpec, "retrying_channel" | "rpc_timeout" | "smooth">;
 

@@ -1,4 +1,3 @@
-export { FailoverController, type FailoverControllerOptions } from "./failover-controller.ts";
 export type { ControllerElection, ElectionListener, ElectionResult } from "./controller-election.ts";
 export {
   EMPTY_CONTROLLER_STATE,
@@ -10,10 +9,9 @@ export {
   type PersistedThrottler,
   type StateWrite,
 } from "./controller-state-store.ts";
-export type { FailoverRole, FailoverStatus } from "./failover-status.ts";
-export { LeaderLease } from "./leader-lease.ts";
-export { GroupCommit } from "./group-commit.ts";
-export { startFailoverController, type StartFailoverControllerOptions, type RunningFailoverController } from "./failover-server.ts";
+export type { PersistedLeases, PersistedRequestId } from "./persisted-leases.ts";
+export type { PersistedAdaptive } from "./persisted-adaptive.ts";
+export type { AdaptiveLawState } from "./adaptive-law-state.ts";
 export {
   PERSISTED_HOLDERS_MAX,
   PERSISTED_HOLDERS_MAX_BYTES,

@@ -1,4 +1,4 @@
-import type { PersistedLeases, PersistedRequestId } from "../concurrency/persisted-leases.ts";
+import type { PersistedLeases, PersistedRequestId } from "./persisted-leases.ts";
 
 // The documented bounds of one record of `<pipeline>.controller-state` (DESIGN §9.1): a record
 // never grows with the number of throttlers (one record each), and a concurrency throttler's record
@@ -9,7 +9,11 @@ import type { PersistedLeases, PersistedRequestId } from "../concurrency/persist
 export const PERSISTED_HOLDERS_MAX = 10_000;
 /** JSON bytes the listed holders of one record may take (ids are up to 1,024 characters). */
 export const PERSISTED_HOLDERS_MAX_BYTES = 1024 * 1024;
-/** Newest request ids kept in one record (older ones are answered as new requests after a failover). */
+/**
+ * Newest request ids kept in one record (older ones are answered as new requests after a failover):
+ * a replay that reaches a successor comes from a client retrying within seconds of the failover, so
+ * the newest ids are the ones that matter.
+ */
 export const PERSISTED_REQUEST_IDS_MAX = 1_000;
 /** JSON bytes the request ids of one record may take. */
 export const PERSISTED_REQUEST_IDS_MAX_BYTES = 512 * 1024;

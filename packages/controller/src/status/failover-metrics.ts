@@ -1,5 +1,5 @@
-import type { FailoverStatus } from "../failover/failover-status.ts";
-import type { PrometheusText } from "./prometheus-text.ts";
+import type { FailoverStatus } from "../quota/failover-status.ts";
+import type { PrometheusText } from "@sluice/status-http";
 
 // DESIGN §7.4 on /metrics: which controller leads, since when, the elections so far and the age of
 // the persisted state. Written only by a controller of a failover group (a `kafka` section).

@@ -1,0 +1,1 @@
+export { FakeQuotaClient } from "./fake-quota-client.ts";
