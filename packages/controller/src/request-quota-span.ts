@@ -71,7 +71,7 @@ async function recordRequestQuota(
     "sluice.quota.client_id": call.clientId,
     "sluice.quota.priority_ms": call.timestampMs,
   };
-  // An undeclared class is served as `default` (DESIGN §4.2): say what was asked for.
+  // An undeclared class is served as `default` (docs/design.md §9.2): say what was asked for.
   if (call.quotaClassId !== "" && call.quotaClassId !== classId) attributes["sluice.quota.requested_class_id"] = call.quotaClassId;
   const startedAt = clock.now();
   if (context.deadlineAt !== null) attributes["sluice.quota.deadline_ms"] = Math.max(0, context.deadlineAt - startedAt);

@@ -137,7 +137,7 @@ export class ThrottlerDrivers {
     return Object.fromEntries(balances);
   }
 
-  /** Sets persisted balances (DESIGN §7.4); ids no longer declared are ignored. Returns the ids restored. */
+  /** Sets persisted balances (docs/design.md §5.2); ids no longer declared are ignored. Returns the ids restored. */
   restoreBalances(balances: Readonly<Record<string, BucketBalance>>): string[] {
     const restored: string[] = [];
     for (const [id, { balance, atMs }] of Object.entries(balances)) {

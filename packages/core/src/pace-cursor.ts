@@ -1,5 +1,5 @@
 /**
- * Shaping on the controller (DESIGN §7.1, `smooth`): one cursor per smooth throttler hands out
+ * Shaping on the controller (docs/design.md §11.1, `smooth`): one cursor per smooth throttler hands out
  * *slots* on a single timeline, GCRA-like. A grant of n units gets the slots
  * `start, start + 1/r, …, start + (n−1)/r` with `start = max(now, cursor)`, and the cursor moves to
  * `start + n/r`. Slots never overlap, whoever they go to, so the sum over every client is spaced

@@ -59,7 +59,7 @@ export interface PacedConfig extends PrefetchConfig {
 }
 
 /**
- * The client of a smooth throttler (DESIGN §7.1). Like the prefetching client it asks the controller
+ * The client of a smooth throttler (docs/design.md §11.1). Like the prefetching client it asks the controller
  * for quota ahead of need — one request in flight while callers keep coming, sized so that requests
  * run at about one per request_period — but what an answer brings are *slots*: the client hands
  * unit i to a caller at its slot, never earlier, in FIFO order. A unit nobody waits for expires

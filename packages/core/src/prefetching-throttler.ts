@@ -19,7 +19,7 @@ interface LocalRequest {
 
 
 /**
- * A client-side pool of quota (DESIGN §4.7). A `throttle(n)` that fits the pool and has nobody ahead
+ * A client-side pool of quota (docs/design.md §9.7). A `throttle(n)` that fits the pool and has nobody ahead
  * of it returns at once without a remote call; otherwise it waits in a local FIFO and the client
  * asks the remote for `max(prefetch, deficit)`. The prefetch size adapts so that refills run at about
  * `targetRps`, within [min, max]. When a refill lands and the callers waiting for it took theirs, the
@@ -53,7 +53,7 @@ export class PrefetchingThrottler implements Throttler {
   private readonly lifetime = new AbortController();
   /** Only an unbounded client refills ahead and lends: see `refillAhead` and `lend`. */
   private readonly refillsAhead: boolean;
-  /** A refill failed and none has landed since: nothing is lent (DESIGN §4.8, no silent fallback). */
+  /** A refill failed and none has landed since: nothing is lent (docs/design.md §9.8, no silent fallback). */
   private refillFailing = false;
 
   constructor(
@@ -67,7 +67,7 @@ export class PrefetchingThrottler implements Throttler {
   }
 
   throttle(amount: number, options?: ThrottleOptions): Promise<void> {
-    // 0 is granted at once (DESIGN §4.1), even behind waiting callers: it takes nothing from anyone.
+    // 0 is granted at once (docs/design.md §9.1), even behind waiting callers: it takes nothing from anyone.
     if (amount === 0) return RESOLVED;
     if (this.liveQueued === 0 && amount >= 0 && fits(amount, this.available)) {
       this.available = Math.max(0, this.available - amount);
@@ -84,7 +84,7 @@ export class PrefetchingThrottler implements Throttler {
    * goes below 0, and the landing refills pay that back first), and a refill for whatever they do not
    * cover goes out now. This removes the wait of a job's first RequestQuota and of every refill that
    * lands late on a loaded controller. Not while a refill is failing (callers wait for the controller
-   * as with any throttler, DESIGN §4.8), nor when retiring or closed. What is lent is never more than
+   * as with any throttler, docs/design.md §9.8), nor when retiring or closed. What is lent is never more than
    * what is in flight, so at most the refills in flight are used before the controller has answered.
    */
   private lend(amount: number, signal: AbortSignal | undefined): boolean {

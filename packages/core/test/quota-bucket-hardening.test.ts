@@ -5,7 +5,7 @@ import { granted, makeBucket, request, runUntil } from "./quota-bucket-harness.t
 
 // Defects a review of main found in QuotaBucket (issue 9); each test failed before its fix.
 
-describe("QuotaBucket: a new request with nothing queued needs a positive balance (DESIGN §4.1)", () => {
+describe("QuotaBucket: a new request with nothing queued needs a positive balance (docs/design.md §9.1)", () => {
   it("waits at a balance of exactly 0, and is granted as soon as the balance is positive", () => {
     const bucket = makeBucket({ limit: 10, periodMs: 1000 });
     bucket.submit(request("all", 10), 0);

@@ -168,7 +168,7 @@ export function createStreamQuotaClient(address: string, options: GrpcQuotaClien
       );
     },
 
-    // Watermark alignment (DESIGN §7.5) reports every few seconds per worker: unary, as before.
+    // Watermark alignment (docs/design.md §12) reports every few seconds per worker: unary, as before.
     reportWatermarks: (call, callOptions) => unary.reportWatermarks?.(call, callOptions) ?? Promise.reject(closedError("ReportWatermarks")),
     updateDynamicSpec: (json, callOptions) => unary.updateDynamicSpec(json, callOptions),
     describeThrottlers: (callOptions) => unary.describeThrottlers(callOptions),

@@ -31,7 +31,7 @@ export type { IoFactory } from "./ports/io-factory.ts";
 export type { Sink, SinkRecord } from "./ports/sink.ts";
 export type { BatchContext, BatchHandler, BatchTransaction, NativeRecords, PartitionRef, RecordReader, Source, SourceBatch, SourceListener, SourceRecord } from "./ports/source.ts";
 export { NO_RECORD_HEADERS, SOURCE_RECORD_READER } from "./io/source-record-reader.ts";
-// The distributed throttler client lives in @sluice/client (DESIGN §2); re-exported for existing users.
+// The distributed throttler client lives in @sluice/client (docs/design.md §2); re-exported for existing users.
 export {
   DistributedThrottlerFactory,
   DynamicSpecWatcher,

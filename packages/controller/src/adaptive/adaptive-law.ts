@@ -1,4 +1,4 @@
-// The control law of an adaptive limit (DESIGN §7.3), as a pure function: (state, reading, usage)
+// The control law of an adaptive limit (docs/design.md §11.3), as a pure function: (state, reading, usage)
 // → the next limit and why. The loop in adaptive-loop.ts does the waiting, reading and applying.
 //
 // The law (README "Adaptive limits" explains it to operators):

@@ -3,7 +3,7 @@ import type { PersistedThrottler } from "./controller-state-store.ts";
 import { boundedLeases } from "./state-bounds.ts";
 
 /**
- * What a leader persists of each throttler now (DESIGN §9.1): one record per throttler with its
+ * What a leader persists of each throttler now (docs/design.md §5.3): one record per throttler with its
  * balance, the rate it refills at, its leases (within the bounds of state-bounds.ts) and its
  * adaptive loop's state. Throttlers with none of these (unlimited, nothing held) have no record.
  */

@@ -12,7 +12,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, validateMet
  * observe()-only Histogram could not otherwise take. Nothing is kept twice, and a family with no
  * series yet is written as its HELP and TYPE only (prom-client would invent an unlabelled 0).
  *
- * Lives in @sluice/controller because the controller owns /metrics (DESIGN §2); the CLI writes the
+ * Lives in @sluice/controller because the controller owns /metrics (docs/design.md §2); the CLI writes the
  * worker's families with the same writer, so one process can expose both on one port.
  */
 
