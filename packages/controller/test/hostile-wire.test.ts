@@ -295,7 +295,7 @@ describe("hostile messages over the wire", { timeout: 600_000 }, () => {
           while (next < end) {
             const i = next++;
             const result = await client.requestQuota(
-              // No request id: remembered ids have their own bound (README, max_queue_size), and this
+              // No request id: remembered ids have their own bound (docs/internals/request-ids.md, max_queue_size), and this
               // measures what a client id alone costs.
               { throttlerId: "open", clientId: `host-${i}/C/${i % 64}`, amount: 1, timestampMs: i, quotaClassId: "", requestId: "" },
               { deadlineAt: Date.now() + 60_000 },
