@@ -249,13 +249,11 @@ export class PrefetchingThrottler implements Throttler {
 
   /**
    * Asks for the next refill while half of the pool is still there, so that a caller whose quota
-   * does not bind never waits a round trip: without it every refill was sent by a caller that found
-   * the pool empty and waited for it, once per request_period in steady state and at every doubling
-   * while the pool grows (the bench's unlimited throttlers lost ~30 % of a short run to those waits).
-   * Sized so that pool + refill stays within `maxPrefetchAmount`; nothing when retiring or closed.
-   * Only for an unbounded (unlimited) throttler for now: where the quota binds, asking early changes
-   * when a client's class is backlogged at the controller, and the class-share and rate figures have
-   * not been re-measured with it.
+   * does not bind never waits a round trip (otherwise a caller finds the pool empty once per
+   * request_period, and at every doubling while the pool grows). Sized so that pool + refill stays
+   * within `maxPrefetchAmount`; nothing when retiring or closed. Only for an unbounded (unlimited)
+   * throttler: where the quota binds, asking early would change when a client's class is
+   * backlogged at the controller, which the class shares depend on.
    */
   private refillAhead(): void {
     if (this.closedWith || this.retiring || this.retryPending) return;

@@ -91,11 +91,6 @@ export class PrometheusText {
     return merged.metrics();
   }
 
-  /** Rendering is asynchronous (prom-client): use `await render()`. */
-  toString(): string {
-    throw new Error("PrometheusText.toString() is gone: the exposition is rendered by prom-client with `await out.render()`");
-  }
-
   private add(family: Family): this {
     if (!validateMetricName(family.name)) throw new Error(`"${family.name}" is not a valid Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*)`);
     for (const label of labelNamesOf(family)) {
