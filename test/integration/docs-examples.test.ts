@@ -153,4 +153,19 @@ describe("examples in README.md and docs/", () => {
     }
     assert.deepEqual(broken, []);
   });
+
+  it("lets a new user find the five first answers from the README within two clicks", () => {
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    const answers: [question: string, page: string, needle: string][] = [
+      ["run the quickstart", "docs/getting-started/quickstart.md", "pnpm install && pnpm start"],
+      ["call an API under a limit", "docs/guides/writing-computations.md", "## Calling an API under a limit"],
+      ["run on Kafka with two controllers", "docs/getting-started/kafka.md", "--port 7071"],
+      ["read a trace", "docs/operations/observability.md", "## Reading a trace"],
+      ["look up an error code", "docs/reference/errors.md", "| `CONTROLLER_UNAVAILABLE` |"],
+    ];
+    for (const [question, page, needle] of answers) {
+      assert.ok(readme.includes(`](${page})`) || readme.includes(`](${page}#`), `README links to ${page} (${question})`);
+      assert.ok(readFileSync(join(root, page), "utf8").includes(needle), `${page} answers "${question}"`);
+    }
+  });
 });
