@@ -3,9 +3,9 @@
 // while a real pipeline runs: the page loads without console errors, shows a panel per throttler, its
 // numbers move, the class shares come out as the weights say, each computation's "Epoch parts time"
 // chart draws the worker's part histograms (docs/design.md §15), and a screenshot is saved. The screenshot
-// goes to test/artifacts/ (ignored by git): a test run changes no committed file. The README's
-// docs/dashboard.png is renewed on purpose with SLUICE_UPDATE_SCREENSHOTS=1. Chromium is installed by
-// .ci/run, not here.
+// goes to test/artifacts/ (ignored by git): a test run changes no committed file. The picture in
+// docs/operations/observability.md, docs/dashboard.png, is renewed on purpose with
+// SLUICE_UPDATE_SCREENSHOTS=1. Chromium is installed by .ci/run, not here.
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

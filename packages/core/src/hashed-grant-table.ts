@@ -52,7 +52,7 @@ export class HashedGrantTable {
     return this.used;
   }
 
-  /** Bytes of the typed arrays (for tests and the README's figure). */
+  /** Bytes of the typed arrays (for tests and the memory figures of docs/internals/request-ids.md). */
   get bytes(): number {
     const perSlot = 4 + 4 + 8 + 8 + 8 + (this.paceStarts ? 16 : 0) + 2 * 4;
     return this.capacity * perSlot;

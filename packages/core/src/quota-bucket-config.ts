@@ -70,7 +70,7 @@ export const GRANT_CHUNKS_PER_POLL = 4096;
  * Granted request ids a bucket remembers at most, per unit of `max_queue_size`. Past the bound the
  * oldest are forgotten before their grace ends (a retry of one is then granted again): a throttler
  * granting more than bound ÷ grace new ids per second (16,700/s with the defaults) remembers each for
- * less than the grace, and never refuses fresh work for its bookkeeping (README: "Throttler semantics").
+ * less than the grace, and never refuses fresh work for its bookkeeping (docs/internals/request-ids.md).
  */
 export const REQUEST_IDS_PER_QUEUE_SLOT = 100;
 

@@ -248,7 +248,7 @@ export class QuotaBucket extends QuotaBucketState {
         this.arrival.clear(entry);
       }
       // A smooth grant is one run of consecutive slots: chunks interleaved with other requests would
-      // scatter its slots, which one answer cannot describe (README, "Shaping").
+      // scatter its slots, which one answer cannot describe (docs/internals/smooth-shaping.md).
       const chunk = this.pacer ? entry.remaining : chunkOf(entry.remaining, this.config.maxGrantAmount);
       // Concurrency: the chunk at the head must fit; it keeps its place until units come back.
       if (!this.tokens.canTake(chunk, now)) return;

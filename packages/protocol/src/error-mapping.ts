@@ -3,7 +3,7 @@ import { cancelledError, isSluiceErrorCode, SluiceError, type SluiceErrorCode } 
 
 /**
  * docs/design.md §4.5 on the wire: the gRPC status each Sluice code travels as. `null` marks the codes a
- * client raises itself and no server ever sends. The README's error table is checked against this
+ * client raises itself and no server ever sends. The error reference's table (docs/reference/errors.md) is checked against this
  * and core's ERROR_CODES by a test, so the three cannot drift apart.
  */
 export const GRPC_STATUS_BY_CODE = {
