@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `pnpm pack:all`: builds, then writes one tarball per publishable package into dist/packages/
-// (DESIGN §7.7), as `npm install ./dist/packages/*.tgz` takes them. `pnpm pack` applies each
+// (docs/design.md §14), as `npm install ./dist/packages/*.tgz` takes them. `pnpm pack` applies each
 // package's publishConfig (exports, main, types pointing at dist/) and turns workspace:* into versions.
 // `--prebuilt` packs the dist/ that `pnpm build` left instead of building again: the end-to-end
 // lane builds once and its other tests' children run that dist/ while this one packs.

@@ -1,4 +1,4 @@
-// Group 6: what delivery "exactly_once" (DESIGN §7.6) costs against "at_least_once" on a real
+// Group 6: what delivery "exactly_once" (docs/design.md §13) costs against "at_least_once" on a real
 // broker. The same worker process relays every message of a topic to an output topic; only the
 // computation's `delivery` differs. With exactly_once each iteration is one Kafka transaction
 // (AddPartitionsToTxn, Produce, AddOffsetsToTxn, TxnOffsetCommit, EndTxn: about five round trips,

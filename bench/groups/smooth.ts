@@ -1,4 +1,4 @@
-// Group 7: shaping (DESIGN §7.1, issue 10 item 5). A 1,000 units/s throttler shared by 8 jobs in 2
+// Group 7: shaping (docs/design.md §11.1, issue 10 item 5). A 1,000 units/s throttler shared by 8 jobs in 2
 // processes, every job backlogged and taking 1 unit per call: what reaches the callers in every
 // window, at what utilisation, for how many RPCs and how much CPU. Beside it the same at seed 003's
 // own 10 units/s (issue 20), Sluice smooth and plain only. Subjects, interleaved run by run:

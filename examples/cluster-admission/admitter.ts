@@ -9,7 +9,7 @@ import type { ClusterTask } from "./tasks.ts";
 // Cores, not tasks: the CPU the loop reads is the sum of the running tasks' cores, so a limit on
 // the number of tasks leaves the load to the task mix (16 one-core tasks and 16 three-core tasks
 // are a 3× different load) — measured, a perfectly chosen fixed number of tasks reads inside the
-// band only ~58 % of the time (README "Adaptive limits"). A task's cores are known when it is
+// band only ~58 % of the time (docs/internals/adaptive-law.md). A task's cores are known when it is
 // submitted (ClickHouse's max_threads); its duration is not, and varies 10×.
 
 const clusterUrl = process.env["CLUSTER_URL"] ?? "http://127.0.0.1:9750";

@@ -1,5 +1,5 @@
 // services: processes, kafka
-// Concurrency leases across a controller failover (DESIGN §7.2, §7.4) on the real broker
+// Concurrency leases across a controller failover (docs/design.md §11.2, §5.2) on the real broker
 // (KAFKA_BROKERS): two `sluice controller` processes of one pipeline, a simulated cluster, and two
 // holder processes (test/fixtures/concurrency-holder.ts, following the leader). Holder A runs long
 // tasks on every unit; the leader is SIGKILLed while A's tasks run; holder B starts asking at once.

@@ -1,5 +1,5 @@
 // services: processes
-// DESIGN §9.1, issue 19 item 9: a concurrency holder whose lease ended on a real `sluice controller`
+// docs/design.md §5.3, issue 19 item 9: a concurrency holder whose lease ended on a real `sluice controller`
 // (its renewals stopped past lease_timeout, and the controller gave its units to another holder)
 // learns it from its next renewal, and its next throttle()/release() fails with LEASE_EXPIRED
 // instead of running on with units nobody counts.

@@ -1,5 +1,5 @@
 // services: processes
-// Concurrency throttlers across processes (issue 11, DESIGN §7.2): one `sluice controller` and two
+// Concurrency throttlers across processes (issue 11, docs/design.md §11.2): one `sluice controller` and two
 // holder processes (test/fixtures/concurrency-holder.ts: @sluice/runtime's throttler client over
 // real gRPC) admit tasks to a simulated cluster. The cluster never runs more than `limit` tasks at
 // once, and a holder SIGKILLed while it holds units gives them back within lease_timeout (+ the

@@ -1,5 +1,5 @@
 // services: processes, kafka
-// "At most N rows in flight" across processes (DESIGN §7.2, issue 11 item 5) on the real broker
+// "At most N rows in flight" across processes (docs/design.md §11.2, issue 11 item 5) on the real broker
 // (KAFKA_BROKERS): one `sluice controller` and two `sluice worker` processes consume one topic
 // through a concurrency throttler applied by automatic input throttling (max_rows_per_batch 1).
 // Each row runs a task on a simulated cluster (test/fixtures/cluster-task-computation.ts), which

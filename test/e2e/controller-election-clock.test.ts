@@ -1,5 +1,5 @@
 // services: kafka
-// One time base for the leader's lease (DESIGN §9.1): kafkajs stamps its requests with `Date.now()`,
+// One time base for the leader's lease (docs/design.md §5.3): kafkajs stamps its requests with `Date.now()`,
 // the controller's clock is monotonic (performance.timeOrigin + performance.now()). After the wall
 // clock steps back (NTP), the two differ by the step; a lease that compared them directly saw every
 // heartbeat as sent long ago and fenced the elected leader on every tick: no leader at all. Here the

@@ -1,5 +1,5 @@
 // services: processes, kafka
-// DESIGN §7.4, issue 12 item 5: a failover group of `sluice controller` processes on the real broker
+// docs/design.md §5.2, issue 12 item 5: a failover group of `sluice controller` processes on the real broker
 // (KAFKA_BROKERS), with workers under load. Every process is a real child, started here and ended by
 // its own pid; pipeline names are unique per run. Time bounds are the issue's (10 s to a serving
 // successor with session_timeout 6 s), with the measured figures printed as diagnostics.
@@ -113,7 +113,7 @@ describe("controller failover on Kafka", { timeout: 300_000 }, () => {
     }
     const { rows: worst, startsAt } = maxInWindow(out.map((m) => m.at), periodMs);
     const bound = limit * (periodMs / 1000) + limit * (periodMs / 1000);
-    // Pay-after (DESIGN §4.1): each of the 4 jobs' clients may overdraw the bucket by one refill of
+    // Pay-after (docs/design.md §9.1): each of the 4 jobs' clients may overdraw the bucket by one refill of
     // ceil(limit × request_period) = 20, and rows of a pool filled just before a window opens are
     // processed inside it. This slack is the same with or without a failover.
     const slack = 4 * Math.ceil(limit * 0.2);

@@ -19,7 +19,7 @@ interface ClientResult {
 
 const LIMIT = 200;
 const REQUEST_PERIOD_MS = 200;
-/** A client's prefetch window: ceil(limit × request_period) (DESIGN §4.7). */
+/** A client's prefetch window: ceil(limit × request_period) (docs/design.md §9.7). */
 const PREFETCH_CAP = Math.ceil((LIMIT * REQUEST_PERIOD_MS) / 1000);
 
 const children: Child[] = [];

@@ -1,5 +1,5 @@
 // services: kafka
-// Records at their documented bounds written to and read back from a real broker (DESIGN §9.1):
+// Records at their documented bounds written to and read back from a real broker (docs/design.md §5.3):
 // the single `buckets` record of before outgrew the broker's 1 MiB limit with eight busy concurrency
 // throttlers, and then every grant failed.
 import assert from "node:assert/strict";

@@ -1,5 +1,5 @@
 // services: kafka
-// The controller state on a real broker (DESIGN §9.1): Kafka, not our numbers, orders and fences
+// The controller state on a real broker (docs/design.md §5.3): Kafka, not our numbers, orders and fences
 // it. Each store here is what one controller process has (its reader, its claim on the writer).
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";

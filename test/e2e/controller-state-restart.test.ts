@@ -1,5 +1,5 @@
 // services: processes, kafka
-// DESIGN §7.4, issue 12 item 3: one `sluice controller` with a `kafka` section persists its state in
+// docs/design.md §5.2, issue 12 item 3: one `sluice controller` with a `kafka` section persists its state in
 // `<pipeline>.controller-state`, so a SIGKILL and restart is not a free bucket, and a
 // reconfiguration made before it is still in force after it (its version continues). Real broker
 // (KAFKA_BROKERS), real child processes, real gRPC; every process is ended by its own pid.

@@ -2,10 +2,10 @@
 // The controller's dashboard in a real browser (Debian's headless Chromium driven by playwright-core)
 // while a real pipeline runs: the page loads without console errors, shows a panel per throttler, its
 // numbers move, the class shares come out as the weights say, each computation's "Epoch parts time"
-// chart draws the worker's part histograms (DESIGN §9.3), and a screenshot is saved. The screenshot
-// goes to test/artifacts/ (ignored by git): a test run changes no committed file. The README's
-// docs/dashboard.png is renewed on purpose with SLUICE_UPDATE_SCREENSHOTS=1. Chromium is installed by
-// .ci/run, not here.
+// chart draws the worker's part histograms (docs/design.md §15), and a screenshot is saved. The screenshot
+// goes to test/artifacts/ (ignored by git): a test run changes no committed file. The picture in
+// docs/operations/observability.md, docs/dashboard.png, is renewed on purpose with
+// SLUICE_UPDATE_SCREENSHOTS=1. Chromium is installed by .ci/run, not here.
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -102,7 +102,7 @@ it("the dashboard of a running pipeline loads cleanly, moves, and shares the lim
   assert.equal(await page.locator("#state").innerText(), "live");
   assert.equal(await api.locator("[data-adaptive]").isVisible(), false, "no adaptive charts for a throttler without an adaptive loop");
 
-  // Epoch parts time (DESIGN §9.3): a chart per computation, drawn from the worker's part histograms
+  // Epoch parts time (docs/design.md §15): a chart per computation, drawn from the worker's part histograms
   // on /metrics. Both computations are backlogged behind a 300/s limit: they mostly wait for quota.
   for (const computation of ["Batch", "Interactive"]) {
     const chart = page.locator(`#epoch-parts [data-computation="${computation}"]`);

@@ -2,7 +2,7 @@
 // docker-compose.yml cannot run here (no Docker engine), so this reads it and checks what would break
 // it: every Sluice command and flag exists in the CLI (`sluice <command> --help`), the spec and the
 // producer it names exist and validate, ports agree between the flags, the published ports, the
-// health checks, the services that call each other and the README, and the images are the versions
+// health checks, the services that call each other and docs/getting-started/kafka.md, and the images are the versions
 // the repository runs without Docker.
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
@@ -25,8 +25,11 @@ interface Service {
 // Compose resolves `<<: *anchor` merge keys (YAML 1.1); the yaml package does so when asked.
 const compose = parse(readFileSync(join(ROOT, "docker-compose.yml"), "utf8"), { merge: true }) as { services: Record<string, Service> };
 const services = compose.services;
-const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-const jaegerSection = readme.slice(readme.indexOf("### See it in Jaeger"), readme.indexOf("\n## ", readme.indexOf("### See it in Jaeger")));
+// docs/getting-started/kafka.md's "See it in Jaeger" section is what users follow.
+const guide = readFileSync(join(ROOT, "docs/getting-started/kafka.md"), "utf8");
+const jaegerStart = guide.indexOf("## See it in Jaeger");
+const jaegerEnd = guide.indexOf("\n## ", jaegerStart + 1);
+const jaegerSection = guide.slice(jaegerStart, jaegerEnd < 0 ? undefined : jaegerEnd);
 const CONTROLLERS = ["controller", "controller-2"];
 const SLUICE_SERVICES = [...CONTROLLERS, "worker-1", "worker-2"];
 
@@ -141,7 +144,7 @@ describe("docker-compose.yml", () => {
       assert.ok(hostPort, `${name} publishes its --metrics-port ${metricsPort}`);
       hostPorts.add(hostPort);
       assert.ok(service(name).healthcheck?.test.join(" ").includes(`127.0.0.1:${metricsPort}/healthz`), `${name}'s health check asks its --metrics-port`);
-      assert.ok(jaegerSection.includes(`http://localhost:${hostPort}/metrics`), `README names ${name}'s metrics port ${hostPort}`);
+      assert.ok(jaegerSection.includes(`http://localhost:${hostPort}/metrics`), `the Docker Compose guide names ${name}'s metrics port ${hostPort}`);
     }
     assert.equal(hostPorts.size, 2, "the two workers publish different host ports");
 
@@ -157,7 +160,7 @@ describe("docker-compose.yml", () => {
     assert.equal(published("jaeger").get(4318), 4318);
 
     for (const text of ["docker compose up --build", "http://localhost:16686", ...hostHttpPorts.map((p) => `http://localhost:${p}/`), `localhost:${grpcPort}`, `localhost:${external}`]) {
-      assert.ok(jaegerSection.includes(text), `README "See it in Jaeger" mentions ${text}`);
+      assert.ok(jaegerSection.includes(text), `"See it in Jaeger" mentions ${text}`);
     }
   });
 
@@ -189,6 +192,6 @@ describe("docker-compose.yml", () => {
       assert.ok(v1, "tools/jaeger/go.mod pins jaeger");
       assert.equal(image, `jaegertracing/jaeger:2.${Number(v1[1]) - 63}.${v1[2]}`);
     }
-    assert.ok(jaegerSection.includes(service("kafka").image ?? "") && jaegerSection.includes(image), "README names both images");
+    assert.ok(jaegerSection.includes(service("kafka").image ?? "") && jaegerSection.includes(image), "the Docker Compose guide names both images");
   });
 });

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Child, ROOT, SLUICE_BIN } from "../support/processes.ts";
 
-/** One install from the registry per run: bounded, and the figure the README quotes is printed. */
+/** One install from the registry per run: bounded, and the figure docs/internals/measurements.md quotes is printed. */
 const NPM_INSTALL_TIMEOUT_MS = 5 * 60_000;
 
 const work = mkdtempSync(join(tmpdir(), "sluice-install-"));

@@ -1,5 +1,5 @@
 // services: processes
-// DESIGN §9.3: `sluice_worker_iteration_part_seconds{computation_id, part}` on a running `sluice run`
+// docs/design.md §15: `sluice_worker_iteration_part_seconds{computation_id, part}` on a running `sluice run`
 // has the four parts for every computation, and its sums agree with the durations of the spans the
 // same process exported (to an OTLP receiver in this test) for the same iterations.
 //

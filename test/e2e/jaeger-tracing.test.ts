@@ -1,5 +1,5 @@
 // services: processes, jaeger
-// The DESIGN §6 promise, end to end: Input.Throttle is "exported to Jaeger by OTLP". Real `sluice`
+// The docs/design.md §10 promise, end to end: Input.Throttle is "exported to Jaeger by OTLP". Real `sluice`
 // processes export to a real Jaeger (scripts/jaeger.mjs starts one, or reuses the one scripts/test.mjs
 // started), and the traces are read back through Jaeger's HTTP query API: iteration spans of
 // `sluice-worker` with an Input.Throttle child carrying the throttler, class, amount and wait_ms;

@@ -1,5 +1,5 @@
 // services: processes, kafka
-// delivery "exactly_once" (DESIGN §7.6) across a broker restart: `sluice controller` and two `sluice
+// delivery "exactly_once" (docs/design.md §13) across a broker restart: `sluice controller` and two `sluice
 // worker` processes relay 6 partitions on a broker of this test's own (test/support/private-kafka.ts;
 // the shared broker is never stopped), which is SIGKILLed mid-run and started again on the same
 // ports and data. A read_committed consumer of the output must see every input exactly once, and

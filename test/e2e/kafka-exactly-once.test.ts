@@ -1,5 +1,5 @@
 // services: processes, kafka
-// delivery "exactly_once" (DESIGN §7.6) on the real broker: `sluice controller` and two `sluice
+// delivery "exactly_once" (docs/design.md §13) on the real broker: `sluice controller` and two `sluice
 // worker` processes, one SIGKILLed mid-run; a read_committed consumer of the output must see every
 // input exactly once. Every process is started here and ended by its own pid.
 import assert from "node:assert/strict";

@@ -1,5 +1,5 @@
 // services: processes, kafka
-// Watermark alignment (DESIGN §7.5) end to end on the real broker: `sluice run` (embedded
+// Watermark alignment (docs/design.md §12) end to end on the real broker: `sluice run` (embedded
 // controller + worker, one process) reads two partitions whose event times are an hour apart. With
 // alignment the partition ahead is held (paused, no quota asked) while the other catches up, then
 // both read; without it both read at once. About 10–15 s for both runs (6.4 s + 3.7 s measured).

@@ -33,7 +33,7 @@ it("a worker's /metrics count what it processed and agree with the controller's"
     },
   });
   // The spec's brokers are wrong on purpose (the processes take --brokers). With a kafka section
-  // the controller is a failover member (DESIGN §7.4), so it needs the real brokers as well.
+  // the controller is a failover member (docs/design.md §5.2), so it needs the real brokers as well.
   const controllerChild = sluice(["controller", spec, "--port", "0", "--brokers", (await brokers()).join(",")]);
   children.push(controllerChild);
   const port = Number((await controllerChild.waitFor(/listening on 127\.0\.0\.1:(\d+)/, 120_000))[1]);

@@ -2,7 +2,7 @@
 // Tracing of real `sluice` processes, read back from an OTLP/HTTP receiver inside the test (no trace
 // backend needed; test/e2e/jaeger-tracing.test.ts does the same against a real Jaeger). A throttled
 // pipeline of one computation on one partition runs with the embedded controller, and with a
-// `sluice controller` in another process over gRPC; the spans must form the DESIGN §2.1 trace with
+// `sluice controller` in another process over gRPC; the spans must form the docs/design.md §3 trace with
 // the controller's RequestQuota under Input.Throttle, carry the right resources, add up to the wait
 // the limit imposes, and be flushed when the processes exit (normally and on SIGTERM). Every process
 // is started here and ended by its own pid.

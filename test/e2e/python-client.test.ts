@@ -48,7 +48,7 @@ it("the Python client's tests pass against a real controller", async () => {
   assert.match(pytest.stdout, /\b8 passed\b/);
 });
 
-it("the Python client knows every error code of DESIGN §4.1, with the same retriability and gRPC status", () => {
+it("the Python client knows every error code of docs/design.md §4.5, with the same retriability and gRPC status", () => {
   const script = "import json; from sluice_client import ERROR_CODES; print(json.dumps({c: [r, s.name if s else None] for c, (r, s) in ERROR_CODES.items()}))";
   const run = spawnSync("python3", ["-c", script], { cwd: join(ROOT, "clients/python"), encoding: "utf8", timeout: 60_000 });
   assert.equal(run.status, 0, run.stderr);

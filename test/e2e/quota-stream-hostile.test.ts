@@ -1,5 +1,5 @@
 // services: processes
-// DESIGN §9.1, issue 19 item 6: a real `sluice controller` child under 100,000 QuotaStream calls
+// docs/design.md §5.3, issue 19 item 6: a real `sluice controller` child under 100,000 QuotaStream calls
 // whose answers are never read (a raw HTTP/2 client) stays under 300 MB RSS and keeps serving a
 // well-behaved client. The RSS is read from /proc (VmRSS, sampled, and the kernel's peak VmHWM), so
 // the bound holds however loaded the machine is; only the well-behaved client's wait has a (generous) timeout.

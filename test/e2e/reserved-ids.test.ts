@@ -1,5 +1,5 @@
 // services: processes
-// DESIGN §9.1, issue 19 item 8, end to end: a real `sluice controller` child and @sluice/client over
+// docs/design.md §5.3, issue 19 item 8, end to end: a real `sluice controller` child and @sluice/client over
 // gRPC, with a throttler named "constructor", classes "prototype" and "constructor", and a client
 // (and request ids) named "__proto__": they are served, counted and described like any other ids.
 import assert from "node:assert/strict";

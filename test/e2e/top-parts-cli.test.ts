@@ -1,5 +1,5 @@
 // services: processes
-// `sluice top --metrics`: each computation's share of iteration time per part (DESIGN §9.3), read
+// `sluice top --metrics`: each computation's share of iteration time per part (docs/design.md §15), read
 // from a running pipeline's worker metrics (`sluice run --http-port`) beside the controller's
 // throttlers (`--controller-port`). Kept apart from top-cli.test.ts, which tests the frame itself.
 import assert from "node:assert/strict";

@@ -1,5 +1,5 @@
 // services: processes, chromium, zipkin
-// DESIGN §9.3: a trace UI without Docker. The quickstart runs with OpenTelemetry's Zipkin exporter
+// docs/design.md §15: a trace UI without Docker. The quickstart runs with OpenTelemetry's Zipkin exporter
 // (OTEL_TRACES_EXPORTER=zipkin) into a real Zipkin server (scripts/zipkin.mjs: the exec jar from
 // Maven Central, in-memory storage), and Debian's headless Chromium opens the trace in Zipkin's own
 // UI and finds an Input.Throttle span (Zipkin lower-cases names: "input.throttle") with the

@@ -1,4 +1,4 @@
-// The checker of the fault harness (DESIGN §9.1): pure functions over a recorded history. Each
+// The checker of the fault harness (docs/design.md §5.3): pure functions over a recorded history. Each
 // invariant is checked on its own and reports every violation it finds with the figures, so a
 // failed run says what broke, where and by how much.
 import { sortByTime, type HistoryEvent, type ThrottlerInfo } from "./history.ts";

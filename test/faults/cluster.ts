@@ -1,4 +1,4 @@
-// The real parts a fault-harness run drives (DESIGN §9.1): a private Kafka broker it may restart,
+// The real parts a fault-harness run drives (docs/design.md §5.3): a private Kafka broker it may restart,
 // one Toxiproxy proxy per controller in front of its own broker listener (so that one controller's
 // connection can be cut), and three `sluice controller` processes of one failover group. Every
 // process is started here and ended by its own pid.
@@ -174,7 +174,7 @@ export class FaultCluster {
     return null;
   }
 
-  /** Deletes the election group on the broker (DESIGN §9.1: its generation then restarts at 1). */
+  /** Deletes the election group on the broker (docs/design.md §5.3: its generation then restarts at 1). */
   async deleteElectionGroup(timeoutMs: number): Promise<string> {
     const admin = this.admin();
     await admin.connect();

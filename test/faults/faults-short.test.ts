@@ -1,5 +1,5 @@
 // services: processes
-// The fault harness's short schedule, as CI runs it (DESIGN §9.1): `pnpm test:faults` with a fixed
+// The fault harness's short schedule, as CI runs it (docs/design.md §5.3): `pnpm test:faults` with a fixed
 // seed and a 3-minute schedule, which has five faults, one of each kind. Real parts throughout: a
 // private broker, three controllers behind Toxiproxy, two client processes. Passes only when the
 // checker finds no violation in the whole history and the group recovered from every fault.

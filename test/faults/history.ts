@@ -1,4 +1,4 @@
-// The history of one fault-harness run (DESIGN §9.1), Jepsen-style: every process appends what it
+// The history of one fault-harness run (docs/design.md §5.3), Jepsen-style: every process appends what it
 // saw, with the wall-clock time it saw it, as one JSON object per line. All processes run on one
 // machine, so their Date.now() share one clock; the checker merges the files and orders by `at`.
 import { closeSync, openSync, readFileSync, readdirSync, writeSync } from "node:fs";
@@ -16,7 +16,7 @@ export interface ThrottlerInfo {
   readonly periodMs: number;
   readonly smooth: boolean;
   /**
-   * The client's request_period: it prefetches at most ceil(limit × request_period) (DESIGN §4.7), and
+   * The client's request_period: it prefetches at most ceil(limit × request_period) (docs/design.md §9.7), and
    * one such refill may be granted on a positive balance and overdraw it (pay-after, §4.1).
    */
   readonly requestPeriodMs: number;

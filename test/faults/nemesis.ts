@@ -1,4 +1,4 @@
-// The nemesis (DESIGN §9.1): it carries out one step of the schedule against the cluster, records
+// The nemesis (docs/design.md §5.3): it carries out one step of the schedule against the cluster, records
 // when the fault started and ended, and measures the failover: how long until a controller serves
 // as leader again (one other than the faulted leader, for the faults that take the leader away).
 import type { ControllerSlot, FaultCluster } from "./cluster.ts";

@@ -1,4 +1,4 @@
-// `pnpm test:faults [--seed N] [--minutes M] [--faults kind,kind]`: the fault harness (DESIGN §9.1);
+// `pnpm test:faults [--seed N] [--minutes M] [--faults kind,kind]`: the fault harness (docs/design.md §5.3);
 // `pnpm test:faults --check <run dir>` checks and reports a recorded history again.
 // A seeded schedule of faults runs against a private broker, three controllers of one failover
 // group behind Toxiproxy and two client processes under load; then the checker reads the whole

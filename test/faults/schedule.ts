@@ -1,4 +1,4 @@
-// The nemesis's schedule (DESIGN §9.1): a list of faults drawn from one seed, so `--seed N` replays
+// The nemesis's schedule (docs/design.md §5.3): a list of faults drawn from one seed, so `--seed N` replays
 // the same faults with the same parameters in the same order. The first five steps are the five
 // fault kinds in a seeded order, so any schedule of five steps or more hits every kind once; the
 // rest are drawn at random.

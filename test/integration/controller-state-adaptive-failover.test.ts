@@ -1,5 +1,5 @@
 // An adaptive limit across a failover with the state handed over through the throttler's record's
-// JSON (DESIGN §7.3, §7.4), as a successor reads it from `<pipeline>.controller-state`: the
+// JSON (docs/design.md §11.3, §5.2), as a successor reads it from `<pipeline>.controller-state`: the
 // controller package's stand-in group in virtual time, its store encoding every record with this
 // package's encoder and decoding it back. No broker: the record is what is under test here;
 // test/controller-*.test.ts run the store on one.

@@ -1,4 +1,4 @@
-// Watermark alignment (DESIGN §7.5) in virtual time: the workers' side (WatermarkAlignment and its
+// Watermark alignment (docs/design.md §12) in virtual time: the workers' side (WatermarkAlignment and its
 // AlignedPartitions) against the controller's real alignment groups, over the in-memory transport,
 // all on one ManualClock. No Kafka and no sleeping: what is tested is the algorithm, including the
 // ways Flink's alignment is known to get stuck (reference/peers.md §7).

@@ -1,4 +1,4 @@
-// Writes docs/dashboard.png, the README's picture of the dashboard: a `sluice run` of two
+// Writes docs/dashboard.png, the picture of the dashboard in docs/operations/observability.md: a `sluice run` of two
 // computations sharing a 300/s rows throttler by class weight (3:1), one of them spending 40 ms of
 // Process per batch and sending outputs, photographed by Debian's headless Chromium after the charts
 // have a minute of history. No test writes it (tests must not rewrite committed files).

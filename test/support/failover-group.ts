@@ -1,4 +1,4 @@
-// Helpers of the failover e2e tests (DESIGN §7.4): free loopback ports for the controllers of a
+// Helpers of the failover e2e tests (docs/design.md §5.2): free loopback ports for the controllers of a
 // group (they must be in the spec before the controllers start), starting those controllers, and a
 // poll for the one that leads.
 import { createServer, type Server } from "node:net";

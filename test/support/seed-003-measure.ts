@@ -1,4 +1,4 @@
-// Seed 003 at its own figures, measured end to end (issue 20, DESIGN §7.1): `limit 10, period 1s,
+// Seed 003 at its own figures, measured end to end (issue 20, docs/design.md §11.1): `limit 10, period 1s,
 // smooth: true` in front of a PDF generator that refuses the 11th call in any 1,000 ms (a real HTTP
 // service, pdf-service.ts) shared by real `sluice run` processes (seed-003-run.ts). The goal is 0
 // refusals and ≥ 9.5 accepted calls/s while every process is backlogged (the window leaves out the

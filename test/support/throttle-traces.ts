@@ -50,7 +50,7 @@ export function expectedWaitBoundsMs(e: ThrottleTraceExpectation, busyMs = 0): {
 }
 
 /**
- * Checks the trace shape of DESIGN §2.1 in spans from any backend: each `<computation> iteration`
+ * Checks the trace shape of docs/design.md §3 in spans from any backend: each `<computation> iteration`
  * span of `sluice-worker` has one Input.Throttle child with the throttler, class, amount and
  * wait_ms; every `sluice-controller` RequestQuota span of those traces is the child of an
  * Input.Throttle span (the trace context crossed the RPC) and says what it granted; the summed wait
@@ -119,7 +119,7 @@ export function checkThrottleTraces(spans: readonly CollectedSpan[], e: Throttle
       assert.equal(rpc.attributes["sluice.quota.granted"], amount);
       granted += amount;
     } else {
-      // A refill still in flight when the worker stops is cancelled (DESIGN §4.5); nothing else fails here.
+      // A refill still in flight when the worker stops is cancelled (docs/design.md §9.5); nothing else fails here.
       assert.equal(outcome, "CANCELLED", `RequestQuota ${rpc.spanId} ended with ${String(outcome)}`);
       assert.equal(rpc.statusCode, 2, "a failed RequestQuota has the error status");
     }

@@ -1,7 +1,7 @@
 import { connect, type ClientHttp2Session, type ClientHttp2Stream } from "node:http2";
 import { quotaServiceDefinition } from "@sluice/protocol";
 
-// A hostile QuotaStream client without grpc-js (DESIGN §9.1): it writes calls as fast as its socket
+// A hostile QuotaStream client without grpc-js (docs/design.md §5.3): it writes calls as fast as its socket
 // takes them and reads no answers, so the controller's only defence is its own backpressure and
 // its bound on open calls. `startReading()` turns it into a reader, to see what was held back.
 

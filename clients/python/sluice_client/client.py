@@ -1,4 +1,4 @@
-"""A Python client of the Sluice controller's quota service (DESIGN §4.8, §5).
+"""A Python client of the Sluice controller's quota service (docs/design.md §9.8, §4).
 
 ``acquire`` blocks until the controller granted ``amount`` in full. One logical request keeps ONE
 request id across its retries, so the controller grants it once and a retry after a deadline

@@ -1,4 +1,4 @@
-"""DESIGN §4.1 in Python: every refusal is a SluiceError with a stable code and whether to retry."""
+"""docs/design.md §4.5 in Python: every refusal is a SluiceError with a stable code and whether to retry."""
 
 from __future__ import annotations
 

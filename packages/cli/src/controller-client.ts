@@ -15,7 +15,7 @@ export function parseControllerList(value: string): string[] {
 }
 
 /**
- * The gRPC client of every command that talks to a controller: with several addresses (DESIGN §7.4,
+ * The gRPC client of every command that talks to a controller: with several addresses (docs/design.md §5.2,
  * `controller.addresses`) it follows the leader; with one it behaves as a plain client, and still
  * follows a follower's redirect. Quota calls travel on one QuotaStream per controller unless
  * SLUICE_QUOTA_TRANSPORT=unary (or `options.transport`) asks for one RPC per call.

@@ -10,7 +10,7 @@ import type { PipelineSpec } from "@sluice/spec";
  */
 export const LEASE_SHARE_OF_SESSION = 0.5;
 
-/** The election and state store of `sluice controller` with a `kafka` section (DESIGN §2, §7.4). */
+/** The election and state store of `sluice controller` with a `kafka` section (docs/design.md §2, §5.2). */
 export function kafkaFailoverPorts(
   spec: PipelineSpec,
   log: (line: string) => void,

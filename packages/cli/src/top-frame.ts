@@ -25,7 +25,7 @@ export interface TopFrameInput {
 const BAR_MIN = 10;
 const BAR_MAX = 30;
 
-/** DESIGN §7.4: who leads, since when, the elections so far and the age of the persisted state. */
+/** docs/design.md §5.2: who leads, since when, the elections so far and the age of the persisted state. */
 function failoverLine(snapshot: ControllerSnapshot, dim: (text: string) => string): string {
   const f = snapshot.failover;
   if (!f) return "";
@@ -93,7 +93,7 @@ export function formatTopFrame(input: TopFrameInput): string[] {
   return lines;
 }
 
-/** A concurrency throttler's holders and an adaptive loop's reading, band and limits (DESIGN §7.2, §7.3). */
+/** A concurrency throttler's holders and an adaptive loop's reading, band and limits (docs/design.md §11.2, §11.3). */
 export function kindLines(throttler: ControllerThrottlerSnapshot, dim: (text: string) => string): string[] {
   const lines: string[] = [];
   const leases = throttler.concurrency;
@@ -126,7 +126,7 @@ export function kindLines(throttler: ControllerThrottlerSnapshot, dim: (text: st
 function classLines(throttler: ControllerThrottlerSnapshot, barWidth: number, dim: (text: string) => string): string[] {
   if (throttler.classes.length === 0) return [];
   const total = throttler.classes.reduce((sum, c) => sum + c.grantedRate, 0);
-  // A weight is a share among classes that want quota (DESIGN §4.2): an idle class's goes to the others.
+  // A weight is a share among classes that want quota (docs/design.md §9.2): an idle class's goes to the others.
   const busy = throttler.classes.filter((c) => c.grantedRate > 0 || c.pendingRequests > 0);
   const busyWeight = busy.reduce((sum, c) => sum + c.weight, 0);
   const lines = [dim(`  ${pad("class", 20)}${lpad("weight", 8)}  ${pad("share: weight → observed", barWidth + 16)}${lpad("granted/s", 10)}${lpad("waiting", 9)}`)];

@@ -1,6 +1,6 @@
 import { ITERATION_PARTS, type IterationPart } from "@sluice/runtime";
 
-// `sluice top --metrics <url>`: each computation's share of iteration time per part (DESIGN §9.3),
+// `sluice top --metrics <url>`: each computation's share of iteration time per part (docs/design.md §15),
 // e.g. `throttle 62% · process 30% · output 6% · commit 2%`, from the workers' histogram
 // sluice_worker_iteration_part_seconds on their /metrics. The controller does not see the workers'
 // iterations, so top reads the workers' endpoints (`sluice run --http-port`, `sluice worker

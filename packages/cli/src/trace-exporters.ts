@@ -1,4 +1,4 @@
-// Which span exporters run, by OpenTelemetry's own settings (DESIGN §9.3): OTEL_TRACES_EXPORTER, a
+// Which span exporters run, by OpenTelemetry's own settings (docs/design.md §15): OTEL_TRACES_EXPORTER, a
 // comma-separated list of `otlp` (the default), `zipkin`, `console` and `none`, with each exporter's
 // endpoint variable. Pure: environment in, destinations and warnings out; tracing.ts builds them.
 

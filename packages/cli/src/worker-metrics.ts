@@ -8,7 +8,7 @@ import { PART_BUCKETS_SECONDS, type AlignmentMetricsView, type ComputationStatsV
 // bytes processed, failures, lag.
 //
 // Rendered here, in the CLI, rather than in @sluice/runtime: the runtime keeps the numbers
-// (Worker.stats(), Worker.throttlerMetrics()) and must not import @sluice/controller (DESIGN §2),
+// (Worker.stats(), Worker.throttlerMetrics()) and must not import @sluice/controller (docs/design.md §2),
 // where the exposition writer lives; serving them is a concern of the process, which the CLI owns.
 
 /** What the worker's /metrics reads: a Worker, or anything shaped like one. */
@@ -16,7 +16,7 @@ export interface WorkerMetricsSource {
   readonly workerId: string;
   stats(): readonly ComputationStatsView[];
   throttlerMetrics(): readonly ThrottlerMetricsView[];
-  /** Watermark alignment (DESIGN §7.5); absent = nothing aligned. */
+  /** Watermark alignment (docs/design.md §12); absent = nothing aligned. */
   alignmentMetrics?(): readonly AlignmentMetricsView[];
 }
 

@@ -62,7 +62,7 @@ export function prefetchWindow(throttler: PrefetchFields): PrefetchWindow {
 export type SmoothWindowFields = PrefetchFields & Pick<ThrottlerSpec, "max_grant_amount">;
 
 /**
- * A smooth client's window (DESIGN §7.1): as `prefetchWindow`, with no answer longer than a second
+ * A smooth client's window (docs/design.md §11.1): as `prefetchWindow`, with no answer longer than a second
  * of slots (`ceil(limit × min(request_period, 1 s))`) nor larger than `max_grant_amount`. The controller cannot chunk a smooth grant (one answer is one run of
  * consecutive slots; chunks interleaved with other requests would scatter them), so the client
  * splits instead: it asks for at most `max_grant_amount` at a time — a larger `throttle(n)` takes
@@ -88,7 +88,7 @@ export type ClientConfigFields = SmoothWindowFields & Pick<ThrottlerSpec, "retry
 
 /**
  * True iff a client built for `a` serves `b` unchanged: same prefetch window, retrying channel and
- * rpc_timeout and shaping (DESIGN §4.9; a smooth client paces what it hands out, §7.1). Then the client — and the quota it prefetched — is kept across a
+ * rpc_timeout and shaping (docs/design.md §9.9; a smooth client paces what it hands out, §11.1). Then the client — and the quota it prefetched — is kept across a
  * reconfiguration; `period`, weights and `max_grant_amount` apply on the controller only (except that
  * a smooth client caps its answers at `max_grant_amount`: see smoothPrefetchWindow). Under
  * `use_class_weights_as_limit` a weight change matters only if it resizes the prefetch window.

@@ -18,7 +18,7 @@ export interface ConcurrencyClientOptions {
 /** Renewals per lease_timeout: two may be lost (a slow controller, a GC pause) before a lease ends. */
 const RENEWALS_PER_LEASE = 3;
 
-/** Why the units this client held are no longer counted by the controller (DESIGN §9.1). */
+/** Why the units this client held are no longer counted by the controller (docs/design.md §5.3). */
 interface LostLease {
   readonly units: number;
   /** What the controller still counted, or null when no renewal got through for lease_timeout. */
@@ -26,12 +26,12 @@ interface LostLease {
 }
 
 /**
- * A job's client of a concurrency throttler (DESIGN §7.2). Unlike a rate throttler's client it
+ * A job's client of a concurrency throttler (docs/design.md §11.2). Unlike a rate throttler's client it
  * prefetches nothing — a unit held is a task admitted, so holding spare units would admit work
  * nobody is doing — and every throttle() is a RequestQuota for exactly its units. While it holds
  * units it renews their lease every lease_timeout / 3; close() (the job ended) gives them all back.
  *
- * DESIGN §9.1: units the controller no longer counts (a renewal answers fewer than this client
+ * docs/design.md §5.3: units the controller no longer counts (a renewal answers fewer than this client
  * holds, or no renewal got through for lease_timeout: a stall, a cut) are lost — the controller may
  * have given them to others. The next throttle() or release() fails with LEASE_EXPIRED, so the work
  * they admitted fails instead of running unaccounted; after that the client starts afresh.

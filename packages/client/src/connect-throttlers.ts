@@ -9,7 +9,7 @@ import type { ThrottlerHandle, ThrottlerHandleMetrics } from "./throttler-handle
 // Optional fields also take `undefined`, so that `token: process.env.TOKEN` type-checks under
 // exactOptionalPropertyTypes too.
 export interface ConnectThrottlersOptions {
-  /** `host:port` of `sluice controller`, or several (a leader and its followers, DESIGN §7.4). */
+  /** `host:port` of `sluice controller`, or several (a leader and its followers, docs/design.md §5.2). */
   readonly controller: string | readonly string[];
   /** Stable id of this caller, sent with every request (e.g. "billing-1"): the controller's metrics name it. */
   readonly clientId: string;
@@ -22,7 +22,7 @@ export interface ConnectThrottlersOptions {
   readonly tls?: ClientTlsOptions | undefined;
   /**
    * Quota class of this client's requests: one for every throttler, or per throttler id (missing =
-   * the throttler's default class). Shares between classes are the controller's (DESIGN §4.2).
+   * the throttler's default class). Shares between classes are the controller's (docs/design.md §9.2).
    */
   readonly quotaClass?: string | Readonly<Record<string, string>> | undefined;
   /** How long to wait for the controller's first dynamic_spec before giving up (default 10 s). */

@@ -5,7 +5,7 @@ import type { QuotaServiceClient } from "@sluice/protocol";
  * The controller as a standalone client sees it: one QuotaServiceClient per address, the one in use
  * looked up per RPC (the retrying remote and the dynamic_spec watcher call `current()` each attempt).
  *
- * With several addresses (DESIGN §7.4: a leader and its followers), a call that finds its controller
+ * With several addresses (docs/design.md §5.2: a leader and its followers), a call that finds its controller
  * unreachable — or a follower answering UNAVAILABLE — moves later calls to the next address, so the
  * client settles on whichever one serves; the retries themselves stay the retrying remote's.
  *

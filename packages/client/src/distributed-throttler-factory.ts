@@ -26,7 +26,7 @@ export interface DistributedThrottlerFactoryOptions {
 
 /**
  * A throttler's client in a job: prefetching for a rate throttler, pacing what it hands out for a
- * smooth one (DESIGN §7.1), leasing for a concurrency one (§7.2).
+ * smooth one (docs/design.md §11.1), leasing for a concurrency one (§11.2).
  */
 type ThrottlerClient = PrefetchingThrottler | PacedThrottler | ConcurrencyClient;
 
@@ -49,7 +49,7 @@ function keepsClient(previous: Built, next: ThrottlerSpec): boolean {
  * Owns the throttler clients of one job (the reference's IDistributedThrottlerFactory): one
  * prefetching client per declared throttler, behind stable handles; the job's lag timestamp and
  * the computation's class per throttler, read at RPC time; and live reconfiguration with the rules
- * of DESIGN §4.9 — a client is rebuilt only when its own config (prefetch window, retries,
+ * of docs/design.md §9.9 — a client is rebuilt only when its own config (prefetch window, retries,
  * rpc_timeout) changes, so weights, `period` and `max_grant_amount` changes keep its pool.
  */
 export class DistributedThrottlerFactory {

@@ -19,9 +19,9 @@ export interface RetryingQuotaRemoteOptions {
   readonly throttlerId: string;
   readonly clientId: string;
   readonly spec: Pick<ThrottlerSpec, "rpc_timeout" | "retrying_channel">;
-  /** Lag timestamp of the job, read when each RPC is sent (DESIGN §6). */
+  /** Lag timestamp of the job, read when each RPC is sent (docs/design.md §10). */
   readonly priority: () => number;
-  /** Quota class for this throttler, read when each RPC is sent (DESIGN §4.9). */
+  /** Quota class for this throttler, read when each RPC is sent (docs/design.md §9.9). */
   readonly classId: () => string;
   /**
    * The trace context each attempt is sent under (W3C `traceparent` in the call's metadata), read
@@ -36,7 +36,7 @@ export interface RetryingQuotaRemoteOptions {
 }
 
 /**
- * The "retrying channel" of a throttler client (DESIGN §4.8): one logical RequestQuota per refill,
+ * The "retrying channel" of a throttler client (docs/design.md §9.8): one logical RequestQuota per refill,
  * retried with backoff and jitter under one request id — so the controller grants it once and a
  * retry after a deadline resumes its place in the queue — until `retry_attempts` or `retry_timeout`
  * is spent; then RETRIES_EXHAUSTED, and the job fails. There is no fallback to a local limit.
@@ -44,7 +44,7 @@ export interface RetryingQuotaRemoteOptions {
 export class RetryingQuotaRemote implements QuotaRemote, PacedQuotaRemote {
   /**
    * The class the latest granted refill was charged to. Quota already fetched stays with the class it
-   * was fetched for (DESIGN §4.9): what the pool gives back is the latest refills' quota, so a release
+   * was fetched for (docs/design.md §9.9): what the pool gives back is the latest refills' quota, so a release
    * after a class change refunds the class that paid for it, not the one in force now.
    */
   private chargedClassId: string | null = null;
@@ -56,7 +56,7 @@ export class RetryingQuotaRemote implements QuotaRemote, PacedQuotaRemote {
   }
 
   /**
-   * The same call, returning the slots of a smooth throttler's answer (DESIGN §7.1). The start delay
+   * The same call, returning the slots of a smooth throttler's answer (docs/design.md §11.1). The start delay
    * is measured from when the answer arrived here, so a slow answer only shifts the slots later; how
    * much later at most (`travelMs`) is bounded from this attempt's round trip and the controller's wait.
    */
@@ -118,7 +118,7 @@ export class RetryingQuotaRemote implements QuotaRemote, PacedQuotaRemote {
   }
 
   /**
-   * W3C trace context of the waiting caller, so the controller's span is its child (DESIGN §2.1).
+   * W3C trace context of the waiting caller, so the controller's span is its child (docs/design.md §3).
    * Empty without an SDK: the global propagator is then a no-op and nothing is sent.
    */
   private traceMetadata(): { metadata?: Record<string, string> } {

@@ -21,7 +21,7 @@ export interface ThrottledOptions<T> {
 const DEFAULT_MAX_BUFFERED = 1000;
 
 /**
- * The rxjs operator of DESIGN §7.7: each value waits for its quota from `throttler`, in order, and
+ * The rxjs operator of docs/design.md §14: each value waits for its quota from `throttler`, in order, and
  * is emitted once granted. Unsubscribing aborts the pending wait (so its quota is not taken) and
  * drops what is buffered. The buffer is bounded: past `maxBuffered` the stream fails (or drops, as
  * chosen) instead of holding an unbounded backlog in memory — a backlog that must survive belongs

@@ -1,4 +1,4 @@
-// DESIGN §8 and §9.1: a caller's AbortSignal ends its throttle() promptly even while the controller
+// docs/design.md §9.8 and §5.3: a caller's AbortSignal ends its throttle() promptly even while the controller
 // is unreachable — each RequestQuota failing retriably (refused connections, a follower) or hanging
 // until its rpc_timeout — on every kind of client connectThrottlers builds: prefetching (rate),
 // smooth (paced) and concurrency. The rejection is CANCELLED, and the wait is bounded by 1 s

@@ -43,7 +43,7 @@ describe("prefetchWindow (ytflow.md §2.1)", () => {
   });
 });
 
-describe("smoothPrefetchWindow (DESIGN §7.1)", () => {
+describe("smoothPrefetchWindow (docs/design.md §11.1)", () => {
   it("caps a smooth client's answers at max_grant_amount, since the controller cannot chunk a run of slots", () => {
     assert.equal(smoothPrefetchWindow(throttler({ limit: 100, request_period: "1s", smooth: true })).maxPrefetchAmount, 100);
     assert.equal(smoothPrefetchWindow(throttler({ limit: 100, request_period: "1s", smooth: true, max_grant_amount: 7 })).maxPrefetchAmount, 7);
@@ -73,7 +73,7 @@ describe("smoothPrefetchWindow (DESIGN §7.1)", () => {
   });
 });
 
-describe("clientConfigEquals (DESIGN §4.9)", () => {
+describe("clientConfigEquals (docs/design.md §9.9)", () => {
   const base: ThrottlerSpecInput = { limit: 100, period: "1s", request_period: "1s", classes: { a: { weight: 1 } } };
   const equalAfter = (change: ThrottlerSpecInput) => clientConfigEquals(throttler(base), throttler({ ...base, ...change }));
 

@@ -6,7 +6,7 @@ import { RetryingQuotaRemote } from "../src/retrying-quota-remote.ts";
 import { FakeQuotaClient } from "@sluice/protocol/testing";
 
 describe("RetryingQuotaRemote", () => {
-  it("returns quota to the class it was fetched for, not the class in force at release (DESIGN §4.9)", async () => {
+  it("returns quota to the class it was fetched for, not the class in force at release (docs/design.md §9.9)", async () => {
     const client = new FakeQuotaClient();
     let classId = "batch";
     const remote = new RetryingQuotaRemote({

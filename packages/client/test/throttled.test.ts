@@ -30,7 +30,7 @@ class GateThrottler implements Throttler {
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
-describe("throttled() rxjs operator (DESIGN §7.7)", () => {
+describe("throttled() rxjs operator (docs/design.md §14)", () => {
   it("waits for each value's quota in order and passes the values through", async () => {
     const gate = new GateThrottler();
     const seen: string[] = [];

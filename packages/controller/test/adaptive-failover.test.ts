@@ -1,4 +1,4 @@
-// An adaptive limit across a controller failover (DESIGN §7.3, §7.4), in virtual time with the
+// An adaptive limit across a controller failover (docs/design.md §11.3, §5.2), in virtual time with the
 // in-memory stand-ins: the leader persists its adaptive loop's state after every decision (even
 // with no grant to persist), and a successor goes on from that limit, failure count and slow-start
 // phase instead of starting over at initial_limit — and from the whole memory of the law, so its

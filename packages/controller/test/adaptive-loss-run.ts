@@ -1,4 +1,4 @@
-// A capacity loss on an adaptive concurrency limit (DESIGN §7.3) run through a failover group of
+// A capacity loss on an adaptive concurrency limit (docs/design.md §11.3) run through a failover group of
 // stand-ins in virtual time (failover-stand-ins.ts), for the tests that a successor decides as its
 // predecessor would have: packages/controller/test/adaptive-failover.test.ts (the state handed over
 // in memory) and packages/kafka/test/controller-state-adaptive-failover.test.ts (through the

@@ -1,4 +1,4 @@
-// Concurrency leases across a failover (DESIGN §7.2, §7.4), in virtual time with the in-memory
+// Concurrency leases across a failover (docs/design.md §11.2, §5.2), in virtual time with the in-memory
 // stand-ins: the leader persists its leases with the balances before it answers a grant, and a
 // successor starts with those units in use (not all free), answers a replayed request id from the
 // restored lease, and gets back the units of a holder that never renews within lease_timeout.

@@ -1,4 +1,4 @@
-// Request ids on a concurrency throttler (DESIGN §7.2), in virtual time: a request retried with the
+// Request ids on a concurrency throttler (docs/design.md §11.2), in virtual time: a request retried with the
 // same id (a client retry after a lost answer, a failover replay) gets the same grant back and never
 // takes the units twice, whether it comes after the answer or joins the original while it waits.
 import assert from "node:assert/strict";

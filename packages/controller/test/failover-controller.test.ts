@@ -1,4 +1,4 @@
-// The failover state machine in virtual time (DESIGN §7.4), with in-memory stand-ins for the two
+// The failover state machine in virtual time (docs/design.md §5.2), with in-memory stand-ins for the two
 // ports: the election is driven by the test, the store keeps records in memory and can be made to
 // hang. The Kafka implementations are exercised by test/controller-*.test.ts on the real broker.
 import assert from "node:assert/strict";

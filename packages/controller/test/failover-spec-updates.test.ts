@@ -1,4 +1,4 @@
-// A failover leader's reconfigurations in virtual time (DESIGN §7.4, §9.1: a reconfiguration is
+// A failover leader's reconfigurations in virtual time (docs/design.md §5.2, §5.3: a reconfiguration is
 // never lost, the version in force never goes backwards): a new dynamic_spec version is committed to
 // the state first, then served. The stand-in store is made to fail, hang or outlive the lease.
 import assert from "node:assert/strict";

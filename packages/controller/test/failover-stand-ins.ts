@@ -1,4 +1,4 @@
-// In-memory stand-ins for the two ports of a FailoverController (DESIGN §7.4), for tests in virtual
+// In-memory stand-ins for the two ports of a FailoverController (docs/design.md §5.2), for tests in virtual
 // time: the election is driven by the test, the store keeps records in memory and can be made to hang;
 // and a member of a failover group built on them (startStandInMember).
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// What a failover leader persists and restores, and how a failed write shows (DESIGN §9.1), in
+// What a failover leader persists and restores, and how a failed write shows (docs/design.md §5.3), in
 // virtual time with the in-memory stand-ins; test/controller-state-fencing.test.ts runs the store on a broker.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";

@@ -11,7 +11,7 @@ import { bytesField, RawGrpc, type RawOutcome } from "./raw-grpc.ts";
 
 // Random and hostile RequestQuota / ReleaseQuota / UpdateDynamicSpec messages, sent as raw bytes to
 // a real controller over gRPC on loopback: each one must be answered with the status its Sluice
-// code travels as (DESIGN §4.1) — checked against a small model of what the controller must say —
+// code travels as (docs/design.md §4.5) — checked against a small model of what the controller must say —
 // and afterwards the controller still serves and its heap has not grown past a stated bound.
 
 /** Heap in use after full collections (the runner has no --expose-gc; see bad-input.test.ts). */
@@ -91,7 +91,7 @@ function expectedForRelease(message: QuotaMessage): Expected {
   return { granted: 0 };
 }
 
-/** The status matches its code (DESIGN §4.1), and the code is one the model allows. */
+/** The status matches its code (docs/design.md §4.5), and the code is one the model allows. */
 function assertAnswered(outcome: RawOutcome, expected: Expected, what: string, decode?: (body: Buffer) => number): void {
   const seen = `${what} → status ${outcome.status}, code ${outcome.code ?? "none"}: ${outcome.message.slice(0, 300)}`;
   if ("granted" in expected) {
@@ -295,7 +295,7 @@ describe("hostile messages over the wire", { timeout: 600_000 }, () => {
           while (next < end) {
             const i = next++;
             const result = await client.requestQuota(
-              // No request id: remembered ids have their own bound (README, max_queue_size), and this
+              // No request id: remembered ids have their own bound (docs/internals/request-ids.md, max_queue_size), and this
               // measures what a client id alone costs.
               { throttlerId: "open", clientId: `host-${i}/C/${i % 64}`, amount: 1, timestampMs: i, quotaClassId: "", requestId: "" },
               { deadlineAt: Date.now() + 60_000 },

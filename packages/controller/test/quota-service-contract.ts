@@ -6,7 +6,7 @@ import { validateDynamicSpec } from "@sluice/spec";
 import { Controller, type ControllerSnapshot, type ControllerThrottlerSnapshot } from "../src/index.ts";
 
 /**
- * The QuotaService contract (DESIGN §4, §5), run once per transport: whatever carries the calls,
+ * The QuotaService contract (docs/design.md §9, §4), run once per transport: whatever carries the calls,
  * a client sees the same grants, order, errors and messages. Real clock, generous tolerances.
  */
 export type MakeClient = (controller: Controller) => Promise<{ client: QuotaServiceClient; close(): Promise<void> }>;
@@ -351,7 +351,7 @@ export function quotaServiceContract(name: string, makeClient: MakeClient): void
       await assert.rejects(s.ask({ amount: 1 }), { message: expected });
     });
 
-    it("carries ReportWatermarks: each partition's bound, the group's figures, the instance and settling (DESIGN §7.5)", async (t) => {
+    it("carries ReportWatermarks: each partition's bound, the group's figures, the instance and settling (docs/design.md §12)", async (t) => {
       const s = await setup(t, {});
       const t0 = 1_700_000_000_000;
       const report = s.client.reportWatermarks;

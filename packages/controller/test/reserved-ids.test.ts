@@ -1,4 +1,4 @@
-// DESIGN §9.1, issue 19 item 8: ids from clients and specs (client ids, request ids, throttler and
+// docs/design.md §5.3, issue 19 item 8: ids from clients and specs (client ids, request ids, throttler and
 // class ids) named `__proto__`, `constructor` or `prototype` are ordinary ids — a holder called
 // `__proto__` is counted in snapshots and survives a persist/restore through JSON like any other.
 import assert from "node:assert/strict";

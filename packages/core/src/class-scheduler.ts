@@ -1,5 +1,5 @@
 /**
- * Start-time fair queuing over quota classes (DESIGN §4.2; the reference's
+ * Start-time fair queuing over quota classes (docs/design.md §9.2; the reference's
  * TWeightedFairQueueScheduler, ytflow.md §3.3). Pure and synchronous.
  *
  * Each class has a virtual time (VT). Among classes with pending requests the one with the smallest

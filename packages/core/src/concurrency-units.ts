@@ -1,5 +1,5 @@
 /**
- * The unit source of a concurrency throttler (DESIGN §7.2), a pure value beside TokenBucket and with
+ * The unit source of a concurrency throttler (docs/design.md §11.2), a pure value beside TokenBucket and with
  * the same methods, so QuotaBucket's queue machinery (classes, lag order, chunking, deadlines,
  * request ids) drives either: `limit` units may be in use at once; a grant takes units, `release`
  * gives them back. Nothing refills with time — a waiter is woken by a release (or a raised limit).

@@ -1,6 +1,6 @@
 /**
  * Where the controller's clock stands against this process's, bounded from the answers of smooth
- * throttlers (DESIGN §7.1). Each answer says when the controller answered (`answeredAt`, its clock)
+ * throttlers (docs/design.md §11.1). Each answer says when the controller answered (`answeredAt`, its clock)
  * and how long the request had waited there; the request left here before the controller saw it,
  * and the answer arrived here after it left, so the offset θ = controller clock − local clock lies in
  * `[answeredAt − receivedAt, answeredAt − waited − sentAt]`. One answer alone bounds θ to its round

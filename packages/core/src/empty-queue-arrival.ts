@@ -1,5 +1,5 @@
 /**
- * DESIGN §4.1's arrival rule for a QuotaBucket, as the reference's fast and slow lanes do it: a
+ * docs/design.md §9.1's arrival rule for a QuotaBucket, as the reference's fast and slow lanes do it: a
  * request that found nobody waiting is granted in the instant it arrived only at a positive balance;
  * otherwise it waits like any queued request and is granted as soon as the balance is non-negative —
  * but not in that instant. Kept apart because it touches admission, draining and wake-ups alike.

@@ -2,8 +2,8 @@
  * Grants keyed by a 64-bit id hash (two 32-bit halves), held in typed arrays only: a ring in grant
  * order (what expires first is at its head) and an open-addressing index from hash to ring slot.
  * Typed arrays keep their contents outside the JavaScript heap, so a million remembered grants are
- * a handful of objects for the GC to mark, not a million strings and map entries (bench/README.md,
- * group 8: those made the controller's p99 follow its mark-compact pauses).
+ * a handful of objects for the GC to mark, not a million strings and map entries whose marking
+ * would set the controller's latency.
  *
  * The index probes linearly and deletes by backward shift (no tombstones to pile up), at most half
  * full: it has twice the ring's slots. A hash pushed again while its earlier grant is still held
@@ -52,7 +52,7 @@ export class HashedGrantTable {
     return this.used;
   }
 
-  /** Bytes of the typed arrays (for tests and the README's figure). */
+  /** Bytes of the typed arrays (for tests and the memory figures of docs/internals/request-ids.md). */
   get bytes(): number {
     const perSlot = 4 + 4 + 8 + 8 + 8 + (this.paceStarts ? 16 : 0) + 2 * 4;
     return this.capacity * perSlot;

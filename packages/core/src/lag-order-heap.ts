@@ -5,7 +5,7 @@ export interface LagOrdered {
 }
 
 /**
- * A binary min-heap by (lag timestamp, arrival seq), for a class's waiting requests (DESIGN §4.3).
+ * A binary min-heap by (lag timestamp, arrival seq), for a class's waiting requests (docs/design.md §9.3).
  * The same order as a MinHeap with that comparator, but the two keys of every slot are kept in
  * typed arrays beside the items: sifting compares numbers in two contiguous arrays instead of
  * reading two fields of every entry it passes. With 100,000 requests queued, those reads (a cache

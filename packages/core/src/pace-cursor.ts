@@ -1,5 +1,5 @@
 /**
- * Shaping on the controller (DESIGN §7.1, `smooth`): one cursor per smooth throttler hands out
+ * Shaping on the controller (docs/design.md §11.1, `smooth`): one cursor per smooth throttler hands out
  * *slots* on a single timeline, GCRA-like. A grant of n units gets the slots
  * `start, start + 1/r, …, start + (n−1)/r` with `start = max(now, cursor)`, and the cursor moves to
  * `start + n/r`. Slots never overlap, whoever they go to, so the sum over every client is spaced
@@ -59,8 +59,8 @@ export function smoothDispatchGuardMs(periodMs: number): number {
 export const SMOOTH_DISPATCH_GUARD_SHARE = 0.25;
 
 /**
- * The least dispatch guard at any period: `sluice run` was measured putting 2 calls 99.6 ms apart
- * at limit 10, period 100 ms (bench/smooth-table.ts): 0.8 ms past what the slots allow.
+ * The least dispatch guard at any period: at short periods a quarter of the tolerance is below the
+ * jitter between `throttle()` returning and a call landing (docs/internals/smooth-shaping.md).
  */
 export const CALLER_DELAY_MARGIN_MS = 1.5;
 
@@ -94,7 +94,7 @@ export function paceLeadMs(config: PaceConfig): number {
 /**
  * The longest stretch of time one smooth answer covers. A starting controller grants nothing for one
  * reach (its predecessor's clients may hold slots that far ahead), and the reach is one answer long:
- * with the default request_period of 5 s that was 5.5 s of nothing at every start. Capped at a
+ * an answer as long as the default request_period of 5 s would stop every start for 5 s. Capped at a
  * second, a client whose share of the rate needs more asks more often than once per request_period
  * (at most about once a second). The client sizes its smooth answers by it (smoothPrefetchWindow in @sluice/client).
  */

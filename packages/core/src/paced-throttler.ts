@@ -13,9 +13,8 @@ import { RESOLVED, type ThrottleOptions, type Throttler } from "./throttler.ts";
  * Wake-ups for due slots are spaced between these shares of the slot expiry; the rest of the expiry
  * is left for the timer's own lateness on a busy machine (a unit older than the expiry is never
  * handed out, so the spacing decides how many units are lost to a late timer, never the window bound).
- * Each event-loop wake-up costs 0.1–0.4 ms of CPU on a shared 2-core VM, whatever it then does, so
- * wake-ups are most of what a smooth client costs: at 1/6 (6.25 ms at a 1 s period) a process
- * spent ×1.6 the CPU per unit of 1/3 (in-process, 4 clients at 480 units/s). The clients of one
+ * An event-loop wake-up costs CPU whatever it then does, so wake-ups are most of what a smooth
+ * client costs, and spacing them wider costs fewer (docs/internals/measurements.md). The clients of one
  * process share their wake-ups (SharedWakeups), so this spacing holds for the process, not per client.
  */
 const MIN_WAKE_SHARE_OF_EXPIRY = 1 / 3;
@@ -59,7 +58,7 @@ export interface PacedConfig extends PrefetchConfig {
 }
 
 /**
- * The client of a smooth throttler (DESIGN §7.1). Like the prefetching client it asks the controller
+ * The client of a smooth throttler (docs/design.md §11.1). Like the prefetching client it asks the controller
  * for quota ahead of need — one request in flight while callers keep coming, sized so that requests
  * run at about one per request_period — but what an answer brings are *slots*: the client hands
  * unit i to a caller at its slot, never earlier, in FIFO order. A unit nobody waits for expires

@@ -80,10 +80,9 @@ export class PrefetchSizer {
     // Improvement on the reference, which always divides by the whole window: a client younger than
     // its window measures its rate over the time it has existed (at least one request period), so a
     // busy new client reaches its steady refill size in a few refills instead of dozens.
-    // An unbounded client measures over at least UNBOUNDED_MIN_SPAN_MS instead: each doubling cost
-    // its callers a round trip (~15 of them before a busy job's pool reached its steady size, half
-    // a second of waiting on a loaded machine), and since the quota never binds, a refill that
-    // overshoots costs nobody anything (what is left goes back when the client closes).
+    // An unbounded client measures over at least UNBOUNDED_MIN_SPAN_MS instead: each doubling costs
+    // its callers a round trip, and since the quota never binds, a refill that overshoots costs
+    // nobody anything (what is left goes back when the client closes).
     const floorMs = this.sizing.unbounded === true ? Math.min(UNBOUNDED_MIN_SPAN_MS, 1000 / targetRps) : 1000 / targetRps;
     const spanMs = Math.min(windowMs, Math.max(now - oldest.at, floorMs));
     const observedRps = count / (spanMs / 1000);

@@ -19,7 +19,7 @@ interface LocalRequest {
 
 
 /**
- * A client-side pool of quota (DESIGN §4.7). A `throttle(n)` that fits the pool and has nobody ahead
+ * A client-side pool of quota (docs/design.md §9.7). A `throttle(n)` that fits the pool and has nobody ahead
  * of it returns at once without a remote call; otherwise it waits in a local FIFO and the client
  * asks the remote for `max(prefetch, deficit)`. The prefetch size adapts so that refills run at about
  * `targetRps`, within [min, max]. When a refill lands and the callers waiting for it took theirs, the
@@ -53,7 +53,7 @@ export class PrefetchingThrottler implements Throttler {
   private readonly lifetime = new AbortController();
   /** Only an unbounded client refills ahead and lends: see `refillAhead` and `lend`. */
   private readonly refillsAhead: boolean;
-  /** A refill failed and none has landed since: nothing is lent (DESIGN §4.8, no silent fallback). */
+  /** A refill failed and none has landed since: nothing is lent (docs/design.md §9.8, no silent fallback). */
   private refillFailing = false;
 
   constructor(
@@ -67,7 +67,7 @@ export class PrefetchingThrottler implements Throttler {
   }
 
   throttle(amount: number, options?: ThrottleOptions): Promise<void> {
-    // 0 is granted at once (DESIGN §4.1), even behind waiting callers: it takes nothing from anyone.
+    // 0 is granted at once (docs/design.md §9.1), even behind waiting callers: it takes nothing from anyone.
     if (amount === 0) return RESOLVED;
     if (this.liveQueued === 0 && amount >= 0 && fits(amount, this.available)) {
       this.available = Math.max(0, this.available - amount);
@@ -84,7 +84,7 @@ export class PrefetchingThrottler implements Throttler {
    * goes below 0, and the landing refills pay that back first), and a refill for whatever they do not
    * cover goes out now. This removes the wait of a job's first RequestQuota and of every refill that
    * lands late on a loaded controller. Not while a refill is failing (callers wait for the controller
-   * as with any throttler, DESIGN §4.8), nor when retiring or closed. What is lent is never more than
+   * as with any throttler, docs/design.md §9.8), nor when retiring or closed. What is lent is never more than
    * what is in flight, so at most the refills in flight are used before the controller has answered.
    */
   private lend(amount: number, signal: AbortSignal | undefined): boolean {
@@ -249,13 +249,11 @@ export class PrefetchingThrottler implements Throttler {
 
   /**
    * Asks for the next refill while half of the pool is still there, so that a caller whose quota
-   * does not bind never waits a round trip: without it every refill was sent by a caller that found
-   * the pool empty and waited for it, once per request_period in steady state and at every doubling
-   * while the pool grows (the bench's unlimited throttlers lost ~30 % of a short run to those waits).
-   * Sized so that pool + refill stays within `maxPrefetchAmount`; nothing when retiring or closed.
-   * Only for an unbounded (unlimited) throttler for now: where the quota binds, asking early changes
-   * when a client's class is backlogged at the controller, and the class-share and rate figures have
-   * not been re-measured with it.
+   * does not bind never waits a round trip (otherwise a caller finds the pool empty once per
+   * request_period, and at every doubling while the pool grows). Sized so that pool + refill stays
+   * within `maxPrefetchAmount`; nothing when retiring or closed. Only for an unbounded (unlimited)
+   * throttler: where the quota binds, asking early would change when a client's class is
+   * backlogged at the controller, which the class shares depend on.
    */
   private refillAhead(): void {
     if (this.closedWith || this.retiring || this.retryPending) return;

@@ -1,13 +1,13 @@
 import { DEFAULT_CLASS } from "./class-scheduler.ts";
 import type { PaceConfig } from "./pace-cursor.ts";
 
-/** One named throttler as the controller runs it (DESIGN §3.1, in core's units). */
+/** One named throttler as the controller runs it (docs/design.md §8.1, in core's units). */
 export type ThrottlerKind = "rate" | "concurrency";
 
 export interface QuotaBucketConfig {
   /**
    * "rate" (default): a token bucket, `limit` units per second. "concurrency": `limit` units in use
-   * at once, given back by release (DESIGN §7.2). Absent = "rate".
+   * at once, given back by release (docs/design.md §11.2). Absent = "rate".
    */
   readonly kind?: ThrottlerKind;
   /** Units per second; null = unlimited. Ignored when `useClassWeightsAsLimit`. */
@@ -28,7 +28,7 @@ export interface QuotaBucketConfig {
    * so that a retry is answered without granting twice.
    */
   readonly detachedGraceMs: number;
-  /** Shaping (DESIGN §7.1): grants are slots on one paced timeline (PaceCursor) instead of bursts. */
+  /** Shaping (docs/design.md §11.1): grants are slots on one paced timeline (PaceCursor) instead of bursts. */
   readonly smooth: boolean;
   /** The clients' request_period: under `smooth`, how far ahead an answer may reach. */
   readonly requestPeriodMs: number;
@@ -70,7 +70,7 @@ export const GRANT_CHUNKS_PER_POLL = 4096;
  * Granted request ids a bucket remembers at most, per unit of `max_queue_size`. Past the bound the
  * oldest are forgotten before their grace ends (a retry of one is then granted again): a throttler
  * granting more than bound ÷ grace new ids per second (16,700/s with the defaults) remembers each for
- * less than the grace, and never refuses fresh work for its bookkeeping (README: "Throttler semantics").
+ * less than the grace, and never refuses fresh work for its bookkeeping (docs/internals/request-ids.md).
  */
 export const REQUEST_IDS_PER_QUEUE_SLOT = 100;
 

@@ -20,7 +20,7 @@ export { MAX_REQUEST_AMOUNT, type Admission, type QuotaRequest, type Settlement 
 export type { QuotaBucketCounters, QuotaBucketMemory, QuotaBucketSnapshot, QuotaClassSnapshot } from "./quota-bucket-snapshot.ts";
 
 /**
- * One named throttler on the controller (DESIGN §4): a token bucket shared among weighted classes by
+ * One named throttler on the controller (docs/design.md §9): a token bucket shared among weighted classes by
  * start-time fair queuing, lag order inside a class, chunking, deadlines with exact refunds, and
  * idempotent request ids. A pure state machine: every input carries `now`, and outputs are returned.
  *
@@ -188,7 +188,7 @@ export class QuotaBucket extends QuotaBucketState {
   }
 
   /**
-   * Units a predecessor leased out and whose holders still hold them (DESIGN §7.4): a concurrency
+   * Units a predecessor leased out and whose holders still hold them (docs/design.md §5.2): a concurrency
    * bucket counts them as in use whatever its limit now is (they are in use already), charged like
    * a grant so that their release later refunds a charge that was made. A rate bucket ignores it.
    */
@@ -248,7 +248,7 @@ export class QuotaBucket extends QuotaBucketState {
         this.arrival.clear(entry);
       }
       // A smooth grant is one run of consecutive slots: chunks interleaved with other requests would
-      // scatter its slots, which one answer cannot describe (README, "Shaping").
+      // scatter its slots, which one answer cannot describe (docs/internals/smooth-shaping.md).
       const chunk = this.pacer ? entry.remaining : chunkOf(entry.remaining, this.config.maxGrantAmount);
       // Concurrency: the chunk at the head must fit; it keeps its place until units come back.
       if (!this.tokens.canTake(chunk, now)) return;

@@ -28,7 +28,7 @@ export interface Entry {
   started: boolean;
   /**
    * It found nobody waiting when it arrived: granted in that instant only at a positive balance, not
-   * merely a non-negative one (DESIGN §4.1). Cleared by its first chunk and by leaving the queue.
+   * merely a non-negative one (docs/design.md §9.1). Cleared by its first chunk and by leaving the queue.
    */
   needsPositiveBalance: boolean;
   state: EntryState;

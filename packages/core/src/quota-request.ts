@@ -30,6 +30,6 @@ export type Admission =
   | { readonly kind: "refused"; readonly requestId: string; readonly error: SluiceError };
 
 export type Settlement =
-  /** `pace`: on a smooth throttler, the slots of the granted units (DESIGN §7.1). */
+  /** `pace`: on a smooth throttler, the slots of the granted units (docs/design.md §11.1). */
   | { readonly kind: "granted"; readonly requestId: string; readonly amount: number; readonly waitedMs: number; readonly pace?: PaceSlots }
   | { readonly kind: "timed_out"; readonly requestId: string; readonly error: SluiceError };

@@ -19,11 +19,11 @@ export interface RememberedGrant {
  * of a forgotten id is a new request and is granted again. With the default bound (100 ×
  * max_queue_size = 1,000,000 ids) that happens only above ~16,700 grants/s of new ids per
  * throttler, and then an id is still remembered for 1,000,000 ÷ the grant rate seconds (10 s at
- * 100,000 grants/s), which covers a client retrying a lost answer (README: "Throttler semantics").
+ * 100,000 grants/s), which covers a client retrying a lost answer (docs/internals/request-ids.md).
  *
  * Only a 64-bit hash of each id is kept (id-hash.ts), in typed arrays (hashed-grant-table.ts): no
- * string, map entry or record per id survives for the GC to mark — at a million ids those made the
- * controller's p99 follow its mark-compact pauses (bench/README.md, group 8). The cost is a false
+ * string, map entry or record per id survives for the GC to mark, so a million ids do not make the
+ * controller's latency follow its mark-compact pauses. The cost is a false
  * positive: a new id whose 64-bit hash equals a remembered one's is taken for a retry of it
  * (answered with that grant when the amounts match, refused as a reused id when they differ), with
  * probability ≈ remembered ids / 2^64 per new id (5.4 × 10⁻¹⁴ at a million).

@@ -26,8 +26,8 @@ interface Wakeup {
 /**
  * Timer lateness is remembered over this many wake-ups (about half a second of a busy smooth
  * client's), and its second worst is what a wake-up keeps room for: one stall does not make every
- * later wake-up cautious, two within the last few hundred ms do. (Measured in one process at load
- * 8–12 on the 2-core VM: lateness p50 0.1 ms, p90 2.8, p99 21.6, max 45.6.)
+ * later wake-up cautious, two within the last few hundred ms do (a busy machine's lateness has a
+ * long tail: docs/internals/measurements.md).
  */
 const LATENESS_SAMPLES = 32;
 

@@ -1,5 +1,5 @@
 /**
- * The slots a smooth client holds (DESIGN §7.1): each answer of the controller is a run of `amount`
+ * The slots a smooth client holds (docs/design.md §11.1): each answer of the controller is a run of `amount`
  * units, the first at `startAt` and then one every `intervalMs` (on this client's clock, measured
  * from when the answer arrived). Quantities are continuous so that fractional amounts (bytes) pace
  * too: a run has accrued `min(amount, 1 + (t − startAt) / intervalMs)` units at time t ≥ startAt —

@@ -1,7 +1,7 @@
 /**
  * Every refusal in Sluice is a SluiceError: a stable `code` to branch on, whether retrying can help,
  * and a message that names what was wrong, where, and the figures involved.
- * The table is DESIGN §4.1; the gRPC status of each code lives in @sluice/protocol.
+ * The table is docs/design.md §4.5; the gRPC status of each code lives in @sluice/protocol.
  */
 export const ERROR_CODES = {
   SPEC_INVALID: { retriable: false, quotaConsumed: "no", meaning: "the pipeline spec or dynamic_spec is invalid" },

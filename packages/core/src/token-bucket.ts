@@ -1,5 +1,5 @@
 /**
- * The token bucket of one throttler (DESIGN §4.1), a pure value: every method takes `now` in ms.
+ * The token bucket of one throttler (docs/design.md §9.1), a pure value: every method takes `now` in ms.
  *
  * - Rate `limit` units/s, capacity `limit × period`, starts full. `limit: null` is unlimited.
  * - Pay-after: a grant of any size is allowed while the balance is non-negative (`canGrant`, for
@@ -92,7 +92,7 @@ export class TokenBucket {
   }
 
   /**
-   * Sets the balance another bucket had at `atMs` (a controller's persisted state, DESIGN §7.4) and
+   * Sets the balance another bucket had at `atMs` (a controller's persisted state, docs/design.md §5.2) and
    * refills from then to `now`, so a restarted bucket is never fuller than what was persisted plus
    * what accrued since. The balance is clamped to this bucket's capacity; debt is kept. A no-op when
    * unlimited (an unlimited bucket has no balance worth keeping).

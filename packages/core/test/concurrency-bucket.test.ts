@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { quotaBucketConfig } from "../src/index.ts";
 import { granted, makeBucket, request } from "./quota-bucket-harness.ts";
 
-// A concurrency throttler (DESIGN §7.2) is the same queue machinery over a different unit source:
+// A concurrency throttler (docs/design.md §11.2) is the same queue machinery over a different unit source:
 // `limit` units in use at once, back by release, never refilled by time.
 
 const concurrency = (limit: number | null, extra = {}) => makeBucket({ kind: "concurrency", limit, periodMs: 1000, ...extra });

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { CALLER_DELAY_MARGIN_MS, PaceCursor, SlotSchedule, paceLeadMs, paceReachMs, slotExpiryMs, smoothDispatchGuardMs, smoothToleranceMs } from "../src/index.ts";
 
-describe("PaceCursor (DESIGN §7.1)", () => {
+describe("PaceCursor (docs/design.md §11.1)", () => {
   const config = { limit: 10, requestPeriodMs: 1000 };
 
   it("starts one reach ahead, so slots a predecessor answered are never overlapped", () => {

@@ -20,7 +20,7 @@ function remote(clock: ManualClock, intervalMs: number, latencyMs = 5) {
   return { paced, calls };
 }
 
-describe("PacedThrottler (DESIGN §7.1)", () => {
+describe("PacedThrottler (docs/design.md §11.1)", () => {
   it("hands units out one slot apart, in order, never earlier", async () => {
     const clock = new ManualClock();
     const { paced, calls } = remote(clock, 100);

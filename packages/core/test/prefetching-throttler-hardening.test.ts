@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ManualClock, PrefetchingThrottler, SluiceError, isSluiceError, type PrefetchConfig, type QuotaRemote } from "../src/index.ts";
 
-// Deviations from DESIGN §4.1 and §4.7 a review of main found in the prefetching client (issue 9).
+// Deviations from docs/design.md §9.1 and §9.7 a review of main found in the prefetching client (issue 9).
 
 const config = (overrides: Partial<PrefetchConfig> = {}): PrefetchConfig => ({
   targetRps: 1,
@@ -70,7 +70,7 @@ describe("PrefetchingThrottler: a final refill failure fails callers by their ow
 });
 
 describe("PrefetchingThrottler: amount 0 and a closed client", () => {
-  it("throttle(0) and tryAcquire(0) succeed at once, even behind waiting callers (DESIGN §4.1)", async () => {
+  it("throttle(0) and tryAcquire(0) succeed at once, even behind waiting callers (docs/design.md §9.1)", async () => {
     const clock = new ManualClock();
     const { remote } = scriptedRemote();
     const throttler = new PrefetchingThrottler(config(), remote, clock, "api");

@@ -16,7 +16,7 @@ describe("QuotaBucketDriver (virtual time)", () => {
     );
     await clock.advance(0);
     // Each was granted as it came, so the 11th found nobody waiting: at a balance of exactly 0 it
-    // waits for a positive one (DESIGN §4.1), which the next millisecond of refill brings.
+    // waits for a positive one (docs/design.md §9.1), which the next millisecond of refill brings.
     assert.equal(grantTimes.length, 10, "10 from the full bucket, none at balance 0");
     await clock.advance(1);
     assert.deepEqual(grantTimes.slice(10), [1], "the 11th, 1 ms later, leaving a debt of 0.99");

@@ -5,7 +5,7 @@ import { granted, makeBucket, request, runUntil } from "./quota-bucket-harness.t
 
 // Defects a review of main found in QuotaBucket (issue 9); each test failed before its fix.
 
-describe("QuotaBucket: a new request with nothing queued needs a positive balance (DESIGN §4.1)", () => {
+describe("QuotaBucket: a new request with nothing queued needs a positive balance (docs/design.md §9.1)", () => {
   it("waits at a balance of exactly 0, and is granted as soon as the balance is positive", () => {
     const bucket = makeBucket({ limit: 10, periodMs: 1000 });
     bucket.submit(request("all", 10), 0);
@@ -85,7 +85,7 @@ describe("QuotaBucket: request ids", () => {
     assert.equal(granted(bucket.poll(bound)).length, 1);
     assert.equal(bucket.memory().rememberedRequestIds, bound);
     assert.equal(bucket.memory().forgottenEarlyRequestIds, 1);
-    // The price, stated in the README: a retry of a forgotten id is a new request, granted again.
+    // The price, stated in docs/internals/request-ids.md: a retry of a forgotten id is a new request, granted again.
     assert.equal(bucket.submit(request("r0", 1), bound + 1).kind, "queued");
     assert.equal(granted(bucket.poll(bound + 1)).length, 1);
     assert.equal(bucket.snapshot(bound + 1).counters.granted, bound + 2, "r0 granted twice, one-more once");

@@ -191,7 +191,7 @@ describe("QuotaBucket: lag priority", () => {
     bucket.submit(request("first", 1), 0); // takes the full bucket
     bucket.poll(0);
     bucket.submit(request("drain", 1), 0); // found nobody waiting at balance 0: waits for a positive balance
-    assert.deepEqual(bucket.poll(0), [], "not granted at a balance of exactly 0 with nothing queued (DESIGN §4.1)");
+    assert.deepEqual(bucket.poll(0), [], "not granted at a balance of exactly 0 with nothing queued (docs/design.md §9.1)");
     bucket.submit(request("t300", 1, { timestampMs: 300 }), 0);
     bucket.submit(request("t100", 1, { timestampMs: 100 }), 0);
     bucket.submit(request("t200a", 1, { timestampMs: 200 }), 0);

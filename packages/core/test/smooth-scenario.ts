@@ -17,7 +17,7 @@ import {
 } from "../src/index.ts";
 import { seededRandom } from "./seeded-random.ts";
 
-// The scenario runner of smooth.property.test.ts (DESIGN §7.1 in virtual time): many clients, each with
+// The scenario runner of smooth.property.test.ts (docs/design.md §11.1 in virtual time): many clients, each with
 // its own RPC latencies, share one smooth throttler through real QuotaBucketDrivers and
 // PacedThrottlers while the limit is reconfigured, the controller restarts and timers fire late.
 // `run` returns every hand-out's time; the property file checks them.

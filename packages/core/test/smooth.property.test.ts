@@ -25,7 +25,7 @@ function propertySeed(): { seed?: number } {
   return { seed: chosen ? Number(chosen) : 424242 };
 }
 
-// DESIGN §7.1 in virtual time: many clients, each with its own RPC latencies, share one smooth
+// docs/design.md §11.1 in virtual time: many clients, each with its own RPC latencies, share one smooth
 // throttler through real QuotaBucketDrivers and PacedThrottlers, while the limit is reconfigured
 // and the controller restarts, and while their timers fire late (event-loop stalls). Over the whole
 // run no closed window of `period` holds more than `limit × period` units handed to callers, and a
@@ -99,7 +99,7 @@ const lowLimitScenario: fc.Arbitrary<Scenario> = fc
     workMs,
   }));
 
-describe("smooth throttler, in virtual time (DESIGN §7.1)", () => {
+describe("smooth throttler, in virtual time (docs/design.md §11.1)", () => {
   it("seed 003's rates: limits 1–20/s, 1–3 backlogged clients, slow answers: the bound holds and ≥ 95 % is delivered", async () => {
     await fc.assert(
       fc.asyncProperty(lowLimitScenario, async (s) => check(s)),

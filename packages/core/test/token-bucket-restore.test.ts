@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ManualClock, QuotaBucketDriver, SluiceError, TokenBucket, quotaBucketConfig } from "../src/index.ts";
 
-// DESIGN §7.4: a controller that takes over (or restarts) restores each bucket's persisted balance,
+// docs/design.md §5.2: a controller that takes over (or restarts) restores each bucket's persisted balance,
 // so it is never fuller than that balance plus what accrued since it was taken.
 describe("TokenBucket.restore", () => {
   it("takes the persisted balance and refills only from the time it was taken", () => {

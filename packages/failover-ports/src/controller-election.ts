@@ -1,4 +1,4 @@
-// The election port of controller failover (DESIGN §2, §7.4): `packages/kafka` implements it with
+// The election port of controller failover (docs/design.md §2, §5.2): `packages/kafka` implements it with
 // Kafka's group membership (consumer group `<pipeline>.controller`), so the controller needs no
 // consensus of its own and never imports kafkajs.
 
@@ -6,7 +6,7 @@
 export interface ElectionResult {
   /**
    * The group generation the result belongs to. It restarts at 1 when Kafka deletes the empty group,
-   * so it orders nothing persisted (the state's writer is fenced by Kafka instead, DESIGN §9.1).
+   * so it orders nothing persisted (the state's writer is fenced by Kafka instead, docs/design.md §5.3).
    */
   readonly generation: number;
   /** This member's id in the group. */
@@ -15,7 +15,7 @@ export interface ElectionResult {
   readonly leading: boolean;
   /**
    * When the request that completed the round was SENT, on the controller's clock (never a
-   * client library's own wall-clock stamp: one time base, DESIGN §9.1): the coordinator cannot have
+   * client library's own wall-clock stamp: one time base, docs/design.md §5.3): the coordinator cannot have
    * expired this member before then plus the session timeout. The send time, not the answer's, so a
    * process paused while the answer was on its way does not count the pause as confirmed.
    */

@@ -1,7 +1,7 @@
 import type { PersistedAdaptive } from "./persisted-adaptive.ts";
 import type { PersistedLeases } from "./persisted-leases.ts";
 
-// The state-store port of controller failover (DESIGN §7.4, §9.1). `packages/kafka` implements it on
+// The state-store port of controller failover (docs/design.md §5.2, §5.3). `packages/kafka` implements it on
 // the compacted topic `<pipeline>.controller-state`, written only in committed transactions of one
 // transactional id; the controller itself never sees Kafka. The order of the records is the store's
 // (Kafka's offsets), never a number of ours: group generations restart at 1 when Kafka deletes an

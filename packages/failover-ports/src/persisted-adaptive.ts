@@ -1,4 +1,4 @@
-// What a failover leader persists of its adaptive loops (DESIGN §7.3, §7.4), in the `buckets` record
+// What a failover leader persists of its adaptive loops (docs/design.md §11.3, §5.2), in the `buckets` record
 // beside the balances and leases, so a successor goes on from the limit its predecessor had reached
 // instead of starting over at initial_limit (a slow start that starves the protected system for
 // a minute, or a burst if initial_limit is high). Records written before this field lack it: the

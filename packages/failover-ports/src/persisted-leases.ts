@@ -1,4 +1,4 @@
-// What a failover leader persists of its concurrency throttlers (DESIGN §7.2, §7.4), beside the
+// What a failover leader persists of its concurrency throttlers (docs/design.md §11.2, §5.2), beside the
 // bucket balances and in the same record, so a successor never starts with units free that a
 // holder still uses. Holders' units are persisted, not their expiry: a holder could not renew while
 // nobody led, so a successor gives every restored lease a full lease_timeout from its takeover.

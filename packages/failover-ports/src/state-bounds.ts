@@ -1,6 +1,6 @@
 import type { PersistedLeases, PersistedRequestId } from "./persisted-leases.ts";
 
-// The documented bounds of one record of `<pipeline>.controller-state` (DESIGN §9.1): a record
+// The documented bounds of one record of `<pipeline>.controller-state` (docs/design.md §5.3): a record
 // never grows with the number of throttlers (one record each), and a concurrency throttler's record
 // keeps at most these many holders and request ids, whatever its grant rate. Sizes are of the JSON
 // before compression; packages/kafka refuses to write a record over STATE_RECORD_MAX_BYTES.

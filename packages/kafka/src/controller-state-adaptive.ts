@@ -1,7 +1,7 @@
 import type { AdaptiveLawState, PersistedAdaptive } from "@sluice/failover-ports";
 import { atLeastZero, finite, isObject, positive, wholeAtLeastZero } from "./controller-state-values.ts";
 
-// The `adaptive` of the `buckets` record of `<pipeline>.controller-state` (DESIGN §7.3, §7.4): each
+// The `adaptive` of the `buckets` record of `<pipeline>.controller-state` (docs/design.md §11.3, §5.2): each
 // adaptive loop's state, so a successor goes on from its predecessor's limit.
 //   "adaptive": { "<throttler>": { "limit_in_force": 40, "suggested_limit": 40, "failures": 0,
 //                 "raised_last": false, "cut_last": true, "in_band_after_raise": false,

@@ -8,7 +8,7 @@ interface Entry<T> {
 }
 
 /**
- * The state as the records of `<pipeline>.controller-state` make it (DESIGN §9.1): the latest
+ * The state as the records of `<pipeline>.controller-state` make it (docs/design.md §5.3): the latest
  * committed record of each key, by offset. A record read again (a reader that starts over from
  * offset 0) never replaces one of a higher offset, so the state never goes back while a reader
  * re-reads, and a reader that reads everything again converges to the same state.

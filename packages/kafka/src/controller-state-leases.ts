@@ -1,7 +1,7 @@
 import type { PersistedLeases, PersistedRequestId } from "@sluice/failover-ports";
 import { finite, isObject, positive } from "./controller-state-values.ts";
 
-// The `leases` of the `buckets` record of `<pipeline>.controller-state` (DESIGN §7.2, §7.4), in the
+// The `leases` of the `buckets` record of `<pipeline>.controller-state` (docs/design.md §11.2, §5.2), in the
 // spec's snake_case like the rest of the record:
 //   "leases": { "<throttler>": { "holders": { "<client>": { "<class>": units } },
 //               "request_ids": [{ "request_id", "client_id", "amount", "waited_ms", "expires_at_ms" }] } }

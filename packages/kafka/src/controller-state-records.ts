@@ -3,7 +3,7 @@ import { decodeAdaptive, encodeAdaptive } from "./controller-state-adaptive.ts";
 import { decodeLeases, encodeLeases } from "./controller-state-leases.ts";
 import { finite, isObject } from "./controller-state-values.ts";
 
-// The records of `<pipeline>.controller-state` (DESIGN §9.1), JSON values in the spec's snake_case
+// The records of `<pipeline>.controller-state` (docs/design.md §5.3), JSON values in the spec's snake_case
 // so an operator can read them with any console consumer:
 //   spec                      { "version", "dynamic_spec_json", "generation", "written_at_ms" }
 //   leader                    { "address", "member_id", "generation", "since_ms" }

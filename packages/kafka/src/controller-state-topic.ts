@@ -6,7 +6,7 @@ import { brokerReplicationFactor } from "./ensure-topics.ts";
 const TOPIC_RESOURCE: ConfigResourceTypes.TOPIC = 2;
 
 /**
- * The configuration of `<pipeline>.controller-state` (DESIGN §9.1): one partition (one order for
+ * The configuration of `<pipeline>.controller-state` (docs/design.md §5.3): one partition (one order for
  * every record), compacted (the latest of each key is all that matters), gzip-compressed, and a
  * batch limit twice the bound of one record, so every record the controller writes fits.
  */

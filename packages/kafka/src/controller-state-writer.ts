@@ -17,7 +17,7 @@ export interface StateMessage {
 }
 
 /**
- * The one writer of `<pipeline>.controller-state` (DESIGN §9.1): a kafkajs transactional producer
+ * The one writer of `<pipeline>.controller-state` (docs/design.md §5.3): a kafkajs transactional producer
  * whose transactional id is `<pipeline>.controller`. Claiming it (InitProducerId) aborts what an
  * earlier holder left open and makes the broker refuse its later writes, so a deposed leader's
  * late write — a retry kafkajs sends across a network cut included — never lands. Every write is

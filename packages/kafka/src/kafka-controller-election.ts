@@ -34,7 +34,7 @@ const TIME_ORIGIN = performance.timeOrigin;
 const MONOTONIC_EPOCH_CLOCK = { now: () => TIME_ORIGIN + performance.now() };
 
 /**
- * The election of DESIGN §7.4 on Kafka's group membership (the pattern of Schema Registry and Kafka
+ * The election of docs/design.md §5.2 on Kafka's group membership (the pattern of Schema Registry and Kafka
  * Connect, reference/wave2.md §1): every controller joins the consumer group `<pipeline>.controller`
  * on the one-partition topic `<pipeline>.controller-state`, and whoever the assignment gives
  * partition 0 leads. The assignment (computed by the group's Kafka leader with this assigner) keeps

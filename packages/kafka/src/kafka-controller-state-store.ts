@@ -23,7 +23,7 @@ interface CatchUpWaiter {
 
 /**
  * The controller's state on the compacted one-partition topic `<pipeline>.controller-state`
- * (DESIGN §9.1). Every controller of the pipeline reads its committed records (read_committed) from
+ * (docs/design.md §5.3). Every controller of the pipeline reads its committed records (read_committed) from
  * the start; the latest record of each key by offset is the state (ControllerStateFold). Only the
  * leader writes, through the pipeline's one transactional writer (ControllerStateWriter), which it
  * claims before it reads. The reader's consumer group is private to this process and commits

@@ -29,7 +29,7 @@ export class PartitionLease {
    */
   claiming = false;
   /**
-   * Watermark alignment holds the partition (DESIGN §7.5): it is paused and stays paused, whatever
+   * Watermark alignment holds the partition (docs/design.md §12): it is paused and stays paused, whatever
    * the read window says, until the job's gate lets it read again.
    */
   heldByAlignment = false;

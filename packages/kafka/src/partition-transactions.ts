@@ -41,7 +41,7 @@ interface Claim {
 }
 
 /**
- * Exactly-once delivery (DESIGN §7.6) with kafkajs transactions. kafkajs commits offsets in a
+ * Exactly-once delivery (docs/design.md §13) with kafkajs transactions. kafkajs commits offsets in a
  * transaction with TxnOffsetCommit v0–1, which carries no group generation (no KIP-447), so the
  * broker cannot refuse a commit from a member that lost the partition. Fencing comes instead from
  * the transactional id: one producer per input partition, `<group>-<topic>-<partition>`. A new
@@ -102,7 +102,7 @@ export class PartitionTransactions {
     return this.committedOffset(lease);
   }
 
-  /** Opens the partition's next transaction (DESIGN §7.6); refused once the lease ended or was fenced. */
+  /** Opens the partition's next transaction (docs/design.md §13); refused once the lease ended or was fenced. */
   async begin(lease: PartitionLease): Promise<BatchTransaction> {
     const claim = this.claims.get(lease);
     const where = `stream "${lease.stream}" (topic "${lease.topic}") partition ${lease.partition} in group "${this.options.groupId}"`;

@@ -1,4 +1,4 @@
-// PartitionDelivery's side of watermark alignment (DESIGN §7.5) with recorded partition moves in
+// PartitionDelivery's side of watermark alignment (docs/design.md §12) with recorded partition moves in
 // place of kafkajs: a job's hold pauses its partition, the read window does not resume it while
 // held, and letting go resumes it. The broker path is covered by test/kafka-watermark-alignment.
 import assert from "node:assert/strict";

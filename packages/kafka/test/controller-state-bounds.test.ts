@@ -1,4 +1,4 @@
-// The bounds of one record of `<pipeline>.controller-state` (DESIGN §9.1), checked at the bound:
+// The bounds of one record of `<pipeline>.controller-state` (docs/design.md §5.3), checked at the bound:
 // pure functions (the bounding and the encoding), no broker; test/controller-state-bounds.test.ts
 // writes the records at the bound to one.
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// Issue 19 item 8 (DESIGN §9.1), pure: the leases of a controller-state record, decoded from JSON,
+// Issue 19 item 8 (docs/design.md §5.3), pure: the leases of a controller-state record, decoded from JSON,
 // keep a holder (or class) whose id is "__proto__" like any other (no broker involved).
 import assert from "node:assert/strict";
 import { it } from "node:test";

@@ -1,5 +1,5 @@
 // The records of `<pipeline>.controller-state` and the leader choice of the election's assigner
-// (DESIGN §7.4): pure functions, so no broker here; test/controller-*.test.ts runs them on one.
+// (docs/design.md §5.2): pure functions, so no broker here; test/controller-*.test.ts runs them on one.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { chooseLeader, onClock } from "../src/kafka-controller-election.ts";

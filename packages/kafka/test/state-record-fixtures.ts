@@ -1,4 +1,4 @@
-// Records of `<pipeline>.controller-state` at their bounds (DESIGN §9.1), for the tests of the
+// Records of `<pipeline>.controller-state` at their bounds (docs/design.md §5.3), for the tests of the
 // bounds here and on a broker (test/controller-state-bounds.test.ts).
 import { boundedLeases, type PersistedLeases, type PersistedThrottler } from "@sluice/failover-ports";
 

@@ -2,8 +2,8 @@ import { Metadata, status as GrpcStatus, type ServiceError } from "@grpc/grpc-js
 import { cancelledError, isSluiceErrorCode, SluiceError, type SluiceErrorCode } from "@sluice/core";
 
 /**
- * DESIGN §4.1 on the wire: the gRPC status each Sluice code travels as. `null` marks the codes a
- * client raises itself and no server ever sends. The README's error table is checked against this
+ * docs/design.md §4.5 on the wire: the gRPC status each Sluice code travels as. `null` marks the codes a
+ * client raises itself and no server ever sends. The error reference's table (docs/reference/errors.md) is checked against this
  * and core's ERROR_CODES by a test, so the three cannot drift apart.
  */
 export const GRPC_STATUS_BY_CODE = {
@@ -33,7 +33,7 @@ export const ERROR_CODE_METADATA_KEY = "sluice-error-code";
 export const ERROR_DETAILS_METADATA_KEY = "sluice-error-details-bin";
 
 /**
- * Trailer metadata of a follower's UNAVAILABLE (DESIGN §7.4): the leader's "host:port", where the
+ * Trailer metadata of a follower's UNAVAILABLE (docs/design.md §5.2): the leader's "host:port", where the
  * client should send the call instead. Taken from a SluiceError's `details.leader`.
  */
 export const LEADER_METADATA_KEY = "sluice-leader";

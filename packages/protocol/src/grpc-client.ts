@@ -28,7 +28,7 @@ export interface GrpcQuotaClientOptions {
  * A restarted controller must be found within about a second: reconnect attempts start at 100 ms
  * and back off to at most 1 s (grpc's defaults are 1 s and 120 s). Calls do not wait for a
  * connection — while the controller is down they fail at once with CONTROLLER_UNAVAILABLE, and the
- * runtime's retrying layer decides how long to keep trying (DESIGN §4.8).
+ * runtime's retrying layer decides how long to keep trying (docs/design.md §9.8).
  */
 export const QUOTA_CLIENT_CHANNEL_OPTIONS: ChannelOptions = {
   "grpc.initial_reconnect_backoff_ms": 100,

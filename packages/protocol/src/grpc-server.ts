@@ -55,7 +55,7 @@ export interface ServeOptions {
   /** Serve TLS with this certificate (and require client certificates when it has a clientCa); absent = plaintext. */
   readonly tls?: ServerTlsOptions;
   /**
-   * DESIGN §9.1: calls one QuotaStream may hold open (spec `controller.max_open_calls_per_stream`);
+   * docs/design.md §5.3: calls one QuotaStream may hold open (spec `controller.max_open_calls_per_stream`);
    * more are refused at once with TOO_MANY_CALLS. Default DEFAULT_MAX_OPEN_CALLS_PER_STREAM.
    */
   readonly maxOpenCallsPerStream?: number;

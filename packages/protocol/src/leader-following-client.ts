@@ -33,7 +33,7 @@ export interface LeaderFollowingClient extends QuotaServiceClient {
 }
 
 /**
- * A client of a failover group of controllers (DESIGN §7.4): every call goes to the controller it
+ * A client of a failover group of controllers (docs/design.md §5.2): every call goes to the controller it
  * believes leads. A refusal that names the leader (trailer `sluice-leader`) sends the call there at
  * once; an unreachable controller, or one that knows no leader, sends it to the next address. One
  * call visits each controller at most once; when none answered, the last error goes back to the

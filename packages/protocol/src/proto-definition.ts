@@ -3,7 +3,7 @@ import { loadSync } from "@grpc/proto-loader";
 import protobuf from "protobufjs";
 import { fileURLToPath } from "node:url";
 
-// The QuotaService as @grpc/proto-loader reads it from quota.proto (DESIGN §5). Messages are plain
+// The QuotaService as @grpc/proto-loader reads it from quota.proto (docs/design.md §4). Messages are plain
 // objects with camelCase fields (keepCase false), every field present (defaults true), and uint64
 // fields as JS numbers (longs: Number): timestamps and waits in ms stay far below 2^53.
 

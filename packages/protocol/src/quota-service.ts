@@ -26,7 +26,7 @@ export interface RequestQuotaResult {
   readonly granted: number;
   readonly waitedMs: number;
   /**
-   * Smooth throttlers (DESIGN §7.1): the first granted unit's slot is this long after the answer,
+   * Smooth throttlers (docs/design.md §11.1): the first granted unit's slot is this long after the answer,
    * the next ones `paceIntervalMs` apart. Absent (or 0 on the wire) = not paced.
    */
   readonly paceStartDelayMs?: number;
@@ -59,7 +59,7 @@ export interface RenewLeasesCall {
   readonly throttlerIds: readonly string[];
 }
 
-/** One aligned input partition as its worker reports it (DESIGN §7.5, ReportWatermarks). */
+/** One aligned input partition as its worker reports it (docs/design.md §12, ReportWatermarks). */
 export interface PartitionWatermarkReport {
   readonly groupName: string;
   /** `<computation>/<stream>/<partition>`. */
@@ -135,12 +135,12 @@ export interface QuotaServiceClient {
   updateDynamicSpec(dynamicSpecJson: string, options?: CallOptions): Promise<{ version: number }>;
   describeThrottlers(options?: CallOptions): Promise<{ snapshotJson: string }>;
   /**
-   * Keeps the client's units of concurrency throttlers in use for another lease_timeout (DESIGN §7.2).
+   * Keeps the client's units of concurrency throttlers in use for another lease_timeout (docs/design.md §11.2).
    * Optional so that test doubles written before concurrency throttlers still compile; both real
    * transports implement it.
    */
   renewLeases?(call: RenewLeasesCall, options?: CallOptions): Promise<{ held: number }>;
-  /** Watermark alignment (DESIGN §7.5). Optional for the same reason as renewLeases. */
+  /** Watermark alignment (docs/design.md §12). Optional for the same reason as renewLeases. */
   reportWatermarks?(call: ReportWatermarksCall, options?: CallOptions): Promise<ReportWatermarksResult>;
   close(): void;
 }
@@ -182,7 +182,7 @@ export interface QuotaServiceHandler {
    * handler lacks it answers UNIMPLEMENTED.
    */
   renewLeases?(call: RenewLeasesCall, context: CallContext): Promise<{ held: number }>;
-  /** Watermark alignment (DESIGN §7.5); a server whose handler lacks it answers CONTROLLER_UNAVAILABLE naming it. */
+  /** Watermark alignment (docs/design.md §12); a server whose handler lacks it answers CONTROLLER_UNAVAILABLE naming it. */
   reportWatermarks?(call: ReportWatermarksCall, context: CallContext): Promise<ReportWatermarksResult>;
 }
 

@@ -72,7 +72,7 @@ export function createStreamQuotaClient(address: string, options: GrpcQuotaClien
     asUnary: () => Promise<T>,
   ): Promise<T> {
     const metadata = callOptions?.metadata;
-    // One copy of the call, its size counted once (it was built and measured twice per call).
+    // One copy of the call, its size counted once.
     const entry: WireQuotaStreamCall = { callId: 0, timeoutMs: 0, metadata: metadata ? { ...metadata } : NO_METADATA, ...call };
     const size = callSize(entry);
     if (size > MAX_STREAM_CALL_BYTES) return asUnary();
@@ -168,7 +168,7 @@ export function createStreamQuotaClient(address: string, options: GrpcQuotaClien
       );
     },
 
-    // Watermark alignment (DESIGN §7.5) reports every few seconds per worker: unary, as before.
+    // Watermark alignment (docs/design.md §12) reports every few seconds per worker: unary, as before.
     reportWatermarks: (call, callOptions) => unary.reportWatermarks?.(call, callOptions) ?? Promise.reject(closedError("ReportWatermarks")),
     updateDynamicSpec: (json, callOptions) => unary.updateDynamicSpec(json, callOptions),
     describeThrottlers: (callOptions) => unary.describeThrottlers(callOptions),

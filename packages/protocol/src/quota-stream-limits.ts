@@ -1,6 +1,6 @@
 import { SluiceError } from "@sluice/core";
 
-// DESIGN §9.1: a QuotaStream holds at most `controller.max_open_calls_per_stream` open calls. The
+// docs/design.md §5.3: a QuotaStream holds at most `controller.max_open_calls_per_stream` open calls. The
 // controller refuses more with TOO_MANY_CALLS; Sluice's own clients queue past the bound instead.
 
 /** The default of `controller.max_open_calls_per_stream` (the spec's CONTROLLER_DEFAULTS says the same). */

@@ -83,8 +83,8 @@ const DEADLINE_PASSED = new Error("the call's deadline passed");
  * At most this many calls of one stream start in one turn of the event loop; the rest start in the
  * next turns, each after the answers of the turn before have been written and the other streams'
  * frames read. After a stall (a GC pause, the process descheduled) a stream's frames arrive in one
- * read; without the bound every call of the backlog started before the first answer left, so the
- * oldest calls, already the latest, waited for the newest (bench/README.md, group 8).
+ * read; without the bound every call of the backlog would start before the first answer left, and
+ * the oldest calls, already the latest, would wait for the newest (docs/internals/quota-stream.md).
  */
 export const CALLS_PER_TURN = 256;
 /** Past this many calls waiting to start, the stream stops reading until they have started. */

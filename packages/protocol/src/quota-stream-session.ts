@@ -37,7 +37,7 @@ export type QuotaStreamDuplex = ClientDuplexStream<WireQuotaStreamClientFrame, W
  * next call opens a new stream.
  *
  * At most `maxOpen` calls are open on the controller at once (its `controller.max_open_calls_per_stream`,
- * DESIGN §9.1); more wait here, in order, and go out as open ones are answered. A TOO_MANY_CALLS
+ * docs/design.md §5.3); more wait here, in order, and go out as open ones are answered. A TOO_MANY_CALLS
  * answer (the controller's bound is lower than this client thought) puts the call back at the head
  * of that queue and lowers `maxOpen` to the bound it names: callers never see it.
  */

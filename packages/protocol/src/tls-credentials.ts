@@ -4,7 +4,7 @@ import { createSecureContext } from "node:tls";
 
 // TLS for the controller's gRPC port. The options carry PEM contents, not file names: where they
 // come from (CLI flags, a spec's controller.tls, a secret store) is the caller's business, and a
-// future `@sluice/client` (DESIGN §7.7) passes the same shapes.
+// future `@sluice/client` (docs/design.md §14) passes the same shapes.
 
 /** How a client reaches a controller that serves TLS. */
 export interface ClientTlsOptions {

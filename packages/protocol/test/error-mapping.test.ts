@@ -23,7 +23,7 @@ function grpcError(code: GrpcStatus, details: string, metadata = new Metadata())
 }
 
 describe("error mapping, server side", () => {
-  it("follows DESIGN §4.1 for every code a server sends", () => {
+  it("follows docs/design.md §4.5 for every code a server sends", () => {
     assert.deepEqual(GRPC_STATUS_BY_CODE, {
       SPEC_INVALID: GrpcStatus.INVALID_ARGUMENT,
       THROTTLER_NOT_DECLARED: null,

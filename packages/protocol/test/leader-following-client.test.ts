@@ -1,4 +1,4 @@
-// Which controller a call of a failover group goes to (DESIGN §7.4); pure routing logic, so the
+// Which controller a call of a failover group goes to (docs/design.md §5.2); pure routing logic, so the
 // connections are stand-ins that answer as a leader, a follower or a dead controller would.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";

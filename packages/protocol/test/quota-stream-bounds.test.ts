@@ -6,7 +6,7 @@ import { createStreamQuotaClient, quotaServiceDefinition, serveQuotaService, typ
 import type { WireQuotaStreamAnswer, WireQuotaStreamServerFrame } from "../src/proto-definition.ts";
 import { StubHandler, quota, untilAborted } from "./stub-handler.ts";
 
-// DESIGN §9.1: a QuotaStream holds at most `controller.max_open_calls_per_stream` open calls, the
+// docs/design.md §5.3: a QuotaStream holds at most `controller.max_open_calls_per_stream` open calls, the
 // server honours the stream's write backpressure, and a client that reads nothing stops being read.
 
 const tick = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,6 +1,6 @@
 import type { Throttler } from "@sluice/core";
 
-/** A decoded input message, as user code sees it (DESIGN §6). */
+/** A decoded input message, as user code sees it (docs/design.md §10). */
 export interface Message<V = unknown> {
   readonly stream: string;
   readonly key: string | null;

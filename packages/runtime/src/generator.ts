@@ -16,7 +16,7 @@ export type MessageSource = GenerateMessage | Observable<OutputMessage>;
 const CHUNK = 100;
 
 /**
- * Fills every stream that has a `generator` (DESIGN §3: how embedded pipelines get input): calls the
+ * Fills every stream that has a `generator` (docs/design.md §8: how embedded pipelines get input): calls the
  * module's function for indexes 0..messages-1 and sends the results, paced to `rate_per_second`
  * when set. Resolves when all are written, or when `signal` aborts.
  */

@@ -36,7 +36,7 @@ export interface WorkerOptions {
   readonly restartBackoffMs?: { readonly min: number; readonly max: number };
   /** How long start() waits for the controller's dynamic_spec before using the spec file's. */
   readonly dynamicSpecWaitMs?: number;
-  /** How often aligned partitions are reported to the controller (DESIGN §7.5). Default 1 s. */
+  /** How often aligned partitions are reported to the controller (docs/design.md §12). Default 1 s. */
   readonly alignmentReportIntervalMs?: number;
 }
 
@@ -59,7 +59,7 @@ export class Worker {
   private readonly log: Logger;
   private readonly tracer: Tracer;
   private readonly jobs = new Map<string, Job>();
-  /** Per computation partition, shared by its jobs over the input streams (one lag timestamp, DESIGN §7.5). */
+  /** Per computation partition, shared by its jobs over the input streams (one lag timestamp, docs/design.md §12). */
   private readonly eventTimes = new Map<string, UnprocessedEventTimes>();
   private readonly running: RunningComputation[] = [];
   /** Sensors of the jobs this worker stopped, one running total per computation and throttler. */
@@ -67,7 +67,7 @@ export class Worker {
   /** Jobs being stopped: still counted one by one until their close() is done and they are folded in. */
   private readonly stoppingJobs = new Set<Job>();
   private readonly watcher: DynamicSpecWatcher;
-  /** Watermark alignment of this worker's aligned partitions (DESIGN §7.5). */
+  /** Watermark alignment of this worker's aligned partitions (docs/design.md §12). */
   private readonly alignment: WatermarkAlignment;
   private dynamicSpec: DynamicSpec;
   private sink: Sink | null = null;
@@ -171,7 +171,7 @@ export class Worker {
       this.running.push(running);
       await source.start((batch, context) => this.deliver(running, batch, context), {
         // Assigned partitions join their alignment group at once: one that has not read yet holds
-        // the others back until it reads or is idle (DESIGN §7.5).
+        // the others back until it reads or is idle (docs/design.md §12).
         onAssigned: (partitions) => {
           for (const { stream, partition } of partitions) this.alignedPartition(name, stream, partition);
         },

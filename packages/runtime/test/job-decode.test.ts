@@ -37,7 +37,7 @@ const record = (offset: number, value: Uint8Array | null, headers: Record<string
 });
 
 describe("Job decoding", () => {
-  it("decodes Buffer and Uint8Array values, keys and headers, and sums byte sizes as DESIGN §6 meters them", async () => {
+  it("decodes Buffer and Uint8Array values, keys and headers, and sums byte sizes as docs/design.md §10 meters them", async () => {
     const seen: Message[] = [];
     const errors: string[] = [];
     const j = job(seen, errors);

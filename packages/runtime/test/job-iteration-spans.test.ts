@@ -1,4 +1,4 @@
-// The spans of a Job's iteration (DESIGN §2.1) whichever way Process returns: a process() that
+// The spans of a Job's iteration (docs/design.md §3) whichever way Process returns: a process() that
 // returns nothing and an Output with nothing emitted end their spans without the iteration waiting
 // for them, an async process() and a real Output are awaited, and a failing process() (thrown or
 // rejected) fails its span and its iteration, which rewinds and commits nothing.

@@ -73,7 +73,7 @@ function priorities(): number[] {
     .map((s) => Number(s.attributes["sluice.throttle.priority_ms"]));
 }
 
-describe("Job lag timestamp (DESIGN §7.5)", () => {
+describe("Job lag timestamp (docs/design.md §12)", () => {
   it("is the oldest unprocessed event time + stream_delay over the batch's iterations still to come and the fetched-ahead records", async () => {
     exporter.reset();
     const spec = pipeline();

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { UnprocessedEventTimes } from "../src/job/unprocessed-event-times.ts";
 
-describe("UnprocessedEventTimes (the lag timestamp, DESIGN §7.5)", () => {
+describe("UnprocessedEventTimes (the lag timestamp, docs/design.md §12)", () => {
   it("is 0 when nothing was read, and for an empty span", () => {
     const times = new UnprocessedEventTimes();
     assert.equal(times.lagTimestamp(), 0);

@@ -5,7 +5,7 @@ import { describeValue } from "./describe-value.ts";
 import { duration } from "./duration.ts";
 import { mustBe } from "./rule-error.ts";
 
-// `dynamic_spec.throttlers.<id>.adaptive` (DESIGN §7.3): the limit follows the protected system's
+// `dynamic_spec.throttlers.<id>.adaptive` (docs/design.md §11.3): the limit follows the protected system's
 // live load instead of being a fixed number. Rules that involve only the adaptive block live here;
 // the exclusion of a fixed `limit` is checked by the throttler schema, which sees both.
 
@@ -141,7 +141,7 @@ export const adaptiveSpecSchema = z
       });
     }
   }, DESPITE_INNER_ISSUES)
-  .describe("Adaptive limit (DESIGN §7.3): the limit follows the live load of the protected system.");
+  .describe("Adaptive limit (docs/design.md §11.3): the limit follows the live load of the protected system.");
 
 export type AdaptiveSpec = z.output<typeof adaptiveSpecSchema>;
 export type AdaptiveSpecInput = z.input<typeof adaptiveSpecSchema>;

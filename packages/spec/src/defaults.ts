@@ -1,11 +1,11 @@
 // Every default of the pipeline spec, in one place and in the spelling a user writes in JSON. The
 // schemas apply them with `.prefault(...)`, so a default is parsed exactly like user input (a
 // duration default such as "10s" becomes 10000 ms) and the JSON Schema shows the JSON spelling.
-// Sources: DESIGN.md §3–§3.2 and reference/ytflow.md §2.1 (TDynamicThrottlerSpec defaults).
+// Sources: docs/design.md §8–§8.2 and reference/ytflow.md §2.1 (TDynamicThrottlerSpec defaults).
 
 export const THROTTLER_DEFAULTS = Object.freeze({
   kind: "rate",
-  /** Concurrency throttlers only (DESIGN §7.2). */
+  /** Concurrency throttlers only (docs/design.md §11.2). */
   lease_timeout: "30s",
   /** null = unlimited (the reference's `Limit` is an optional double). */
   limit: null,
@@ -16,7 +16,7 @@ export const THROTTLER_DEFAULTS = Object.freeze({
   max_grant_amount: null,
   use_class_weights_as_limit: false,
   max_queue_size: 10_000,
-  /** Shaping off: the token bucket allows bursts up to limit × period (DESIGN §7.1). */
+  /** Shaping off: the token bucket allows bursts up to limit × period (docs/design.md §11.1). */
   smooth: false,
 });
 
@@ -32,7 +32,7 @@ export const RETRYING_CHANNEL_DEFAULTS = Object.freeze({
   backoff_jitter: 0.1,
 });
 
-/** `adaptive` (DESIGN §7.3); initial_limit defaults to min_limit, max_limit has no default. */
+/** `adaptive` (docs/design.md §11.3); initial_limit defaults to min_limit, max_limit has no default. */
 export const ADAPTIVE_DEFAULTS = Object.freeze({
   min_limit: 1,
   interval: "5s",
@@ -53,7 +53,7 @@ export const KAFKA_DEFAULTS = Object.freeze({
   session_timeout: "30s",
 });
 
-/** `controller` (DESIGN §9.1): what one client may hold open on a controller. */
+/** `controller` (docs/design.md §5.3): what one client may hold open on a controller. */
 export const CONTROLLER_DEFAULTS = Object.freeze({
   max_open_calls_per_stream: 4_096,
 });
@@ -63,7 +63,7 @@ export const COMPUTATION_DEFAULTS = Object.freeze({
   delivery: "at_least_once" as const,
 });
 
-/** `computations.<name>.watermark_alignment` (DESIGN §7.5); group name and drift bound as in YT Flow. */
+/** `computations.<name>.watermark_alignment` (docs/design.md §12); group name and drift bound as in YT Flow. */
 export const WATERMARK_ALIGNMENT_DEFAULTS = Object.freeze({
   group_name: "default-alignment-group",
   drift_bound: "20m",

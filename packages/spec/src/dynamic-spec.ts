@@ -6,7 +6,7 @@ import { notDeclaredMessage } from "./not-declared.ts";
 import { mustBe } from "./rule-error.ts";
 import { DEFAULT_CLASS_ID, throttlerSpecSchema } from "./throttler-spec.ts";
 
-// `dynamic_spec`: the part of a pipeline that can be replaced while it runs (DESIGN §3, §3.2, §4.9).
+// `dynamic_spec`: the part of a pipeline that can be replaced while it runs (docs/design.md §8, §8.2, §9.9).
 // Reference rules: ValidateDynamicPipelineSpec, ytflow.md §2.2.
 
 /** A throttler meters either message count (rows) or serialized size (bytes), never both. */

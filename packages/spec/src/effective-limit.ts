@@ -4,7 +4,7 @@ export type LimitFields = Pick<ThrottlerSpec, "limit" | "use_class_weights_as_li
 
 /**
  * The bucket's rate in units per second, or null for unlimited. Under `use_class_weights_as_limit`
- * it is the sum of the declared class weights (DESIGN §4.6); the implicit default class adds nothing
+ * it is the sum of the declared class weights (docs/design.md §9.6); the implicit default class adds nothing
  * to it — classless traffic competes on top.
  */
 export function effectiveLimit(throttler: LimitFields): number | null {

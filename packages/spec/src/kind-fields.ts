@@ -2,7 +2,7 @@ import type * as z from "zod";
 import { THROTTLER_DEFAULTS } from "./defaults.ts";
 import { parseDuration } from "./duration.ts";
 
-// Fields that mean nothing for a throttler's kind (DESIGN §7.2): `period`, `smooth` and
+// Fields that mean nothing for a throttler's kind (docs/design.md §11.2): `period`, `smooth` and
 // `use_class_weights_as_limit` shape a token bucket, `lease_timeout` is how long a concurrency
 // holder may go without renewing. The refinement sees the parsed throttler, where every default is
 // filled in (and the controller sends parsed specs to workers, which validate them again), so it

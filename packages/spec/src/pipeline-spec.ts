@@ -10,7 +10,7 @@ import { notDeclaredMessage } from "./not-declared.ts";
 import { mustBe } from "./rule-error.ts";
 import { watermarkAlignmentSpecSchema } from "./watermark-alignment-spec.ts";
 
-// The pipeline spec file (DESIGN §3). Everything but `dynamic_spec` needs a restart to change.
+// The pipeline spec file (docs/design.md §8). Everything but `dynamic_spec` needs a restart to change.
 
 /** The pipeline name prefixes Kafka consumer group ids, so it keeps to Kafka's legal characters. */
 export const PIPELINE_NAME_PATTERN = /^[A-Za-z0-9._-]+$/;
@@ -24,7 +24,7 @@ export const MAX_ROWS_PER_BATCH_LIMIT = 100_000;
 export const MAX_OPEN_CALLS_PER_STREAM_LIMIT = 1_000_000;
 
 export const STREAM_FORMATS = ["json", "string", "bytes"] as const;
-/** DESIGN §7.6: whether a batch's outputs and its input offsets commit in one Kafka transaction. */
+/** docs/design.md §13: whether a batch's outputs and its input offsets commit in one Kafka transaction. */
 export const DELIVERY_MODES = ["at_least_once", "exactly_once"] as const;
 
 const pipelineNameRule = mustBe("a non-empty name of letters, digits, '.', '_' and '-'");
@@ -109,7 +109,7 @@ export const controllerSpecSchema = z
         .min(1, { error: 'must list at least one "host:port" address' })
         .optional()
         .describe(
-          'Addresses of every controller of a failover group (DESIGN §7.4), "host:port" each. Clients follow ' +
+          'Addresses of every controller of a failover group (docs/design.md §5.2), "host:port" each. Clients follow ' +
             "the leader: a follower answers UNAVAILABLE naming it (trailer sluice-leader). Use instead of `address`.",
         ),
       tls: controllerTlsSpecSchema.optional(),

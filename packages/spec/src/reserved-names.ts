@@ -3,7 +3,7 @@ import type { IssuePathSegment } from "./issue-path.ts";
 // A name (a throttler, class, stream or computation id) spelled `__proto__` cannot be an ordinary key
 // of the JavaScript objects a parsed spec is made of: the schema library skips it, so it would
 // vanish without a word. It is refused by name instead. `constructor` and `prototype` work like any
-// other name (DESIGN §9.1: ids are ordinary ids).
+// other name (docs/design.md §5.3: ids are ordinary ids).
 
 export const RESERVED_NAME = "__proto__";
 

@@ -9,7 +9,7 @@ import { MAX_ID_LENGTH } from "./id-length.ts";
 import { integer } from "./integer.ts";
 import { mustBe } from "./rule-error.ts";
 
-// `dynamic_spec.throttlers.<id>` (DESIGN §3.1; reference: TDynamicThrottlerSpec, ytflow.md §2.1).
+// `dynamic_spec.throttlers.<id>` (docs/design.md §8.1; reference: TDynamicThrottlerSpec, ytflow.md §2.1).
 // Rules that involve only one throttler live here, so parsing a throttler spec on its own enforces
 // them; references between throttlers and computations are checked in dynamic-spec.ts.
 
@@ -117,7 +117,7 @@ export const retryingChannelSpecSchema = z
       });
     }
   }, DESPITE_INNER_ISSUES)
-  .describe("Client retries of RequestQuota while the controller is unreachable (DESIGN §4.8).");
+  .describe("Client retries of RequestQuota while the controller is unreachable (docs/design.md §9.8).");
 
 const throttlerDefaults = THROTTLER_DEFAULTS;
 
@@ -129,7 +129,7 @@ export const throttlerSpecSchema = z
         .prefault(throttlerDefaults.kind)
         .describe(
           '"rate": a token bucket, limit = units per second. "concurrency": limit = units in use at once, given back by ' +
-            `release, when the holder ends, or after lease_timeout without renewal (DESIGN §7.2). Default "${throttlerDefaults.kind}".`,
+            `release, when the holder ends, or after lease_timeout without renewal (docs/design.md §11.2). Default "${throttlerDefaults.kind}".`,
         ),
       lease_timeout: duration({ minMs: 0, exclusive: true })
         .prefault(throttlerDefaults.lease_timeout)
@@ -195,12 +195,12 @@ export const throttlerSpecSchema = z
         .describe(`Requests that may wait on this throttler; one more is refused at once (QUEUE_FULL). Default ${throttlerDefaults.max_queue_size}.`),
       adaptive: adaptiveSpecSchema
         .optional()
-        .describe("Adaptive limit (DESIGN §7.3) instead of a fixed limit: the controller moves the limit to hold the load of the protected system inside a band."),
+        .describe("Adaptive limit (docs/design.md §11.3) instead of a fixed limit: the controller moves the limit to hold the load of the protected system inside a band."),
       smooth: z
         .boolean({ error: mustBe("true or false") })
         .prefault(throttlerDefaults.smooth)
         .describe(
-          "Shaping (DESIGN §7.1): in every closed window of length period at most limit × period units reach callers, " +
+          "Shaping (docs/design.md §11.1): in every closed window of length period at most limit × period units reach callers, " +
             "spread about 1/limit apart, summed over every client; the controller paces grants at 96 % of the limit. " +
             `Needs a limit (or use_class_weights_as_limit). Default ${throttlerDefaults.smooth}.`,
         ),

@@ -3,7 +3,7 @@ import { WATERMARK_ALIGNMENT_DEFAULTS } from "./defaults.ts";
 import { duration } from "./duration.ts";
 import { mustBe } from "./rule-error.ts";
 
-// `computations.<name>.watermark_alignment` (DESIGN §7.5; YT Flow's TWatermarkAlignmentSpec, Flink's
+// `computations.<name>.watermark_alignment` (docs/design.md §12; YT Flow's TWatermarkAlignmentSpec, Flink's
 // withWatermarkAlignment): the partitions of every computation naming one group read in step in
 // event time. A partition whose read watermark is more than `drift_bound` ahead of the slowest live
 // partition of its group is paused at the source and asks for no quota until the group catches up.
@@ -34,7 +34,7 @@ export const watermarkAlignmentSpecSchema = z
     },
     { error: mustBe("an object") },
   )
-  .describe("Watermark alignment of this computation's input partitions with the other members of its group (DESIGN §7.5).");
+  .describe("Watermark alignment of this computation's input partitions with the other members of its group (docs/design.md §12).");
 
 export type WatermarkAlignmentSpec = z.output<typeof watermarkAlignmentSpecSchema>;
 export type WatermarkAlignmentSpecInput = z.input<typeof watermarkAlignmentSpecSchema>;

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { formatIssues, validateDynamicSpec } from "@sluice/spec";
 
-// `adaptive` (DESIGN §7.3): defaults, and every inconsistent combination refused with its JSON path.
+// `adaptive` (docs/design.md §11.3): defaults, and every inconsistent combination refused with its JSON path.
 
 const load = { prometheus: { url: "http://127.0.0.1:9090", query: "cluster_cpu_utilisation" } };
 const base = { load, target: { low: 0.9, high: 0.95 }, max_limit: 100 };

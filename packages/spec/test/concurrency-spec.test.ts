@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { formatIssues, validateDynamicSpec, validatePipelineSpec } from "@sluice/spec";
 
-// `kind` and `lease_timeout` (DESIGN §7.2): defaults, and fields that mean nothing for the kind.
+// `kind` and `lease_timeout` (docs/design.md §11.2): defaults, and fields that mean nothing for the kind.
 
 describe("throttler kind", () => {
   it('defaults to "rate" with lease_timeout 30s; "concurrency" parses', () => {

@@ -8,7 +8,7 @@ const base = {
   computations: { C: { module: "./c.ts", inputs: ["in"] } },
 };
 
-// DESIGN §7.4: `controller.addresses` lists a failover group; `controller.address` stays valid for one.
+// docs/design.md §5.2: `controller.addresses` lists a failover group; `controller.address` stays valid for one.
 describe("controller.addresses", () => {
   it("lists every controller of a failover group, in order", () => {
     const result = validatePipelineSpec({ ...base, controller: { addresses: ["127.0.0.1:7070", "127.0.0.1:7071"] } });

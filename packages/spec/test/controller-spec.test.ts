@@ -8,7 +8,7 @@ const base = {
   computations: { C: { module: "./c.ts", inputs: ["in"] } },
 };
 
-// DESIGN §9.1: `controller.max_open_calls_per_stream` bounds what one QuotaStream holds open.
+// docs/design.md §5.3: `controller.max_open_calls_per_stream` bounds what one QuotaStream holds open.
 describe("controller.max_open_calls_per_stream", () => {
   it("defaults to 4096 when a controller section is given", () => {
     const result = validatePipelineSpec({ ...base, controller: { address: "127.0.0.1:7070" } });

@@ -128,7 +128,7 @@ describe("id lengths", () => {
   });
 });
 
-// DESIGN §9.1 (issue 19 item 8): ids are ordinary ids. "__proto__" cannot be one (the schema
+// docs/design.md §5.3 (issue 19 item 8): ids are ordinary ids. "__proto__" cannot be one (the schema
 // library would drop it without a word), so it is refused by name; "constructor" and "prototype" work.
 describe("ids named __proto__, constructor and prototype", () => {
   it("refuses a throttler or class named __proto__ at its path, instead of dropping it", () => {

@@ -44,7 +44,7 @@ describe("validatePipelineSpec on valid specs", () => {
     });
   });
 
-  it("parses the example of DESIGN.md §3", () => {
+  it("parses the example of docs/design.md §8", () => {
     const spec = parseOk({
       pipeline: "enricher",
       kafka: { brokers: ["127.0.0.1:19092"] },

@@ -12,7 +12,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, validateMet
  * observe()-only Histogram could not otherwise take. Nothing is kept twice, and a family with no
  * series yet is written as its HELP and TYPE only (prom-client would invent an unlabelled 0).
  *
- * Lives in @sluice/controller because the controller owns /metrics (DESIGN §2); the CLI writes the
+ * Lives in @sluice/controller because the controller owns /metrics (docs/design.md §2); the CLI writes the
  * worker's families with the same writer, so one process can expose both on one port.
  */
 
@@ -89,11 +89,6 @@ export class PrometheusText {
     for (const family of this.families) register(family, registry);
     const merged = options.processMetrics ? Registry.merge([processRegistry(), registry]) : registry;
     return merged.metrics();
-  }
-
-  /** Rendering is asynchronous (prom-client): use `await render()`. */
-  toString(): string {
-    throw new Error("PrometheusText.toString() is gone: the exposition is rendered by prom-client with `await out.render()`");
   }
 
   private add(family: Family): this {

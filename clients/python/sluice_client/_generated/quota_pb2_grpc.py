@@ -116,7 +116,7 @@ class QuotaServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def RenewLeases(self, request, context):
-        """Concurrency throttlers (DESIGN §7.2): the units this client holds stay in use for another
+        """Concurrency throttlers (docs/design.md §11.2): the units this client holds stay in use for another
         lease_timeout. A client that stops renewing (it crashed) has its units given back.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -124,7 +124,7 @@ class QuotaServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ReportWatermarks(self, request, context):
-        """Watermark alignment (DESIGN §7.5): a worker reports the read watermark of every aligned
+        """Watermark alignment (docs/design.md §12): a worker reports the read watermark of every aligned
         partition it owns (all of them, each time: a partition it no longer reports is no longer its),
         and learns for each how far the rest of its group has read.
         """

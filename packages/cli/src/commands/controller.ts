@@ -98,7 +98,7 @@ export const registerController: CommandRegistration = (program, cli) => {
           log: say,
         };
         if (spec.kafka) {
-          // DESIGN §7.4: one of a failover group; its state lives in <pipeline>.controller-state.
+          // docs/design.md §5.2: one of a failover group; its state lives in <pipeline>.controller-state.
           const group = await startFailoverController({
             ...common,
             ...(options.advertise !== undefined ? { advertisedAddress: options.advertise } : {}),

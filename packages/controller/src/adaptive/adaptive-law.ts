@@ -1,7 +1,7 @@
-// The control law of an adaptive limit (DESIGN §7.3), as a pure function: (state, reading, usage)
+// The control law of an adaptive limit (docs/design.md §11.3), as a pure function: (state, reading, usage)
 // → the next limit and why. The loop in adaptive-loop.ts does the waiting, reading and applying.
 //
-// The law (README "Adaptive limits" explains it to operators):
+// The law (docs/guides/adaptive.md explains it to operators):
 //   mid = (low + high) / 2, use = what the throttler actually handed out during the last interval
 //   (units/s for a rate throttler; units in use now for a concurrency throttler, or the limit
 //   itself when a request waits: the limit binds there, and the use read at one instant is short
@@ -30,34 +30,10 @@
 //   bad reading          hold; after FALLBACK_AFTER_FAILURES in a row: min_limit
 //   and always within [min_limit, max_limit].
 //
-// Why it does not oscillate: the band is a dead zone, widened for single readings by the near
-// zone, and every step near it (one unit, 1.5 % of the example's load) is narrower than the band's
-// middle, so no step can cross the band; far from the band a move aims at the middle of the band
-// from what was in use while the reading was taken (the measured load per unit), so on a plant
-// whose load grows with its admitted work a move lands inside the band instead of across it. Right
-// after a raise the reading lags it (the query's window and the scrapes still show the use before
-// the raise), so the raise scales that earlier use, not the new one — scaling the new use on a
-// lagging reading is what overshot the band in slow start. Raises are capped at ×1.5 per interval
-// (slow start: a few tasks first, then more in steps); cuts are steeper (squared) because a CPU
-// signal saturates at 1.0 and reads an overload smaller than it is (a saturated reading says
-// nothing of how far beyond capacity the demand is, so it cuts to ×0.6 at least) — and cutting too
-// far is the safe error, repaired by the next raise.
-//
-// A loss of capacity: the reading lags a decision by about 1.5 intervals (a 4 s window, read up to
-// 1 s late, every 2 s) and reads ~1.0 however deep the overload, so proportional cuts, each on a
-// reading that cannot show the cut before it, needed 4 of them and ~6 intervals to get back inside.
-// A load that jumps out of the band while the work admitted did not grow (no raise) is the system
-// changing, not the limit; the law cuts once, as far as it ever cuts in one step (×0.5), and then
-// waits for a reading that can show the cut. That cannot oscillate: it fires only on a reading
-// that follows a steady one, makes one move, and holds only above the band; the first reading that
-// shows the cut (not falling any more, or below or inside the band) hands back to the rules above,
-// and a raise after it is capped as in slow start. It does not fire on a rise into the near zone:
-// a real run read 0.928 → 0.961 with nothing changed, and halving there cost 5 readings below
-// the band. Losing half the capacity, the load is inside the band 4–5 intervals after the loss in
-// virtual time when the loss falls at a decision, 3.75–5.75 (mostly 5.25 or more) when it falls
-// between two (the first reading then lands in the near zone, and the cut comes one reading later);
-// smaller losses are cut too far (to 0.6 of the capacity: inside after 8) and are repaired by
-// raises — the safe error. The figures: test/simulation/adaptive-law-cluster-sim.test.ts.
+// Why it has this shape and does not oscillate (the band as a dead zone, steps near it narrower than
+// its middle, raises that scale the use a lagging reading still shows, steeper cuts because a CPU
+// reading saturates, one cut on a loss of capacity and then a hold until a reading can show it):
+// docs/internals/adaptive-law.md, with the figures of test/simulation/adaptive-law-cluster-sim.test.ts.
 
 import type { AdaptiveLawState } from "@sluice/failover-ports";
 

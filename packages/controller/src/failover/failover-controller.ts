@@ -28,7 +28,7 @@ import { buildLeaderController, readStateForTakeover } from "./take-over.ts";
 export type { FailoverControllerOptions } from "./failover-options.ts";
 
 /**
- * One controller of a failover group (DESIGN §7.4). It serves quota only while it leads: elected by
+ * One controller of a failover group (docs/design.md §5.2). It serves quota only while it leads: elected by
  * the group, within its lease, and after it has read back what its predecessor persisted. Each
  * answer waits until the bucket balances after that grant are persisted (LeaderStateWrites), so a
  * successor never starts fuller than what was granted allows. Followers refuse every call with
@@ -180,7 +180,7 @@ export class FailoverController implements QuotaServiceHandler {
     return this.specUpdates.update(dynamicSpecJson);
   }
 
-  /** Not persisted: after a failover every worker reports its partitions again (DESIGN §7.5). */
+  /** Not persisted: after a failover every worker reports its partitions again (docs/design.md §12). */
   async reportWatermarks(call: ReportWatermarksCall, context: CallContext): Promise<ReportWatermarksResult> {
     return this.serving().reportWatermarks(call, context);
   }

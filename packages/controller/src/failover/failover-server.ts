@@ -41,7 +41,7 @@ export interface RunningFailoverController {
 const DEFAULT_CLOSE_GRACE_MS = 2_000;
 
 /**
- * A controller of a failover group (DESIGN §7.4), served over gRPC. The server binds first, so the
+ * A controller of a failover group (docs/design.md §5.2), served over gRPC. The server binds first, so the
  * controller can advertise the port it got (port 0), and refuses calls until it has joined.
  */
 export async function startFailoverController(options: StartFailoverControllerOptions): Promise<RunningFailoverController> {

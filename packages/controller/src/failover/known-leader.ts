@@ -2,7 +2,7 @@ import type { LeaderRecord } from "@sluice/failover-ports";
 import type { FailoverRole } from "../quota/failover-status.ts";
 
 /**
- * Where a controller sends its callers (DESIGN §7.4): itself while it leads or takes over, else the
+ * Where a controller sends its callers (docs/design.md §5.2): itself while it leads or takes over, else the
  * leader the state topic last announced. A record of a generation older than the latest election
  * seen may name a controller that is gone, and no hint beats a wrong one, so it gives null then.
  */

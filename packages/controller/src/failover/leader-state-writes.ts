@@ -31,7 +31,7 @@ export interface LeaderStateWritesOptions {
 const REPEAT_LOG_MS = 5_000;
 
 /**
- * A leader's writes of `<pipeline>.controller-state` (DESIGN §9.1). The throttlers' records are
+ * A leader's writes of `<pipeline>.controller-state` (docs/design.md §5.3). The throttlers' records are
  * coalesced by a GroupCommit, and only those that changed are written; a grant is answered only
  * once a write that began after it is committed (`durable`), so a successor never starts fuller
  * than what was granted allows. Every failed write is logged, counted and kept for /healthz until

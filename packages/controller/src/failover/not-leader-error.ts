@@ -2,7 +2,7 @@ import { SluiceError } from "@sluice/core";
 import type { FailoverRole } from "../quota/failover-status.ts";
 
 /**
- * The refusal of a controller that does not serve (DESIGN §7.4): CONTROLLER_UNAVAILABLE, retriable,
+ * The refusal of a controller that does not serve (docs/design.md §5.2): CONTROLLER_UNAVAILABLE, retriable,
  * with `details.leader` — sent as the trailer `sluice-leader` — when it knows where the caller
  * should go instead.
  */

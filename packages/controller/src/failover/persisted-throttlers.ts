@@ -2,7 +2,7 @@ import type { Controller } from "../quota/controller.ts";
 import { type PersistedThrottler, boundedLeases } from "@sluice/failover-ports";
 
 /**
- * What a leader persists of each throttler now (DESIGN §9.1): one record per throttler with its
+ * What a leader persists of each throttler now (docs/design.md §5.3): one record per throttler with its
  * balance, the rate it refills at, its leases (within the bounds of state-bounds.ts) and its
  * adaptive loop's state. Throttlers with none of these (unlimited, nothing held) have no record.
  */

@@ -2,7 +2,7 @@ import type { PersistedAdaptive, PersistedLeases, PersistedThrottler } from "@sl
 import type { BucketBalance, Controller } from "../quota/controller.ts";
 
 /**
- * A new leader's Controller takes over what its predecessor persisted (DESIGN §7.4, §9.1): where
+ * A new leader's Controller takes over what its predecessor persisted (docs/design.md §5.2, §5.3): where
  * the adaptive loops had got to, the units concurrency holders still hold, and the bucket balances.
  * The adaptive limits come first, so each bucket already has the capacity in force when its balance
  * is set; the downtime accrues at the rate in force when the record was written (an adaptive limit

@@ -9,7 +9,7 @@ export interface SpecInForce {
 }
 
 /**
- * The dynamic_spec a new leader serves (DESIGN §7.4): the persisted one and its version, so a
+ * The dynamic_spec a new leader serves (docs/design.md §5.2): the persisted one and its version, so a
  * reconfiguration survives failovers and restarts; the spec file's only while nothing is persisted.
  * A persisted spec this pipeline no longer accepts (its computations changed) gives way to the
  * file's, under the next version so that watchers still see the version grow.

@@ -15,7 +15,7 @@ export interface SpecUpdatesOptions {
 }
 
 /**
- * A failover leader's reconfigurations (UpdateDynamicSpec, DESIGN §7.4, §9.1): each new version is
+ * A failover leader's reconfigurations (UpdateDynamicSpec, docs/design.md §5.2, §5.3): each new version is
  * committed to `<pipeline>.controller-state` first and only then put in force — served to watchers,
  * grants and DescribeThrottlers — and answered. A version served before it is committed could be
  * unknown to a successor, which would serve an older one: the version in force would go back and

@@ -1,7 +1,7 @@
 import { SluiceError } from "@sluice/core";
 
 /**
- * The refusals of a leader whose write to the state topic failed (DESIGN §7.4). They are retriable
+ * The refusals of a leader whose write to the state topic failed (docs/design.md §5.2). They are retriable
  * (CONTROLLER_UNAVAILABLE) and say what the caller should resend, since what is not persisted is
  * unknown to a successor.
  */

@@ -6,7 +6,7 @@ import type { FailoverControllerOptions } from "./failover-options.ts";
 import { describeCause } from "./state-write-errors.ts";
 
 /**
- * The first step of a takeover (DESIGN §9.1): claim the state's writer, which fences every earlier
+ * The first step of a takeover (docs/design.md §5.3): claim the state's writer, which fences every earlier
  * leader's writes, and only then read the state topic up to its end, so nothing a predecessor writes
  * later can be missing from what is read. Retries every `retryDelayMs` while the store fails,
  * because a leader that served without its predecessor's balances could start fuller than they

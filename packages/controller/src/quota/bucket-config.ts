@@ -2,10 +2,10 @@ import { QUOTA_BUCKET_DEFAULTS, type QuotaBucketConfig } from "@sluice/core";
 import type { ThrottlerSpec } from "@sluice/spec";
 
 /**
- * One throttler of the dynamic_spec in core's terms (DESIGN §3.1 → QuotaBucketConfig). The parsed
+ * One throttler of the dynamic_spec in core's terms (docs/design.md §8.1 → QuotaBucketConfig). The parsed
  * spec already carries durations in ms and every default, so this is a renaming, not a policy.
  * Fields that only matter to clients (rpc_timeout, retrying_channel) do not reach the bucket;
- * request_period does, for a smooth throttler's pacing reach (DESIGN §7.1).
+ * request_period does, for a smooth throttler's pacing reach (docs/design.md §11.1).
  */
 export function bucketConfigOf(throttler: ThrottlerSpec, detachedGraceMs = QUOTA_BUCKET_DEFAULTS.detachedGraceMs): QuotaBucketConfig {
   const classWeights = Object.fromEntries(Object.entries(throttler.classes).map(([id, spec]) => [id, spec.weight]));

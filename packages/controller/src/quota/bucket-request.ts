@@ -2,7 +2,7 @@ import type { AcquireRequest } from "@sluice/core";
 import type { CallContext, RequestQuotaCall } from "@sluice/protocol";
 
 /**
- * A RequestQuota call as the bucket's driver takes it. DESIGN §4.10: an RPC that is cancelled or
+ * A RequestQuota call as the bucket's driver takes it. docs/design.md §9.10: an RPC that is cancelled or
  * passes its deadline keeps its place (detached) for a retry with the same request_id, instead of
  * going to the back of the queue.
  */

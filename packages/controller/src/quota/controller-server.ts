@@ -79,7 +79,7 @@ export async function startController(options: StartControllerOptions): Promise<
   };
 }
 
-/** DESIGN §9.1: the open calls one QuotaStream may hold, from the spec (its default when the spec has no `controller`). */
+/** docs/design.md §5.3: the open calls one QuotaStream may hold, from the spec (its default when the spec has no `controller`). */
 export function maxOpenCallsPerStreamOf(spec: Pick<PipelineSpec, "controller">): number {
   return spec.controller?.max_open_calls_per_stream ?? CONTROLLER_DEFAULTS.max_open_calls_per_stream;
 }

@@ -26,9 +26,9 @@ export interface ControllerThrottlerSnapshot extends Omit<QuotaBucketSnapshot, "
   /** Granted units per second over the last 5 s. */
   readonly grantedRate: number;
   readonly classes: readonly ControllerClassSnapshot[];
-  /** Present when the throttler's limit is set by its adaptive loop (DESIGN §7.3). */
+  /** Present when the throttler's limit is set by its adaptive loop (docs/design.md §11.3). */
   readonly adaptive?: AdaptiveSnapshot;
-  /** Present for a concurrency throttler (DESIGN §7.2): its holders and ended leases. */
+  /** Present for a concurrency throttler (docs/design.md §11.2): its holders and ended leases. */
   readonly concurrency?: ConcurrencySnapshot;
 }
 
@@ -38,8 +38,8 @@ export interface ControllerSnapshot {
   /** ISO time of the controller's clock. */
   readonly generatedAt: string;
   readonly throttlers: readonly ControllerThrottlerSnapshot[];
-  /** With failover (DESIGN §7.4): the leadership as this controller sees it. */
+  /** With failover (docs/design.md §5.2): the leadership as this controller sees it. */
   readonly failover?: FailoverStatus;
-  /** Watermark alignment groups (DESIGN §7.5) that have reported partitions; absent on a follower. */
+  /** Watermark alignment groups (docs/design.md §12) that have reported partitions; absent on a follower. */
   readonly alignment?: readonly AlignmentGroupSnapshot[];
 }

@@ -51,7 +51,7 @@ export interface ControllerOptions {
   readonly tracer?: Tracer;
   /**
    * Version of `dynamicSpec`: 1 for a fresh pipeline; a controller taking over from persisted state
-   * (DESIGN §7.4) continues the version it found, so watchers never see it go back.
+   * (docs/design.md §5.2) continues the version it found, so watchers never see it go back.
    */
   readonly initialVersion?: number;
   /** Directory an adaptive throttler's `load.module` is resolved against (the spec file's). Default: the working directory. */
@@ -66,7 +66,7 @@ export interface ControllerOptions {
 
 /**
  * The controller's quota service: one QuotaBucketDriver per named throttler, the dynamic_spec and
- * its version, and the watchers that are told of every change (DESIGN §2, §4, §5). Transport-free:
+ * its version, and the watchers that are told of every change (docs/design.md §2, §9, §4). Transport-free:
  * serve it with @sluice/protocol's serveQuotaService, or call it in memory.
  */
 export class Controller implements QuotaServiceHandler {
@@ -185,7 +185,7 @@ export class Controller implements QuotaServiceHandler {
     return { held: this.leases.renew(call.clientId, call.throttlerIds) };
   }
 
-  /** Watermark alignment (DESIGN §7.5): the worker's aligned partitions in, each one's bound out. */
+  /** Watermark alignment (docs/design.md §12): the worker's aligned partitions in, each one's bound out. */
   async reportWatermarks(call: ReportWatermarksCall, _context: CallContext): Promise<ReportWatermarksResult> {
     this.throwIfClosed();
     return this.alignment.report(call);
@@ -235,14 +235,14 @@ export class Controller implements QuotaServiceHandler {
   }
 
   /**
-   * Sets the balances another controller persisted (DESIGN §7.4): each bucket continues from its
+   * Sets the balances another controller persisted (docs/design.md §5.2): each bucket continues from its
    * balance plus what accrued since, never from full. Ids no longer declared are ignored.
    */
   restoreBalances(balances: Readonly<Record<string, BucketBalance>>): string[] {
     return this.drivers.restoreBalances(balances);
   }
 
-  /** The concurrency throttlers' leases, persisted beside the balances by a failover leader (DESIGN §7.4). */
+  /** The concurrency throttlers' leases, persisted beside the balances by a failover leader (docs/design.md §5.2). */
   leaseState(): Record<string, PersistedLeases> {
     return this.leases.persisted();
   }
@@ -255,7 +255,7 @@ export class Controller implements QuotaServiceHandler {
     return this.leases.restore(leases);
   }
 
-  /** The adaptive loops' state, persisted beside the balances by a failover leader (DESIGN §7.3, §7.4). */
+  /** The adaptive loops' state, persisted beside the balances by a failover leader (docs/design.md §11.3, §5.2). */
   adaptiveState(): Record<string, PersistedAdaptive> {
     return this.adaptive.persisted();
   }
@@ -338,7 +338,7 @@ export class Controller implements QuotaServiceHandler {
     return this.drivers.driverFor(throttlerId, this.currentVersion);
   }
 
-  /** The class a request is served in: its own if declared on the throttler, else `default` (DESIGN §4.2). */
+  /** The class a request is served in: its own if declared on the throttler, else `default` (docs/design.md §9.2). */
   private classIdOf(call: Pick<RequestQuotaCall, "throttlerId" | "quotaClassId">): string {
     const classes = ownEntry(this.spec.throttlers, call.throttlerId)?.classes ?? {};
     return call.quotaClassId !== "" && Object.hasOwn(classes, call.quotaClassId) ? call.quotaClassId : DEFAULT_CLASS_ID;

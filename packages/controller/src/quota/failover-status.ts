@@ -1,4 +1,4 @@
-/** Where a controller of a failover group stands (DESIGN §7.4): shown by `sluice top`, the dashboard and /metrics. */
+/** Where a controller of a failover group stands (docs/design.md §5.2): shown by `sluice top`, the dashboard and /metrics. */
 export type FailoverRole = "starting" | "taking-over" | "leader" | "follower" | "fenced" | "closed";
 
 export interface FailoverStatus {

@@ -35,8 +35,8 @@ export function traceRequestQuota(
   const parent = propagation.extract(ROOT_CONTEXT, context, FROM_CALL_METADATA);
   const span = tracer.startSpan(REQUEST_QUOTA_SPAN, { kind: SpanKind.SERVER }, parent);
   // Without a tracing SDK (or a sampler that drops it) the span records nothing: no attributes, no
-  // wrapper around the grant. That wrapper (an async frame and a promise per call) was a fifth of
-  // what a waiting request cost and part of every grant's CPU (bench/README.md, groups 2 and 8).
+  // wrapper around the grant (an async frame and a promise per call would weigh on every waiting
+  // request and every grant).
   if (!span.isRecording()) {
     span.end();
     try {
@@ -71,7 +71,7 @@ async function recordRequestQuota(
     "sluice.quota.client_id": call.clientId,
     "sluice.quota.priority_ms": call.timestampMs,
   };
-  // An undeclared class is served as `default` (DESIGN §4.2): say what was asked for.
+  // An undeclared class is served as `default` (docs/design.md §9.2): say what was asked for.
   if (call.quotaClassId !== "" && call.quotaClassId !== classId) attributes["sluice.quota.requested_class_id"] = call.quotaClassId;
   const startedAt = clock.now();
   if (context.deadlineAt !== null) attributes["sluice.quota.deadline_ms"] = Math.max(0, context.deadlineAt - startedAt);

@@ -110,8 +110,8 @@ export class ThrottlerDrivers {
     if (driver) return driver;
     const removed = this.removed.errorFor(throttlerId, version);
     if (removed) throw removed;
-    // Only refusals list the declared throttlers: building that list on every call cost most of a
-    // busy controller's time with 1,000 throttlers (bench/README.md).
+    // Only refusals list the declared throttlers: building that list on every call would cost a
+    // busy controller with many throttlers most of its time.
     const declared = [...this.drivers.keys()];
     const list = declared.length === 0 ? "none" : declared.map((id) => JSON.stringify(id)).join(", ");
     if (throttlerId === "") {
@@ -137,7 +137,7 @@ export class ThrottlerDrivers {
     return Object.fromEntries(balances);
   }
 
-  /** Sets persisted balances (DESIGN §7.4); ids no longer declared are ignored. Returns the ids restored. */
+  /** Sets persisted balances (docs/design.md §5.2); ids no longer declared are ignored. Returns the ids restored. */
   restoreBalances(balances: Readonly<Record<string, BucketBalance>>): string[] {
     const restored: string[] = [];
     for (const [id, { balance, atMs }] of Object.entries(balances)) {

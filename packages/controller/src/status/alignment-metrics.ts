@@ -1,7 +1,7 @@
 import type { AlignmentGroupSnapshot } from "../quota/alignment/alignment-groups.ts";
 import type { PrometheusText } from "@sluice/status-http";
 
-/** Watermark alignment groups (DESIGN §7.5), one series per group; the families are written even with no group. */
+/** Watermark alignment groups (docs/design.md §12), one series per group; the families are written even with no group. */
 export function writeAlignmentMetrics(out: PrometheusText, groups: readonly AlignmentGroupSnapshot[]): void {
   const per = (value: (g: AlignmentGroupSnapshot) => number | null) =>
     groups.flatMap((g) => {

@@ -94,7 +94,7 @@ export function writeControllerMetrics(out: PrometheusText, snapshot: Controller
   if (snapshot.failover) writeFailoverMetrics(out, snapshot.failover);
 }
 
-/** The adaptive loops (DESIGN §7.3): the reading, the band, the suggestion, and what the loop did. */
+/** The adaptive loops (docs/design.md §11.3): the reading, the band, the suggestion, and what the loop did. */
 function writeAdaptiveMetrics(out: PrometheusText, throttlers: readonly ControllerThrottlerSnapshot[]): void {
   const adaptive = throttlers.flatMap((t) => (t.adaptive ? [{ labels: { throttler_id: t.id }, a: t.adaptive }] : []));
   const gauge = (value: (a: NonNullable<ControllerThrottlerSnapshot["adaptive"]>) => number | null): Sample[] =>

@@ -2,7 +2,7 @@
 // One of the dashboard's scripts. dashboard-page.ts joins them, in the order dashboard.html names them,
 // into the page's one <script>, so they share one scope: what one declares at its top level the others
 // use. Top-level code only declares and listens; dashboard.js, the last, starts the polling.
-// This one: "Epoch parts time" (DESIGN §9.3), per computation the seconds per second its iterations
+// This one: "Epoch parts time" (docs/design.md §15), per computation the seconds per second its iterations
 // spend in each part, stacked, from the worker's sluice_worker_iteration_part_seconds on this
 // server's /metrics (served when the worker runs in this process: `sluice run`).
 

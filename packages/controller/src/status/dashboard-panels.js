@@ -24,7 +24,7 @@ function panelFor(id) {
     '<div class="chart"><h3>Queue size <span>requests waiting</span></h3><svg data-chart="queue"></svg><div class="legend"><span><i class="line" style="border-color:#0969da"></i>waiting requests</span></div></div>' +
     '<div class="chart"><h3>Wait time <span>ms, per second</span></h3><svg data-chart="wait"></svg><div class="legend"><span><i class="line" style="border-color:#bc4c00"></i>p95</span><span><i class="line" style="border-color:#6e40c9"></i>mean</span></div></div>' +
     "</div>" +
-    // Adaptive limits (DESIGN §7.3): shown only for a throttler whose limit its loop sets.
+    // Adaptive limits (docs/design.md §11.3): shown only for a throttler whose limit its loop sets.
     '<div class="charts" data-adaptive hidden>' +
     '<div class="chart"><h3>Load vs band <span>the reading the adaptive loop acts on</span></h3><svg data-chart="load"></svg><div class="legend"><span><i class="line" style="border-color:#0969da"></i>load</span><span><i class="dash"></i>target low / high</span></div></div>' +
     '<div class="chart"><h3>Adaptive limit <span>in force, and suggested (differs under dry_run)</span></h3><svg data-chart="adaptive-limit"></svg><div class="legend"><span><i class="line" style="border-color:#1f2328"></i>in force</span><span><i class="line" style="border-color:#bc4c00"></i>suggested</span></div></div>' +

@@ -129,7 +129,7 @@ function renderClasses(root, id, th, t1) {
     return { k, delta: Math.max(0, k.granted - (before ? before.granted : 0)) };
   });
   const total = deltas.reduce((sum, d) => sum + d.delta, 0);
-  // A weight is a share among classes that want quota: an idle class's share goes to the others (DESIGN §4.2).
+  // A weight is a share among classes that want quota: an idle class's share goes to the others (docs/design.md §9.2).
   const busy = deltas.filter((d) => d.delta > 0 || d.k.pendingRequests > 0);
   const busyWeight = busy.reduce((sum, d) => sum + d.k.weight, 0);
   const rows = deltas.map(({ k, delta }) => {
@@ -155,7 +155,7 @@ function renderClasses(root, id, th, t1) {
     ", against the share of weight among classes with demand";
 }
 
-// ---- failover (DESIGN §7.4): who leads, since when, elections, state age --------------------------
+// ---- failover (docs/design.md §5.2): who leads, since when, elections, state age --------------------------
 function showLeadership(f) {
   const el = $("#leader");
   el.hidden = !f;
@@ -168,7 +168,7 @@ function showLeadership(f) {
   if (f.role !== "leader") $("#empty").textContent = "This controller does not serve quota now (" + f.role + "); the leader is " + (f.leader || "not known yet") + ".";
 }
 
-// ---- watermark alignment (DESIGN §7.5): each group's watermark and its held partitions ------------
+// ---- watermark alignment (docs/design.md §12): each group's watermark and its held partitions ------------
 function showAlignment(groups, generatedAt) {
   const section = $("#alignment");
   section.hidden = !groups || groups.length === 0;

@@ -1,7 +1,7 @@
 import type { FailoverStatus } from "../quota/failover-status.ts";
 import type { PrometheusText } from "@sluice/status-http";
 
-// DESIGN §7.4 on /metrics: which controller leads, since when, the elections so far and the age of
+// docs/design.md §5.2 on /metrics: which controller leads, since when, the elections so far and the age of
 // the persisted state. Written only by a controller of a failover group (a `kafka` section).
 
 export function writeFailoverMetrics(out: PrometheusText, status: FailoverStatus): void {

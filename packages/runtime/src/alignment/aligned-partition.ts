@@ -1,7 +1,7 @@
 import type { Clock } from "@sluice/core";
 import type { PartitionBound, PartitionWatermarkReport } from "@sluice/protocol";
 
-/** `watermark_alignment` of the partition's computation, durations in ms (DESIGN §7.5). */
+/** `watermark_alignment` of the partition's computation, durations in ms (docs/design.md §12). */
 export interface AlignmentSettings {
   readonly groupName: string;
   readonly driftBoundMs: number;

@@ -35,7 +35,7 @@ export interface AlignmentMetricsView {
 }
 
 /**
- * A worker's side of watermark alignment (DESIGN §7.5): the aligned partitions it owns, reported to
+ * A worker's side of watermark alignment (docs/design.md §12): the aligned partitions it owns, reported to
  * the controller every interval — all of them each time, so a revoked partition (no longer listed)
  * stops counting at once, and a restarted controller knows the groups again after one interval —
  * and soon after a partition reads for the first time or becomes held; five times as often while

@@ -2,7 +2,7 @@ import type { SourceRecord } from "../ports/source.ts";
 import { NO_RECORD_HEADERS } from "./source-record-reader.ts";
 
 /**
- * Serialized size of a record as bytes throttlers meter it (DESIGN §6): key + value + every header
+ * Serialized size of a record as bytes throttlers meter it (docs/design.md §10): key + value + every header
  * name (UTF-8) and value, before compression. Offsets, timestamps and framing are not counted.
  */
 export function recordByteSize(record: Pick<SourceRecord, "key" | "value" | "headers">): number {

@@ -15,13 +15,13 @@ export interface ComputationStatsView {
   readonly throttleWaitRatio: number;
   /**
    * Now minus the oldest lag timestamp of its jobs (oldest event time read and not processed +
-   * stream_delay, DESIGN §7.5), ms, never below 0; when nothing waits, now minus the event time of
+   * stream_delay, docs/design.md §12), ms, never below 0; when nothing waits, now minus the event time of
    * the last processed message; null before the first.
    */
   readonly lagMs: number | null;
   readonly activeJobs: number;
   readonly lastError: string | null;
-  /** Seconds spent in each part of the iterations (DESIGN §9.3): always the four parts, in order. */
+  /** Seconds spent in each part of the iterations (docs/design.md §15): always the four parts, in order. */
   readonly parts: readonly IterationPartView[];
 }
 

@@ -6,7 +6,7 @@ import type { ComputationStats } from "./computation-stats.ts";
 import { failSpan } from "./fail-span.ts";
 import type { SharedLink, SharedLinks } from "./shared-links.ts";
 
-/** Gives back the units an iteration took from concurrency throttlers (DESIGN §7.2). */
+/** Gives back the units an iteration took from concurrency throttlers (docs/design.md §11.2). */
 export type GiveBackUnits = () => void;
 
 export const NOTHING_HELD: GiveBackUnits = () => {};
@@ -63,7 +63,7 @@ export class BatchWaits {
 }
 
 /**
- * A job's Input.Throttle (DESIGN §2.1): rows and bytes quota asked together, inside the span. When
+ * A job's Input.Throttle (docs/design.md §3): rows and bytes quota asked together, inside the span. When
  * both pools answer at once (the quota does not bind), an iteration costs the span, two calls that
  * return the settled RESOLVED promise, and nothing else: no await, no abort signal, no timer, no
  * second clock read, no wait recorded.
@@ -87,7 +87,7 @@ export class InputThrottle {
     const rowsId = entry?.input_rows_throttler_id;
     const bytesId = entry?.input_bytes_throttler_id;
     if ((!rowsId && !bytesId) || rows === 0) {
-      // No throttle, no span: an Input.Throttle part that took no time (DESIGN §9.3).
+      // No throttle, no span: an Input.Throttle part that took no time (docs/design.md §15).
       this.options.stats.parts.throttle.recordMs(0);
       return NOTHING_HELD;
     }
@@ -179,12 +179,12 @@ export class InputThrottle {
     const waitedMs = now - startedAt;
     span.setAttribute("sluice.throttle.wait_ms", waitedMs);
     this.options.stats.recordThrottleWait(waitedMs, now);
-    // The part is the span's own measurement, sluice.throttle.wait_ms (DESIGN §9.3).
+    // The part is the span's own measurement, sluice.throttle.wait_ms (docs/design.md §15).
     this.options.stats.parts.throttle.recordMs(waitedMs);
     span.end();
   }
 
-  /** DESIGN §7.2: a concurrency throttler's units are the batch in flight, held until its outputs are acknowledged. */
+  /** docs/design.md §11.2: a concurrency throttler's units are the batch in flight, held until its outputs are acknowledged. */
   private giveBack(rowsThrottler: Throttler | null, rowsId: string | undefined, rows: number, bytesThrottler: Throttler | null, bytesId: string | undefined, bytes: number): GiveBackUnits {
     const { throttlers } = this.options;
     const rowsHeld = rowsThrottler !== null && rowsId !== undefined && throttlers.isConcurrency(rowsId) ? rowsThrottler : null;
@@ -193,7 +193,7 @@ export class InputThrottle {
     return () => {
       const rowsLost = rowsHeld ? giveBackTo(rowsHeld, rows) : null;
       const bytesLost = bytesHeld ? giveBackTo(bytesHeld, bytes) : null;
-      // DESIGN §9.1: the controller stopped counting the batch's units (a stall past lease_timeout):
+      // docs/design.md §5.3: the controller stopped counting the batch's units (a stall past lease_timeout):
       // the iteration fails rather than commit work nobody accounted for; the job redoes it after its backoff.
       const lost = rowsLost ?? bytesLost;
       if (lost) throw lost;

@@ -6,7 +6,7 @@ import type { RecordReader } from "../ports/source.ts";
 
 /**
  * Turns one iteration's records, in whatever form their source keeps them, into the messages the
- * computation sees (DESIGN §6) and their byte total, in one loop: each record's fields are read
+ * computation sees (docs/design.md §10) and their byte total, in one loop: each record's fields are read
  * once through its reader and become one Message.
  */
 export class IterationDecoder {

@@ -1,6 +1,6 @@
 /**
- * Where an iteration's time goes (DESIGN §9.3, the reference's "Epoch parts time"): one histogram of
- * seconds per part of the iteration, named as the iteration's child spans (DESIGN §2.1). The job
+ * Where an iteration's time goes (docs/design.md §15, the reference's "Epoch parts time"): one histogram of
+ * seconds per part of the iteration, named as the iteration's child spans (docs/design.md §3). The job
  * reads its clock at the parts' boundaries, where the spans start and end, so a part's sum is the
  * sum of its spans' durations whether or not tracing is on.
  */

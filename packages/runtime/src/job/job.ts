@@ -36,11 +36,11 @@ export interface JobOptions {
   /**
    * What this job's computation partition has read and not processed, over all of its inputs: the
    * worker shares one between the jobs of a computation that read the same partition number of
-   * different input streams, so their lag timestamp is one (DESIGN §7.5). Default: the job's own.
+   * different input streams, so their lag timestamp is one (docs/design.md §12). Default: the job's own.
    */
   readonly eventTimes?: UnprocessedEventTimes;
   /**
-   * `watermark_alignment` (DESIGN §7.5): the gate every iteration passes before it asks for quota.
+   * `watermark_alignment` (docs/design.md §12): the gate every iteration passes before it asks for quota.
    * Absent = the computation is not aligned.
    */
   readonly alignment?: AlignedPartition;
@@ -50,7 +50,7 @@ export interface JobOptions {
 
 /**
  * One computation bound to one input partition: splits delivered records into Process iterations of
- * at most `max_rows_per_batch`, and runs each as (DESIGN §2.1): lag timestamp → Input.Throttle
+ * at most `max_rows_per_batch`, and runs each as (docs/design.md §3): lag timestamp → Input.Throttle
  * (rows and bytes quota at once) → Process → Output (acknowledged) → Commit. Offsets are committed
  * only after outputs were acknowledged, so nothing is lost; a failure rewinds to the last commit.
  */
@@ -132,7 +132,7 @@ export class Job {
       for (const { records, unprocessed } of iterations) {
         if (signal.aborted) return;
         if (alignment) {
-          // Before quota: a held partition asks for none, whatever its class (DESIGN §7.5).
+          // Before quota: a held partition asks for none, whatever its class (docs/design.md §12).
           await alignment.whenReadable(signal, (held) => context.hold?.(held));
           if (signal.aborted) return;
           alignment.noteRead(records.map((r) => reader.timestampMs(r)));
@@ -154,7 +154,7 @@ export class Job {
     }
   }
 
-  /** Applies a new dynamic_spec (the controller's `version`) to this job's throttler clients (DESIGN §4.9). */
+  /** Applies a new dynamic_spec (the controller's `version`) to this job's throttler clients (docs/design.md §9.9). */
   reconfigure(spec: DynamicSpec, version?: number): void {
     this.options.throttlers.reconfigure(spec, version);
   }
@@ -230,7 +230,7 @@ export class Job {
             if (flushing) await flushing;
           }
         } finally {
-          // DESIGN §7.2: a concurrency throttler's units are the batch in flight, held from before
+          // docs/design.md §11.2: a concurrency throttler's units are the batch in flight, held from before
           // Process until its outputs are acknowledged (or the iteration failed).
           giveBackUnits();
         }
@@ -250,7 +250,7 @@ export class Job {
   }
 
   /**
-   * `delivery: "exactly_once"` (DESIGN §7.6): Output sends into a transaction of this partition and
+   * `delivery: "exactly_once"` (docs/design.md §13): Output sends into a transaction of this partition and
    * Commit adds the offset and commits it, so outputs and offset become visible together; a
    * failure aborts it and the iteration is redone from the last committed offset.
    */
@@ -300,7 +300,7 @@ export class Job {
    * The `Commit` span (a child of the iteration's) starts now and ends when the source says the
    * offset is durable, or with the commit's error: it shows what the commit waited for (the merge
    * interval, the broker) and whether it failed, without the job waiting for it. A child ended
-   * later rather than a linked span, so the trace keeps DESIGN §2.1's shape; it may end after its
+   * later rather than a linked span, so the trace keeps docs/design.md §3's shape; it may end after its
    * parent.
    */
   private commitInBackground(context: BatchContext, nextOffset: string, signal: AbortSignal): void {
@@ -385,7 +385,7 @@ export class Job {
     return this.child("Output", () => this.flushOutputs(sink), parts.output);
   }
 
-  /** `work` in a child span named `name`; its duration goes to `part` (DESIGN §9.3), read where the span starts and ends. */
+  /** `work` in a child span named `name`; its duration goes to `part` (docs/design.md §15), read where the span starts and ends. */
   private async child(name: string, work: () => Promise<void>, part: PartHistogram): Promise<void> {
     const { clock } = this.options;
     await this.options.tracer.startActiveSpan(name, async (span: Span) => {

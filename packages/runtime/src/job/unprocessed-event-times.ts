@@ -18,7 +18,7 @@ interface InputState {
 
 /**
  * What a job has read and not processed, over all of its inputs, reduced to what the lag timestamp
- * needs (DESIGN §7.5): per input, the oldest event time among outstanding records — the batch being
+ * needs (docs/design.md §12): per input, the oldest event time among outstanding records — the batch being
  * processed, the iterations of it still to come, and the batches fetched ahead — plus that stream's
  * `stream_delay`. Event times inside a partition need not be in offset order, so it keeps the
  * minimum of each span rather than the first record's time.

@@ -74,12 +74,12 @@ export interface BatchContext {
   /**
    * The oldest event time (epoch ms) among records the source has already fetched for this
    * partition but not yet handed to the handler; undefined when it holds none. The job's lag
-   * timestamp counts them as read and not processed (DESIGN §7.5). Optional: a source that does not
+   * timestamp counts them as read and not processed (docs/design.md §12). Optional: a source that does not
    * fetch ahead has nothing to say.
    */
   readAheadOldestMs?(): number | undefined;
   /**
-   * Watermark alignment (DESIGN §7.5) holds this partition (true) or lets it read again (false): a
+   * Watermark alignment (docs/design.md §12) holds this partition (true) or lets it read again (false): a
    * source that fetches ahead stops fetching it while held. Optional: a source that does not fetch
    * ahead is held by the job's wait alone.
    */
@@ -92,7 +92,7 @@ export interface BatchContext {
 }
 
 /**
- * One batch's outputs and its input offset, made visible together or not at all (DESIGN §7.6,
+ * One batch's outputs and its input offset, made visible together or not at all (docs/design.md §13,
  * `delivery: "exactly_once"`). At most one is open per partition at a time.
  */
 export interface BatchTransaction {

@@ -3,7 +3,7 @@ import type { Clock } from "@sluice/core";
 import type { GroupWatermarkView, PartitionBound, PartitionWatermarkReport, ReportWatermarksCall, ReportWatermarksResult } from "@sluice/protocol";
 import { reportProblem } from "./report-limits.ts";
 
-// Watermark alignment groups (DESIGN §7.5), held by the controller because it is the one process
+// Watermark alignment groups (docs/design.md §12), held by the controller because it is the one process
 // every job already talks to: a group may span workers and computations, and a worker alone only
 // sees its own partitions. Nothing here is persisted: each worker reports every aligned partition
 // it owns every report interval, so a restarted (or newly elected) controller knows the groups

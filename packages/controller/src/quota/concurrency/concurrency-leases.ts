@@ -28,7 +28,7 @@ export interface ConcurrencyLeasesOptions {
   readonly leaseMsOf: (throttlerId: string) => number | null;
   /** Gives units back to a throttler's bucket. */
   readonly releaseUnits: (throttlerId: string, amount: number, classId: string) => void;
-  /** Counts units a predecessor leased out as in use in a throttler's bucket (failover, DESIGN §7.4). */
+  /** Counts units a predecessor leased out as in use in a throttler's bucket (failover, docs/design.md §5.2). */
   readonly holdUnits: (throttlerId: string, amount: number, classId: string) => void;
   /** How long a granted request id is answered again rather than granted again: at least the bucket's detachedGraceMs. */
   readonly rememberMs: number;
@@ -50,7 +50,7 @@ export class ConcurrencyLeases {
     void this.sweep();
   }
 
-  /** A grant from a concurrency throttler's bucket, leased to its client until released or not renewed (DESIGN §7.2). */
+  /** A grant from a concurrency throttler's bucket, leased to its client until released or not renewed (docs/design.md §11.2). */
   async acquire(driver: QuotaBucketDriver, call: RequestQuotaCall, context: CallContext, classId: string): Promise<RequestQuotaResult> {
     // A replayed request id is answered from its lease: the bucket would answer it too, without
     // taking units, but the lease side could not tell it from a new grant and would count it twice.
@@ -120,7 +120,7 @@ export class ConcurrencyLeases {
     this.expired.delete(throttlerId);
   }
 
-  /** Every throttler's holders and recent request ids, for a successor (DESIGN §7.4). */
+  /** Every throttler's holders and recent request ids, for a successor (docs/design.md §5.2). */
   persisted(): Record<string, PersistedLeases> {
     const now = this.options.clock.now();
     // Built in Maps and turned into objects with Object.fromEntries (own properties): a holder or

@@ -1,6 +1,6 @@
 import { SluiceError } from "@sluice/core";
 
-// The request ids a concurrency throttler has leased units for (DESIGN §7.2: request ids apply as
+// The request ids a concurrency throttler has leased units for (docs/design.md §11.2: request ids apply as
 // for rate throttlers). A client that lost an answer, or replays after a failover, sends the same
 // request id again; it must get the same grant back without a second lease. The bucket remembers
 // its own grants for detachedGraceMs too, but it answers a replay without telling its caller that it
@@ -57,7 +57,7 @@ export class GrantedRequestIds {
     return true;
   }
 
-  /** Every id still remembered, oldest first (persisted for a successor, DESIGN §7.4). */
+  /** Every id still remembered, oldest first (persisted for a successor, docs/design.md §5.2). */
   live(now: number): GrantedRequest[] {
     this.forgetExpired(now);
     return [...this.byKey.values()];

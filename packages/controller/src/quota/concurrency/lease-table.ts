@@ -1,4 +1,4 @@
-// Who holds the units of each concurrency throttler (DESIGN §7.2), a pure table: every method takes
+// Who holds the units of each concurrency throttler (docs/design.md §11.2), a pure table: every method takes
 // `now`. A holder's lease covers all the units it holds on one throttler and ends `leaseMs` after
 // its last grant or renewal; the controller gives an ended lease's units back to the bucket, so a
 // crashed holder never leaks capacity for good.
@@ -106,7 +106,7 @@ export class LeaseTable {
     return { units, holders: holders?.size ?? 0 };
   }
 
-  /** Every holder of one throttler with its units per class (persisted for a successor, DESIGN §7.4). */
+  /** Every holder of one throttler with its units per class (persisted for a successor, docs/design.md §5.2). */
   holdersOf(throttlerId: string): { clientId: string; byClass: ReadonlyMap<string, number> }[] {
     return [...(this.throttlers.get(throttlerId) ?? new Map<string, Lease>())].map(([clientId, lease]) => ({ clientId, byClass: lease.byClass }));
   }
