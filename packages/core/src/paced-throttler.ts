@@ -45,6 +45,12 @@ export interface PaceSchedule {
    * the arrival may be this late already, so they expire this much sooner. Absent = unknown (0).
    */
   readonly travelMs?: number;
+  /**
+   * How many units the answer holds, if fewer than asked: a controller answers at most one reach of
+   * slots of the limit in force (a request sized for an earlier, larger limit is answered in part,
+   * and the client asks again for the rest). Absent = all that was asked.
+   */
+  readonly granted?: number;
 }
 
 /** Where a smooth client gets its slots: the controller, over some transport. */
@@ -319,7 +325,8 @@ export class PacedThrottler implements Throttler {
     // A negative delay (a retry answered late) puts the first slots in the past, where they expire.
     // A run whose travel may exceed the expiry is lost whole (SlotSchedule.add): counted as expired,
     // not as wasted (the callers did keep up; the answer came too late).
-    this.expired += this.slots.add(now + schedule.startDelayMs, schedule.intervalMs, amount, schedule.travelMs ?? 0);
+    const granted = Math.min(amount, schedule.granted ?? amount);
+    this.expired += this.slots.add(now + schedule.startDelayMs, schedule.intervalMs, granted, schedule.travelMs ?? 0);
     this.satisfy();
   }
 
