@@ -76,7 +76,7 @@ export function smoothPrefetchWindow(throttler: SmoothWindowFields): PrefetchWin
 /** The longest stretch one smooth answer covers; equal to the constant of the same name in @sluice/core. */
 export const SMOOTH_MAX_ANSWER_SPAN_MS = 1_000;
 
-export type ClientConfigFields = SmoothWindowFields & Pick<ThrottlerSpec, "retrying_channel" | "rpc_timeout" | "smooth">;
+export type ClientConfigFields = SmoothWindowFields & Pick<ThrottlerSpec, "retrying_channel" | "rpc_timeout" | "smooth" | "period">;
 
 /**
  * True iff a client built for `a` serves `b` unchanged: same prefetch window, retrying channel and
@@ -95,6 +95,8 @@ export function clientConfigEquals(a: ClientConfigFields, b: ClientConfigFields)
     windowA.windowMs === windowB.windowMs &&
     a.rpc_timeout === b.rpc_timeout &&
     a.smooth === b.smooth &&
+    // A smooth client also checks its own callers' departures against limit × period (PacedConfig.window).
+    (!a.smooth || (effectiveLimit(a) === effectiveLimit(b) && a.period === b.period)) &&
     retryingChannelEquals(a.retrying_channel, b.retrying_channel)
   );
 }
