@@ -8,7 +8,8 @@
  * arrivals sees `limit × period + 1` in one window. So each hand-out is recorded with when the turn
  * of the event loop that handed it out ended (Clock.afterTurn: a caller that calls at once has
  * sent its call by then), and a unit is held back — up to its expiry, then lost — while handing it
- * out would put more than `units` such departures in one window.
+ * out would put more than `units` such departures in one window. The clients of one throttler in
+ * one process share a window (sharedDispatchWindow): their calls reach the same system.
  *
  * It binds only after a stall (or a unit handed out late) of more than the tolerance left of the
  * window by the paced rate: a backlogged client alone at 96 % of the limit has 31 ms of room per
@@ -32,8 +33,8 @@ export class DispatchWindow {
   private counted = 0;
 
   constructor(
-    private readonly units: number,
-    private readonly spanMs: number,
+    readonly units: number,
+    readonly spanMs: number,
   ) {}
 
   /** Whether `amount` more units may leave at `now`. */
@@ -80,4 +81,25 @@ export class DispatchWindow {
     }
     if (this.head === this.departures.length) this.counted = 0;
   }
+}
+
+const byClock = new WeakMap<object, Map<string, DispatchWindow>>();
+
+/**
+ * The window of throttler `name` for every client on `clock` (a process has one systemClock): the
+ * jobs of a process each have their own client of a throttler, and what reaches the protected
+ * system is their calls together. A window asked for with other figures (a new limit or period)
+ * replaces the one held.
+ */
+export function sharedDispatchWindow(clock: object, name: string, units: number, spanMs: number): DispatchWindow {
+  let windows = byClock.get(clock);
+  if (!windows) {
+    windows = new Map();
+    byClock.set(clock, windows);
+  }
+  const held = windows.get(name);
+  if (held && held.units === units && held.spanMs === spanMs) return held;
+  const window = new DispatchWindow(units, spanMs);
+  windows.set(name, window);
+  return window;
 }

@@ -4,7 +4,7 @@ import { PacedWaitingCallers } from "./paced-waiting-callers.ts";
 import { TOLERANCE, fits, invalidAmount, validAmount } from "./prefetch-amounts.ts";
 import { PrefetchSizer } from "./prefetch-sizer.ts";
 import type { PrefetchConfig, PrefetchStats } from "./prefetching-throttler.ts";
-import { DispatchWindow } from "./dispatch-window.ts";
+import { sharedDispatchWindow, type DispatchWindow } from "./dispatch-window.ts";
 import { SharedWakeups } from "./shared-wakeups.ts";
 import { SlotSchedule } from "./slot-schedule.ts";
 import { SluiceError } from "./sluice-error.ts";
@@ -143,7 +143,7 @@ export class PacedThrottler implements Throttler {
   ) {
     this.slots = new SlotSchedule(config.slotExpiryMs);
     const window = config.window;
-    this.departures = window && window.units > 0 ? new DispatchWindow(window.units, window.periodMs + window.guardMs) : null;
+    this.departures = window && window.units > 0 ? sharedDispatchWindow(clock, name, window.units, window.periodMs + window.guardMs) : null;
     this.wakeups = SharedWakeups.of(clock);
     const { targetRps, minPrefetchAmount, maxPrefetchAmount, windowMs } = config;
     this.sizer = new PrefetchSizer({ targetRps, minPrefetchAmount, maxPrefetchAmount, windowMs });

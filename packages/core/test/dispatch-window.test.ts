@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { DispatchWindow, ManualClock, PacedThrottler, type Clock, type PacedQuotaRemote, type PaceSchedule } from "../src/index.ts";
+import { DispatchWindow, ManualClock, PacedThrottler, sharedDispatchWindow, type Clock, type PacedQuotaRemote, type PaceSchedule } from "../src/index.ts";
 
 describe("DispatchWindow (DESIGN §7.1: a client's own departures)", () => {
   it("admits limit × period departures in a closed window of period + guard, and says when the next may go", () => {
@@ -75,5 +75,20 @@ describe("PacedThrottler with a window", () => {
       assert.ok(gap > 1000, `11 departures within ${gap.toFixed(1)} ms: ${departures.map((d) => d.toFixed(0)).join(" ")}`);
     }
     assert.ok(departures.length >= 40, `${departures.length} hand-outs in 5 s`);
+  });
+});
+
+describe("sharedDispatchWindow", () => {
+  it("is one window per throttler and clock: two jobs' clients of a process count each other's departures", () => {
+    const clock = new ManualClock(0);
+    const a = new PacedThrottler({ targetRps: 1, minPrefetchAmount: 1, maxPrefetchAmount: 5, windowMs: 5_000, slotExpiryMs: 29.2, window: { units: 10, periodMs: 1000, guardMs: 10.4 } }, { acquirePaced: () => new Promise(() => undefined) }, clock, "pdf");
+    const b = new PacedThrottler({ targetRps: 1, minPrefetchAmount: 1, maxPrefetchAmount: 5, windowMs: 5_000, slotExpiryMs: 29.2, window: { units: 10, periodMs: 1000, guardMs: 10.4 } }, { acquirePaced: () => new Promise(() => undefined) }, clock, "pdf");
+    a.close();
+    b.close();
+    const shared = sharedDispatchWindow(clock, "pdf", 10, 1010.4);
+    assert.equal(sharedDispatchWindow(clock, "pdf", 10, 1010.4), shared, "the same window for the same figures");
+    assert.notEqual(sharedDispatchWindow(clock, "other", 10, 1010.4), shared, "another throttler has its own");
+    assert.notEqual(sharedDispatchWindow(new ManualClock(0), "pdf", 10, 1010.4), shared, "another process (clock) has its own");
+    assert.notEqual(sharedDispatchWindow(clock, "pdf", 12, 1010.4), shared, "a new limit replaces it");
   });
 });
