@@ -54,8 +54,18 @@ server.listen(0, "127.0.0.1", () => parentPort.postMessage({ port: server.addres
 // such a stall may have arrived any time during it, and the checks must not read the generator's
 // own stall as the throttler's (seed-003-check.ts).
 let last = performance.now();
-setInterval(() => {
+const monitor = setInterval(() => {
   const now = performance.now();
   if (now - last > 15) parentPort.postMessage({ stall: { at: performance.timeOrigin + last, ms: now - last } });
   last = now;
 }, 5);
+
+parentPort.on("message", (message) => {
+  // Messages keep their order: "flushed" comes after every call posted before it.
+  if (message === "flush") parentPort.postMessage({ flushed: true });
+  if (message === "close") {
+    clearInterval(monitor);
+    server.closeAllConnections();
+    server.close(() => parentPort.close());
+  }
+});
