@@ -44,8 +44,11 @@ let rpcs = 0;
  */
 let timers = 0;
 const systemSetTimer = systemClock.setTimer?.bind(systemClock);
+const systemAfterTurn = systemClock.afterTurn?.bind(systemClock);
 const countingClock: Clock = {
   now: systemClock.now,
+  // A smooth client moves each hand-out's departure to the end of its turn (DispatchWindow), as in a worker.
+  ...(systemAfterTurn ? { afterTurn: systemAfterTurn } : {}),
   sleep: (ms, signal) => {
     timers += 1;
     return systemClock.sleep(ms, signal);

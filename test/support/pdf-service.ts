@@ -1,57 +1,70 @@
 // Seed 003's PDF generator as a real HTTP service shared by every process of a test: it keeps the
 // times of the calls it accepted and refuses (429) a call while 10 remain inside the last 1,000 ms
-// (examples/correspondence/fake-pdf-generator.ts, the seed's rule), so a test sees what the
-// protected system sees, when the calls land.
-import { createServer, type Server } from "node:http";
-import { FakePdfGenerator } from "../../examples/correspondence/fake-pdf-generator.ts";
+// (the seed's rule, examples/correspondence/fake-pdf-generator.ts), so a test sees what the
+// protected system sees, when the calls land. The server runs in a worker thread
+// (pdf-service-worker.mjs) so that the test process's own work does not move the arrival times.
+import { Worker } from "node:worker_threads";
 
 export interface AcceptedCall {
   /** Epoch ms (sub-ms) at which the call was accepted. */
   readonly at: number;
   readonly id: string;
+  /** When the calling process made the call (epoch ms, its clock): `at − handedAt` is the dispatch delay. */
+  readonly handedAt: number;
 }
 
 export class PdfService {
   readonly accepted: AcceptedCall[] = [];
   readonly refused: AcceptedCall[] = [];
-  private readonly generator = new FakePdfGenerator();
-  private readonly server: Server;
+  /** When the generator's own thread was not running (from `at`, for `ms`): it saw no call then. */
+  readonly stalls: { at: number; ms: number }[] = [];
 
-  /** Processes that asked for the go (`GET /go`): answered once `processes` of them have. */
-  private readonly waitingForGo: (() => void)[] = [];
-
-  private constructor(private readonly processes: number) {
-    this.server = createServer((request, response) => {
-      const url = new URL(request.url ?? "/", "http://x");
-      if (url.pathname === "/go") {
-        this.waitingForGo.push(() => response.writeHead(200).end("go"));
-        if (this.waitingForGo.length >= this.processes) for (const go of this.waitingForGo.splice(0)) go();
-        return;
-      }
-      const id = url.searchParams.get("id") ?? "";
-      const at = performance.timeOrigin + performance.now();
-      try {
-        this.generator.generate(at);
-        this.accepted.push({ at, id });
-        response.writeHead(200).end("ok");
-      } catch {
-        this.refused.push({ at, id });
-        response.writeHead(429).end("refused");
-      }
+  private constructor(private readonly worker: Worker) {
+    worker.on("message", (message: { accepted?: AcceptedCall; refused?: AcceptedCall; stall?: { at: number; ms: number } }) => {
+      if (message.accepted) this.accepted.push(message.accepted);
+      if (message.refused) this.refused.push(message.refused);
+      if (message.stall) this.stalls.push(message.stall);
     });
   }
 
-  /** `processes`: how many must ask for the go (`GET /go`) before any is answered. */
-  static async start(processes = 1): Promise<{ service: PdfService; url: string }> {
-    const service = new PdfService(processes);
-    await new Promise<void>((resolve) => service.server.listen(0, "127.0.0.1", resolve));
-    const address = service.server.address();
-    if (address === null || typeof address === "string") throw new Error("the PDF service has no port");
-    return { service, url: `http://127.0.0.1:${address.port}` };
+  /**
+   * `processes`: how many must ask for the go (`GET /go`) before any is answered. `nice`: the
+   * priority of the generator's thread, where the system allows it.
+   */
+  static async start(processes = 1, nice?: number): Promise<{ service: PdfService; url: string }> {
+    const workerData = { processes, ...(nice === undefined ? {} : { nice }) };
+    const worker = new Worker(new URL("./pdf-service-worker.mjs", import.meta.url), { workerData });
+    const service = new PdfService(worker);
+    const port = await new Promise<number>((resolve, reject) => {
+      worker.once("error", reject);
+      const onPort = (message: { port?: number }) => {
+        if (message.port === undefined) return;
+        worker.off("message", onPort);
+        resolve(message.port);
+      };
+      worker.on("message", onPort);
+    });
+    return { service, url: `http://127.0.0.1:${port}` };
   }
 
-  close(): Promise<void> {
-    this.server.closeAllConnections();
-    return new Promise((resolve) => this.server.close(() => resolve()));
+  /** Resolves once every call the server saw so far is in `accepted` or `refused`. */
+  flush(): Promise<void> {
+    return new Promise((resolve) => {
+      const onFlushed = (message: { flushed?: boolean }) => {
+        if (!message.flushed) return;
+        this.worker.off("message", onFlushed);
+        resolve();
+      };
+      this.worker.on("message", onFlushed);
+      this.worker.postMessage("flush");
+    });
+  }
+
+  /** Stops the server; the calls seen so far stay in `accepted` and `refused`. */
+  async close(): Promise<void> {
+    const exited = new Promise<void>((resolve) => this.worker.once("exit", () => resolve()));
+    this.worker.postMessage("close");
+    await Promise.race([exited, new Promise<void>((resolve) => setTimeout(resolve, 5_000))]);
+    await this.worker.terminate();
   }
 }

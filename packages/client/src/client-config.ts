@@ -84,7 +84,7 @@ export function smoothPrefetchWindow(throttler: SmoothWindowFields): PrefetchWin
   return { ...window, targetRps, maxPrefetchAmount: cap };
 }
 
-export type ClientConfigFields = SmoothWindowFields & Pick<ThrottlerSpec, "retrying_channel" | "rpc_timeout" | "smooth">;
+export type ClientConfigFields = SmoothWindowFields & Pick<ThrottlerSpec, "retrying_channel" | "rpc_timeout" | "smooth" | "period">;
 
 /**
  * True iff a client built for `a` serves `b` unchanged: same prefetch window, retrying channel and
@@ -103,6 +103,8 @@ export function clientConfigEquals(a: ClientConfigFields, b: ClientConfigFields)
     windowA.windowMs === windowB.windowMs &&
     a.rpc_timeout === b.rpc_timeout &&
     a.smooth === b.smooth &&
+    // A smooth client also checks its own callers' departures against limit × period (PacedConfig.window).
+    (!a.smooth || (effectiveLimit(a) === effectiveLimit(b) && a.period === b.period)) &&
     retryingChannelEquals(a.retrying_channel, b.retrying_channel)
   );
 }

@@ -1,6 +1,6 @@
-import { ownEntry, PacedThrottler, PrefetchingThrottler, SluiceError, slotExpiryMs, type Clock } from "@sluice/core";
+import { ownEntry, PacedThrottler, PrefetchingThrottler, SluiceError, slotExpiryMs, smoothDispatchGuardMs, type Clock } from "@sluice/core";
 import type { QuotaServiceClient } from "@sluice/protocol";
-import type { DynamicSpec, ThrottlerSpec } from "@sluice/spec";
+import { effectiveLimit, type DynamicSpec, type ThrottlerSpec } from "@sluice/spec";
 import { clientConfigEquals, prefetchWindow, smoothPrefetchWindow } from "./client-config.ts";
 import { ConcurrencyClient } from "./concurrency-client.ts";
 import { RetryingQuotaRemote, type QuotaRpcOutcome } from "./retrying-quota-remote.ts";
@@ -250,7 +250,11 @@ export class DistributedThrottlerFactory {
       });
     }
     if (spec.smooth) {
-      const config = { ...smoothPrefetchWindow(spec), slotExpiryMs: slotExpiryMs(spec.period) };
+      // With a fixed limit the client also checks its own callers' departures against the window
+      // (PacedConfig.window); an adaptive limit moves on the controller only.
+      const limit = spec.adaptive ? null : effectiveLimit(spec);
+      const window = limit === null ? {} : { window: { units: (limit * spec.period) / 1000, periodMs: spec.period, guardMs: smoothDispatchGuardMs(spec.period) } };
+      const config = { ...smoothPrefetchWindow(spec), slotExpiryMs: slotExpiryMs(spec.period), ...window };
       return new PacedThrottler(config, remote, this.options.clock, throttlerId);
     }
     const classWeightShare = () => this.classWeightShare(throttlerId);

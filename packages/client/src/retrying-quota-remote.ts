@@ -52,7 +52,13 @@ export class RetryingQuotaRemote implements QuotaRemote, PacedQuotaRemote {
   constructor(private readonly options: RetryingQuotaRemoteOptions) {}
 
   async acquire(amount: number, signal: AbortSignal): Promise<void> {
-    await this.acquirePaced(amount, signal);
+    // A smooth throttler answers at most one reach of slots (a client that is not pacing may still
+    // ask it: smooth was just turned on); the rest is asked for again, so this resolves with all.
+    for (let left = amount; left > 1e-9 * Math.max(1, amount); ) {
+      const { granted } = await this.acquirePaced(left, signal);
+      if (granted === undefined || granted >= left) return;
+      left -= granted;
+    }
   }
 
   /**

@@ -15,6 +15,14 @@ export interface Clock {
    * fall back to `sleep`.
    */
   setTimer?(ms: number, fire: () => void): () => void;
+  /**
+   * Optional: calls `fire` once the current turn of the event loop is over (after the callbacks and
+   * promise continuations it runs): `setImmediate` on the system clock. How late it comes bounds how
+   * long what a callback set off synchronously took to happen — a smooth client uses it to see how
+   * late its callers' calls may have left when the process stalled after handing units out
+   * (DispatchWindow). Without it, that delay is taken as 0.
+   */
+  afterTurn?(fire: () => void): void;
 }
 
 /**
@@ -66,5 +74,8 @@ export const systemClock: Clock = {
     };
     arm(ms > 0 ? ms : 0); // NaN and negative delays are "now"
     return () => clearTimeout(timer);
+  },
+  afterTurn(fire) {
+    setImmediate(fire);
   },
 };

@@ -68,6 +68,8 @@ export class ControllerClockBound {
 
 /** A paced answer as it arrived (the RequestQuota result's fields). */
 export interface PacedAnswer {
+  /** Units granted: fewer than asked when a smooth answer was capped (PaceSchedule.granted). */
+  readonly granted?: number;
   readonly waitedMs: number;
   readonly paceStartDelayMs?: number;
   readonly paceIntervalMs?: number;
@@ -86,9 +88,10 @@ export function paceScheduleOf(answer: PacedAnswer, bound: ControllerClockBound,
   const startDelayMs = answer.paceStartDelayMs ?? 0;
   const intervalMs = answer.paceIntervalMs ?? 0;
   const travelMs = Math.max(0, receivedAt - sentAt - answer.waitedMs);
+  const granted = answer.granted === undefined ? {} : { granted: answer.granted };
   const answeredAt = answer.paceAnsweredAtMs;
-  if (answeredAt === undefined) return { startDelayMs, intervalMs, travelMs };
+  if (answeredAt === undefined) return { startDelayMs, intervalMs, travelMs, ...granted };
   const { lo, hi } = bound.add({ sentAt, receivedAt, answeredAt, waitedMs: firstAttempt ? answer.waitedMs : null });
-  if (!Number.isFinite(hi) || hi - lo >= travelMs) return { startDelayMs, intervalMs, travelMs };
-  return { startDelayMs: answeredAt + startDelayMs - lo - receivedAt, intervalMs, travelMs: hi - lo };
+  if (!Number.isFinite(hi) || hi - lo >= travelMs) return { startDelayMs, intervalMs, travelMs, ...granted };
+  return { startDelayMs: answeredAt + startDelayMs - lo - receivedAt, intervalMs, travelMs: hi - lo, ...granted };
 }

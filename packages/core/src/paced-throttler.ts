@@ -4,6 +4,7 @@ import { PacedWaitingCallers } from "./paced-waiting-callers.ts";
 import { TOLERANCE, fits, invalidAmount, validAmount } from "./prefetch-amounts.ts";
 import { PrefetchSizer } from "./prefetch-sizer.ts";
 import type { PrefetchConfig, PrefetchStats } from "./prefetching-throttler.ts";
+import { sharedDispatchWindow, type DispatchWindow } from "./dispatch-window.ts";
 import { SharedWakeups } from "./shared-wakeups.ts";
 import { SlotSchedule } from "./slot-schedule.ts";
 import { SluiceError } from "./sluice-error.ts";
@@ -44,6 +45,12 @@ export interface PaceSchedule {
    * the arrival may be this late already, so they expire this much sooner. Absent = unknown (0).
    */
   readonly travelMs?: number;
+  /**
+   * How many units the answer holds, if fewer than asked: a controller answers at most one reach of
+   * slots of the limit in force (a request sized for an earlier, larger limit is answered in part,
+   * and the client asks again for the rest). Absent = all that was asked.
+   */
+  readonly granted?: number;
 }
 
 /** Where a smooth client gets its slots: the controller, over some transport. */
@@ -55,6 +62,12 @@ export interface PacedQuotaRemote {
 export interface PacedConfig extends PrefetchConfig {
   /** How long a unit nobody took stays usable after its slot (`slotExpiryMs(period)`). */
   readonly slotExpiryMs: number;
+  /**
+   * The window the throttler promises (`limit × period` units in `period`), when the limit is fixed:
+   * the client then also holds back a unit while it would put more than `units` departures of its
+   * own callers' calls in a closed window of `periodMs` plus `guardMs` (DispatchWindow).
+   */
+  readonly window?: { readonly units: number; readonly periodMs: number; readonly guardMs: number };
 }
 
 /**
@@ -70,6 +83,15 @@ export interface PacedConfig extends PrefetchConfig {
  */
 export class PacedThrottler implements Throttler {
   private readonly slots: SlotSchedule;
+  /** This client's own departures (config.window), or null without a fixed limit. */
+  private readonly departures: DispatchWindow | null;
+  /** Departures recorded in the current turn of the event loop, moved to its end (Clock.afterTurn). */
+  private turnDepartures: { at: number }[] = [];
+  private readonly onTurnEnd = (): void => {
+    const end = this.clock.now();
+    for (const departure of this.turnDepartures) departure.at = Math.max(departure.at, end);
+    this.turnDepartures = [];
+  };
   private readonly waiting = new PacedWaitingCallers();
   private inFlight = 0;
   /** Sizes refills as the prefetching client does; `unbounded` is not passed on (paced refills never used that floor). */
@@ -119,6 +141,8 @@ export class PacedThrottler implements Throttler {
     private readonly name = "throttler",
   ) {
     this.slots = new SlotSchedule(config.slotExpiryMs);
+    const window = config.window;
+    this.departures = window && window.units > 0 ? sharedDispatchWindow(clock, name, window.units, window.periodMs + window.guardMs) : null;
     this.wakeups = SharedWakeups.of(clock);
     const { targetRps, minPrefetchAmount, maxPrefetchAmount, windowMs } = config;
     this.sizer = new PrefetchSizer({ targetRps, minPrefetchAmount, maxPrefetchAmount, windowMs });
@@ -137,8 +161,9 @@ export class PacedThrottler implements Throttler {
     this.backlogged = now - this.handedAt <= this.config.slotExpiryMs + 2 * this.lastIntervalMs;
     if (this.waiting.count === 0) {
       this.expire(now);
-      if (fits(amount, this.slots.available(now))) {
+      if (fits(amount, this.slots.available(now)) && this.mayDepart(amount, now)) {
         this.slots.take(amount, now);
+        this.departed(amount, now);
         this.handedAt = now;
         this.maybeRefill(now);
         return RESOLVED;
@@ -153,8 +178,9 @@ export class PacedThrottler implements Throttler {
     this.demandAt = now;
     if (this.waiting.count === 0) {
       this.expire(now);
-      if (fits(amount, this.slots.available(now))) {
+      if (fits(amount, this.slots.available(now)) && this.mayDepart(amount, now)) {
         this.slots.take(amount, now);
+        this.departed(amount, now);
         this.maybeRefill(now);
         return true;
       }
@@ -233,8 +259,9 @@ export class PacedThrottler implements Throttler {
       // Slots that expired with a caller waiting were lost to lateness (a busy event loop), not to
       // a lack of demand: the client keeps asking ahead (see `wasting`).
       if (head.amount <= 1 + TOLERANCE) this.expire(now, { callerWaited: true });
-      if (!fits(head.amount, this.slots.available(now))) break;
+      if (!fits(head.amount, this.slots.available(now)) || !this.mayDepart(head.amount, now)) break;
       this.slots.take(head.amount, now);
+      this.departed(head.amount, now);
       this.handedAt = now;
       this.waiting.serveHead(head);
     }
@@ -246,10 +273,13 @@ export class PacedThrottler implements Throttler {
 
   private armWake(now: number): void {
     const head = this.waiting.count > 0 ? this.waiting.firstLive() : undefined;
-    const due = head ? this.slots.timeWhenAvailable(head.amount, now) : null;
+    const slotDue = head ? this.slots.timeWhenAvailable(head.amount, now) : null;
     // Nobody to wake for (or nothing held yet): a wake-up already asked for is left to come and find
     // nothing, which is cheaper than cancelling it — the caller just served is usually back at once.
-    if (due === null) return;
+    if (slotDue === null || !head) return;
+    // Held back by this client's own departures (a stall made an earlier call leave late): woken
+    // when the window lets the head out; its slot may expire meanwhile, never go out early.
+    const due = this.departures ? Math.max(slotDue, this.departures.whenAdmits(head.amount, now)) : slotDue;
     // A process waking once per slot (1,000 times a second at 1,000 units/s) spends most of its CPU
     // on the wake-ups themselves. A unit may reach its caller up to the slot expiry after its slot
     // (the window bound allows for it), so wake-ups are spaced by what the expiry leaves after the
@@ -318,7 +348,8 @@ export class PacedThrottler implements Throttler {
     // A negative delay (a retry answered late) puts the first slots in the past, where they expire.
     // A run whose travel may exceed the expiry is lost whole (SlotSchedule.add): counted as expired,
     // not as wasted (the callers did keep up; the answer came too late).
-    this.expired += this.slots.add(now + schedule.startDelayMs, schedule.intervalMs, amount, schedule.travelMs ?? 0);
+    const granted = Math.min(amount, schedule.granted ?? amount);
+    this.expired += this.slots.add(now + schedule.startDelayMs, schedule.intervalMs, granted, schedule.travelMs ?? 0);
     this.satisfy();
   }
 
@@ -346,6 +377,19 @@ export class PacedThrottler implements Throttler {
     const covered = this.slots.available(now) + this.slots.upcoming(now);
     this.waiting.failFromBack(error, (queuedAmount) => fits(queuedAmount, covered));
     this.maybeFinishRetiring();
+  }
+
+  private mayDepart(amount: number, now: number): boolean {
+    return this.departures === null || this.departures.admits(amount, now);
+  }
+
+  /** Records a hand-out; its departure moves to the end of this turn of the event loop. */
+  private departed(amount: number, now: number): void {
+    if (!this.departures) return;
+    const departure = this.departures.record(amount, now);
+    if (!this.clock.afterTurn) return;
+    if (this.turnDepartures.length === 0) this.clock.afterTurn(this.onTurnEnd);
+    this.turnDepartures.push(departure);
   }
 
   private expire(now: number, { callerWaited = false } = {}): void {

@@ -1,6 +1,6 @@
 import { DEFAULT_CLASS } from "./class-scheduler.ts";
 import { headOf } from "./class-queue.ts";
-import { PaceCursor } from "./pace-cursor.ts";
+import { PaceCursor, maxPacedAnswer } from "./pace-cursor.ts";
 import {
   effectiveLimitOf,
   paceConfigOf,
@@ -44,7 +44,10 @@ export class QuotaBucket extends QuotaBucketState {
     const replay = this.completed.get(requestId);
     const existing = this.entries.get(requestId);
     const earlierAmount = replay?.amount ?? existing?.amount;
-    if (earlierAmount !== undefined && earlierAmount !== request.amount) {
+    // A smooth answer is capped at one reach of slots (see drain): a retry of a request answered in
+    // part is answered with the same part, as the client that asked again for the rest expects.
+    const answeredInPart = replay?.pace !== undefined && replay.amount < request.amount;
+    if (earlierAmount !== undefined && earlierAmount !== request.amount && !answeredInPart) {
       // An idempotency key stands for one request: the same id with another amount is a client bug,
       // never a retry, and answering it with the first request's grant would mislead its caller.
       this.counters.refusedInvalidAmount += 1;
@@ -248,16 +251,22 @@ export class QuotaBucket extends QuotaBucketState {
         this.arrival.clear(entry);
       }
       // A smooth grant is one run of consecutive slots: chunks interleaved with other requests would
-      // scatter its slots, which one answer cannot describe (docs/internals/smooth-shaping.md).
-      const chunk = this.pacer ? entry.remaining : chunkOf(entry.remaining, this.config.maxGrantAmount);
+      // scatter its slots, which one answer cannot describe (docs/internals/smooth-shaping.md). Nor may a run reach
+      // past one answer of the limit in force (maxPacedAnswer): a controller that starts after this
+      // one counts on no slot answered here lying further ahead than that (PaceCursor's reach). A
+      // request asked for under an earlier, larger limit (queued or in flight when the limit fell)
+      // is answered in part, and its client asks again for the rest.
+      const chunk = this.pacer ? Math.min(entry.remaining, maxPacedAnswer(paceConfigOf(this.config))) : chunkOf(entry.remaining, this.config.maxGrantAmount);
       // Concurrency: the chunk at the head must fit; it keeps its place until units come back.
       if (!this.tokens.canTake(chunk, now)) return;
       const pace = this.pacer?.reserve(chunk, now);
       this.tokens.take(chunk, now);
       entry.chargedVirtualTime += this.scheduler.charge(classId, chunk);
       entry.granted += chunk;
-      entry.remaining -= chunk;
-      queue.pendingAmount -= chunk;
+      // Answered in part (smooth only): the rest is not kept waiting here; the client asks again.
+      const dropped = pace ? entry.remaining - chunk : 0;
+      entry.remaining -= chunk + dropped;
+      queue.pendingAmount -= chunk + dropped;
       queue.granted += chunk;
       this.counters.granted += chunk;
       if (!entry.started) {
@@ -278,9 +287,9 @@ export class QuotaBucket extends QuotaBucketState {
         // granted (RememberedGrants): fresh work is never refused for bookkeeping.
         if (entry.requestId !== "") {
           const bound = this.config.maxQueueSize * REQUEST_IDS_PER_QUEUE_SLOT;
-          this.completed.remember(entry.id, entry.amount, waitedMs, now + this.config.detachedGraceMs, bound, pace);
+          this.completed.remember(entry.id, entry.granted, waitedMs, now + this.config.detachedGraceMs, bound, pace);
         }
-        settlements.push(pace ? { kind: "granted", requestId: entry.id, amount: entry.amount, waitedMs, pace } : { kind: "granted", requestId: entry.id, amount: entry.amount, waitedMs });
+        settlements.push(pace ? { kind: "granted", requestId: entry.id, amount: entry.granted, waitedMs, pace } : { kind: "granted", requestId: entry.id, amount: entry.amount, waitedMs });
       }
       this.classes.refresh(classId);
     }

@@ -140,6 +140,30 @@ describe("smooth throttler, in virtual time (docs/design.md §11.1)", () => {
     );
   });
 
+  it("limit 10 → 2 with requests in flight, then a restart: no answer reaches past the new controller's start (SMOOTH_SEED=-975931784, shrunk)", async () => {
+    // Requests of up to 5 units asked for at limit 10 were answered at limit 2 as runs of 5 slots
+    // 521 ms apart, 2.6 s long. A controller started at 5 s counts on no predecessor's slot lying
+    // further ahead than one answer of the limit in force (645.8 ms), and its first slot, 208 ms
+    // after such a run's last, put 3 units in the closed window [4917, 5917] ms at limit 2. Such a
+    // request is now answered in part (one answer of the new limit), and the client asks again.
+    const c = (callers: number, thinkMs: number) => ({ callers, thinkMs, burstEveryMs: null });
+    const s: Scenario = {
+      clients: [c(3, 1), c(1, 1), c(1, 1), c(2, 0), c(1, 0), c(1, 1), c(1, 1), c(2, 0), c(2, 0), c(1, 0), c(2, 0), c(1, 1), c(1, 0), c(3, 1), c(3, 1), c(2, 0), c(1, 0)],
+      latencies: [1, 0, 2, 0, 2, 2, 2, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0].map((requestMs, i) => ({ requestMs, responseMs: i === 2 ? 1 : 0 })),
+      responseBaseMs: 0,
+      jitterMs: 0,
+      stalls: false,
+      timerLateMs: 1,
+      limits: [{ atMs: 3_125, limit: 2 }],
+      restart: { atMs: 5_000, downMs: 0 },
+      runMs: 30_000,
+      seed: 0,
+      allBacklogged: true,
+    };
+    const { handedAt, timeline, events } = await run(s);
+    verify(s, handedAt, timeline, events);
+  });
+
   it("limit 2 after two reconfigurations at one instant and a restart: no slot lost, 95 % in whole units (SMOOTH_SEED=13825265, shrunk)", async () => {
     // Read 93.5 % (46 of 49.2) when the capacity was counted in fractions of a unit: the hand-outs
     // were a perfect grid, and the spans' edges cut it where 46 whole units was all there was.
@@ -229,10 +253,10 @@ function verify(s: Scenario, handedAt: number[], timeline: readonly { atMs: numb
           capacity += spanCapacity;
           required += Math.floor(0.95 * spanCapacity + 1e-9);
         }
-        // Clients that pause waste the rest of the run they hold (README, "Shaping"): the 95 % is a
+        // Clients that pause waste the rest of the run they hold (docs/internals/smooth-shaping.md): the 95 % is a
         // promise for a backlog, so it is checked when every client has one.
         // Stalled answers lose the slots their lateness used up: the bound holds, the 95 % is not promised.
-        // Timers late by more than the allowance lose slots too (the bound holds; README, "Shaping").
+        // Timers late by more than the allowance lose slots too (the bound holds; docs/internals/smooth-shaping.md).
         if (capacity > 0 && s.allBacklogged && !s.stalls && s.timerLateMs <= MAX_LATE_TIMER_FOR_UTILISATION_MS) {
           const utilisation = delivered / capacity;
           if (process.env["SMOOTH_DEBUG"]) {
