@@ -10,10 +10,12 @@
 // Paths narrow the run to the test files under them. Services (a Kafka broker, a Jaeger, a
 // Zipkin, a Prometheus) are reused when one is running and otherwise started here and stopped, by their own
 // pid, at the end.
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { declaresHeavy, runTestFiles, slowest } from "./run-test-files.mjs";
 import { classify, DEFAULT_ROOTS, findTests } from "./test-files.mjs";
 
 const root = resolve(fileURLToPath(import.meta.url), "../..");
@@ -53,13 +55,18 @@ async function step(name, run) {
   return code;
 }
 
-function nodeTest(testFiles, concurrency, env = process.env) {
-  const child = spawn(
-    process.execPath,
-    ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, "--test-timeout=600000", ...testFiles],
-    { stdio: "inherit", env },
-  );
-  return new Promise((done) => child.on("exit", (code, signal) => done(code ?? (signal ? 1 : 0))));
+const totals = { tests: 0, pass: 0, fail: 0, cancelled: 0, skipped: 0, todo: 0 };
+const failedFiles = [];
+const slowSummaries = [];
+
+/** Runs the files `slots` at a time (a `// heavy` file takes two), each in its own process. */
+async function runLane(name, testFiles, slots, env = process.env) {
+  const entries = testFiles.map((file) => ({ file, heavy: declaresHeavy(readFileSync(file, "utf8")) }));
+  const { failed, results, counts } = await runTestFiles(entries, { slots, env, label: name });
+  for (const [k, v] of Object.entries(counts)) totals[k] += v;
+  failedFiles.push(...failed);
+  slowSummaries.push(`${name}, slowest files:\n${slowest(results)}`);
+  return failed.length === 0 ? 0 : 1;
 }
 
 let failed = 0;
@@ -70,14 +77,21 @@ if (lane === "all") {
 
 if (lane !== "e2e" && unit.length > 0) {
   const cores = availableParallelism();
-  failed ||= await step(`unit lane: ${unit.length} files, ${cores} at a time`, () => nodeTest(unit, cores));
+  // Unit files mostly compute: one per core.
+  failed ||= await step(`unit lane: ${unit.length} files, ${cores} at a time`, () => runLane("unit lane", unit, cores));
 }
 
 if (lane !== "unit" && e2e.length > 0) {
   failed ||= await runE2e(e2e);
 }
 
+console.log(`\n== slowest files\n${slowSummaries.join("\n")}`);
+if (failedFiles.length > 0) console.log(`\n== failed files\n  ${failedFiles.join("\n  ")}`);
 console.log(`\n== summary\n${timings.join("\n")}`);
+console.log(`ℹ tests ${totals.tests}\nℹ pass ${totals.pass}\nℹ fail ${totals.fail}\nℹ cancelled ${totals.cancelled}\nℹ skipped ${totals.skipped}\nℹ todo ${totals.todo}`);
+// The closing line CI reads (the plain form any runner may print); a file that failed without a
+// failing test (a crash, a hang) counts as one failure.
+console.log(`tests: ${totals.pass} passed, ${Math.max(totals.fail, failedFiles.length)} failed`);
 process.exit(failed);
 
 async function runE2e(tests) {
@@ -131,8 +145,8 @@ async function runE2e(tests) {
     }
     const concurrency = Number(process.env.SLUICE_E2E_CONCURRENCY ?? 2);
     const names = [...needed].sort().join(", ");
-    return await step(`end-to-end lane: ${tests.length} files, ${concurrency} at a time (${names})`, () =>
-      nodeTest(tests.map((t) => t.file), concurrency, env),
+    return await step(`end-to-end lane: ${tests.length} files, ${concurrency} slots (${names})`, () =>
+      runLane("end-to-end lane", tests.map((t) => t.file), concurrency, env),
     );
   } finally {
     for (const service of services.reverse()) await service.stop();
