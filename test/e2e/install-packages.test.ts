@@ -55,6 +55,7 @@ describe("the packed packages, installed with npm outside the repository", () =>
 
     ok(run(process.execPath, [SLUICE_BIN, "init", app], work), "sluice init");
     writeFileSync(join(app, "src/shout.mjs"), SHOUT_JS);
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: JavaScript source for a file, with a template literal of its own
     writeFileSync(join(app, "src/words.mjs"), 'export default (index) => ({ key: String(index), value: `word ${index}` });\n');
     writeFileSync(join(app, "js-pipeline.json"), JSON.stringify(JS_PIPELINE, null, 2));
     writeFileSync(join(app, "standalone-client.mjs"), STANDALONE_CLIENT_JS);
