@@ -1,15 +1,17 @@
-// Runs test files as separate `node --import tsx FILE` processes, a bounded number at a time, and
-// says how long each took. `node --test` would start one process per file as well, but it neither
-// reports a passing file's time nor lets one file count for more than one slot.
+// Runs test files in child processes, a bounded number of slots at a time, and says how long each
+// file took and how much CPU each process used. `node --test` would start one process per file as
+// well, but it neither reports a passing file's time nor lets one file count for more than one slot.
 //
-// - A file's weight is the number of slots it takes: 1, or `HEAVY_WEIGHT` for a file that declares
-//   `// heavy` in its opening comment block (it starts many processes or loads the machine by
-//   itself), so that it runs beside fewer others.
-// - Files start longest first: by the times of the last run on this checkout
-//   (test/artifacts/test-times.json, ignored by git), heavy files first on a fresh clone. Starting
-//   the long ones first keeps a long file from being the only one left running at the end.
-// - Each file's output is printed whole when it ends, so that files running together do not
-//   interleave their lines.
+// - Unit files of one folder share a process, up to BATCH_SIZE of them (scripts/test-batch.mjs):
+//   loading the packages through tsx costs a second or two of CPU per process, more than most unit
+//   files' tests take. A file that declares `// own process` in its opening comment block runs
+//   alone (it measures its heap, sets process-wide state, or must not wait behind others).
+// - A file that declares `// heavy` runs alone and takes `HEAVY_WEIGHT` slots: it starts many
+//   processes or loads the machine by itself, so it runs beside fewer others.
+// - Jobs start longest first, by the times of the last run on this checkout
+//   (test/artifacts/test-times.json, ignored by git), heavy files first on a fresh clone, so that a
+//   long file is not the only one left running at the end.
+// - A job's output is printed whole when it ends, so that jobs running together do not interleave.
 //
 // Only node built-ins; plain ESM so that it runs before anything is compiled.
 import { spawn } from "node:child_process";
@@ -18,19 +20,23 @@ import { loadavg } from "node:os";
 import { dirname } from "node:path";
 
 export const HEAVY_WEIGHT = 2;
+const BATCH_SIZE = 12;
 const TIMES_FILE = "test/artifacts/test-times.json";
-/** A file still running after this long is killed and counted as failed: a hang, not a slow test. */
-const FILE_TIMEOUT_MS = 20 * 60_000;
+/** A job still running after this long is killed and counted as failed: a hang, not a slow test. */
+const JOB_TIMEOUT_MS = 20 * 60_000;
+const CPU_LINE = /^\[test-process-cpu-ms\] (\d+)$/m;
 
-/** Whether a file's opening comment block has a `// heavy` line. */
-export function declaresHeavy(text) {
+/** The markers (`// heavy`, `// own process`) in a file's opening comment block. */
+export function declaredMarkers(text) {
+  const markers = { heavy: false, ownProcess: false };
   for (const line of text.split("\n")) {
     const trimmed = line.trim();
     if (trimmed === "") continue;
-    if (!trimmed.startsWith("//")) return false;
-    if (/^\/\/\s*heavy\b/.test(trimmed)) return true;
+    if (!trimmed.startsWith("//")) break;
+    if (/^\/\/\s*heavy\b/.test(trimmed)) markers.heavy = true;
+    if (/^\/\/\s*own process\b/.test(trimmed)) markers.ownProcess = true;
   }
-  return false;
+  return markers;
 }
 
 function readTimes() {
@@ -54,8 +60,7 @@ function writeTimes(times) {
 function countsOf(output) {
   const counts = {};
   for (const name of ["tests", "pass", "fail", "cancelled", "skipped", "todo"]) {
-    const matches = [...output.matchAll(new RegExp(`^ℹ ${name} (\\d+)$`, "gm"))];
-    const last = matches.at(-1);
+    const last = [...output.matchAll(new RegExp(`^ℹ ${name} (\\d+)$`, "gm"))].at(-1);
     if (last) counts[name] = Number(last[1]);
   }
   return counts.tests === undefined ? undefined : counts;
@@ -63,30 +68,44 @@ function countsOf(output) {
 
 const secs = (ms) => `${(ms / 1000).toFixed(1)} s`;
 
+/** Jobs: heavy and own-process files alone, the others by folder, BATCH_SIZE at most per job. */
+function jobsOf(files, batch, previous) {
+  const jobs = [];
+  const byFolder = new Map();
+  for (const entry of files) {
+    if (!batch || entry.heavy || entry.ownProcess) jobs.push({ files: [entry.file], heavy: entry.heavy });
+    else byFolder.set(dirname(entry.file), [...(byFolder.get(dirname(entry.file)) ?? []), entry.file]);
+  }
+  for (const folder of byFolder.values()) {
+    for (let i = 0; i < folder.length; i += BATCH_SIZE) jobs.push({ files: folder.slice(i, i + BATCH_SIZE), heavy: false });
+  }
+  const cost = (job) => (job.heavy && job.files.every((f) => previous[f] === undefined) ? Number.MAX_SAFE_INTEGER : job.files.reduce((s, f) => s + (previous[f] ?? 1000), 0));
+  return jobs.sort((a, b) => cost(b) - cost(a) || a.files[0].localeCompare(b.files[0]));
+}
+
 /**
- * @param {{ file: string, heavy?: boolean }[]} files
- * @param {{ slots: number, env?: NodeJS.ProcessEnv, label: string }} options
- * @returns {Promise<{ failed: string[], results: { file: string, ms: number, code: number }[], counts: Record<string, number> }>}
+ * @param {{ file: string, heavy?: boolean, ownProcess?: boolean }[]} files
+ * @param {{ slots: number, env?: NodeJS.ProcessEnv, label: string, batch?: boolean }} options
  */
-export async function runTestFiles(files, { slots, env = process.env, label }) {
+export async function runTestFiles(files, { slots, env = process.env, label, batch = false }) {
   const previous = readTimes();
-  const queue = [...files].sort((a, b) => {
-    const ta = previous[a.file] ?? (a.heavy ? Number.MAX_SAFE_INTEGER : 0);
-    const tb = previous[b.file] ?? (b.heavy ? Number.MAX_SAFE_INTEGER : 0);
-    return tb - ta || a.file.localeCompare(b.file);
-  });
+  const queue = jobsOf(files, batch, previous);
   const results = [];
   const counts = { tests: 0, pass: 0, fail: 0, cancelled: 0, skipped: 0, todo: 0 };
   const failed = [];
+  let cpuMs = 0;
   let free = slots;
-  const running = new Set();
+  let running = 0;
+  const weightOf = (job) => Math.min(slots, job.heavy ? HEAVY_WEIGHT : 1);
 
-  const runOne = (entry) =>
+  const runOne = (job) =>
     new Promise((done) => {
-      const weight = Math.min(slots, entry.heavy ? HEAVY_WEIGHT : 1);
+      const weight = weightOf(job);
       free -= weight;
+      running += 1;
       const startedAt = Date.now();
-      const child = spawn(process.execPath, ["--import", "tsx", "--test-reporter=spec", entry.file], {
+      const target = job.files.length === 1 ? job.files : ["scripts/test-batch.mjs", ...job.files];
+      const child = spawn(process.execPath, ["--import", "tsx", "--import", "./scripts/report-cpu.mjs", "--test-reporter=spec", ...target], {
         env: { ...env, FORCE_COLOR: "0" },
         stdio: ["ignore", "pipe", "pipe"],
         detached: true,
@@ -95,42 +114,51 @@ export async function runTestFiles(files, { slots, env = process.env, label }) {
       child.stdout.on("data", (chunk) => (output += chunk));
       child.stderr.on("data", (chunk) => (output += chunk));
       const timer = setTimeout(() => {
-        output += `\n${label}: ${entry.file} still running after ${secs(FILE_TIMEOUT_MS)}: killed\n`;
+        output += `\n${label}: still running after ${secs(JOB_TIMEOUT_MS)}: killed\n`;
         try {
           process.kill(-child.pid, "SIGKILL");
         } catch {
           child.kill("SIGKILL");
         }
-      }, FILE_TIMEOUT_MS);
+      }, JOB_TIMEOUT_MS);
       child.on("close", (code, signal) => {
         clearTimeout(timer);
         free += weight;
+        running -= 1;
         const ms = Date.now() - startedAt;
-        const fileCounts = countsOf(output);
+        const cpu = Number(CPU_LINE.exec(output)?.[1] ?? Number.NaN);
+        if (Number.isFinite(cpu)) cpuMs += cpu;
+        output = output.replace(CPU_LINE, "").trimEnd();
+        const jobCounts = countsOf(output);
         const exit = code ?? (signal ? 1 : 0);
-        const ok = exit === 0 && fileCounts !== undefined && fileCounts.fail === 0;
-        if (fileCounts) for (const [k, v] of Object.entries(fileCounts)) counts[k] += v;
-        if (!ok) failed.push(entry.file);
-        results.push({ file: entry.file, ms, code: exit });
-        const head = `${ok ? "✔" : "✖"} ${entry.file} (${secs(ms)}${entry.heavy ? ", heavy" : ""}; load average ${loadavg()[0].toFixed(1)})`;
-        console.log(`\n${head}\n${output.trimEnd()}\n${ok ? "" : `✖ ${entry.file} FAILED: exit ${exit}${signal ? ` (${signal})` : ""}${fileCounts ? "" : ", no test summary printed"}\n`}`);
+        const ok = exit === 0 && jobCounts !== undefined && jobCounts.fail === 0;
+        if (jobCounts) for (const [k, v] of Object.entries(jobCounts)) counts[k] += v;
+        const cpuText = Number.isFinite(cpu) ? `, CPU ${secs(cpu)}` : "";
+        if (job.files.length === 1) {
+          results.push({ file: job.files[0], ms, cpuMs: cpu });
+          if (!ok) failed.push(job.files[0]);
+        } else {
+          // The batch's suites, one per file, at the top level of the spec report.
+          for (const file of job.files) {
+            const line = new RegExp(`^(✔|✖) ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} \\(([\\d.]+)ms\\)$`, "m").exec(output);
+            results.push({ file, ms: line ? Number(line[2]) : ms, cpuMs: Number.NaN, batch: true });
+            if (!ok && (!line || line[1] === "✖")) failed.push(file);
+          }
+        }
+        const what = job.files.length === 1 ? job.files[0] : `${job.files.length} files of ${dirname(job.files[0])} in one process`;
+        const head = `${ok ? "✔" : "✖"} ${what} (${secs(ms)}${cpuText}${job.heavy ? ", heavy" : ""}; load average ${loadavg()[0].toFixed(1)})`;
+        console.log(`\n${head}\n${output}\n${ok ? "" : `✖ ${what} FAILED: exit ${exit}${signal ? ` (${signal})` : ""}${jobCounts ? "" : ", no test summary printed"}\n`}`);
         done();
       });
     });
 
   await new Promise((allDone) => {
     const pump = () => {
-      while (queue.length > 0) {
-        // In order: a heavy file waits for its slots rather than being overtaken for ever.
-        if (Math.min(slots, queue[0].heavy ? HEAVY_WEIGHT : 1) > free) break;
-        const entry = queue.shift();
-        const job = runOne(entry).then(() => {
-          running.delete(job);
-          pump();
-        });
-        running.add(job);
+      // In order: a heavy job waits for its slots rather than being overtaken for ever.
+      while (queue.length > 0 && weightOf(queue[0]) <= free) {
+        runOne(queue.shift()).then(pump);
       }
-      if (queue.length === 0 && running.size === 0) allDone();
+      if (queue.length === 0 && running === 0) allDone();
     };
     pump();
   });
@@ -138,7 +166,7 @@ export async function runTestFiles(files, { slots, env = process.env, label }) {
   const times = { ...previous };
   for (const r of results) times[r.file] = r.ms;
   writeTimes(times);
-  return { failed, results, counts };
+  return { failed, results, counts, cpuMs };
 }
 
 /** The slowest files of a run, for the summary. */
@@ -146,6 +174,6 @@ export function slowest(results, n = 15) {
   return [...results]
     .sort((a, b) => b.ms - a.ms)
     .slice(0, n)
-    .map((r) => `  ${secs(r.ms).padStart(8)}  ${r.file}`)
+    .map((r) => `  ${secs(r.ms).padStart(8)}${Number.isFinite(r.cpuMs) ? `  CPU ${secs(r.cpuMs).padStart(8)}` : r.batch ? "  (in a batch)  " : ""}  ${r.file}`)
     .join("\n");
 }

@@ -15,7 +15,7 @@ import { readFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { declaresHeavy, runTestFiles, slowest } from "./run-test-files.mjs";
+import { declaredMarkers, runTestFiles, slowest } from "./run-test-files.mjs";
 import { classify, DEFAULT_ROOTS, findTests } from "./test-files.mjs";
 
 const root = resolve(fileURLToPath(import.meta.url), "../..");
@@ -59,13 +59,13 @@ const totals = { tests: 0, pass: 0, fail: 0, cancelled: 0, skipped: 0, todo: 0 }
 const failedFiles = [];
 const slowSummaries = [];
 
-/** Runs the files `slots` at a time (a `// heavy` file takes two), each in its own process. */
-async function runLane(name, testFiles, slots, env = process.env) {
-  const entries = testFiles.map((file) => ({ file, heavy: declaresHeavy(readFileSync(file, "utf8")) }));
-  const { failed, results, counts } = await runTestFiles(entries, { slots, env, label: name });
+/** Runs the files in `slots` (a `// heavy` file takes two); unit files of a folder share a process. */
+async function runLane(name, testFiles, slots, { env = process.env, batch = false } = {}) {
+  const entries = testFiles.map((file) => ({ file, ...declaredMarkers(readFileSync(file, "utf8")) }));
+  const { failed, results, counts, cpuMs } = await runTestFiles(entries, { slots, env, label: name, batch });
   for (const [k, v] of Object.entries(counts)) totals[k] += v;
   failedFiles.push(...failed);
-  slowSummaries.push(`${name}, slowest files:\n${slowest(results)}`);
+  slowSummaries.push(`${name}: CPU ${secs(cpuMs)} in the test processes (their children not counted); slowest files:\n${slowest(results)}`);
   return failed.length === 0 ? 0 : 1;
 }
 
@@ -78,7 +78,7 @@ if (lane === "all") {
 if (lane !== "e2e" && unit.length > 0) {
   const cores = availableParallelism();
   // Unit files mostly compute: one per core.
-  failed ||= await step(`unit lane: ${unit.length} files, ${cores} at a time`, () => runLane("unit lane", unit, cores));
+  failed ||= await step(`unit lane: ${unit.length} files, ${cores} at a time`, () => runLane("unit lane", unit, cores, { batch: true }));
 }
 
 if (lane !== "unit" && e2e.length > 0) {
@@ -146,7 +146,7 @@ async function runE2e(tests) {
     const concurrency = Number(process.env.SLUICE_E2E_CONCURRENCY ?? 2);
     const names = [...needed].sort().join(", ");
     return await step(`end-to-end lane: ${tests.length} files, ${concurrency} slots (${names})`, () =>
-      runLane("end-to-end lane", tests.map((t) => t.file), concurrency, env),
+      runLane("end-to-end lane", tests.map((t) => t.file), concurrency, { env }),
     );
   } finally {
     for (const service of services.reverse()) await service.stop();
