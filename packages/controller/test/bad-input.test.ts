@@ -1,3 +1,4 @@
+// own process: it measures the heap
 import assert from "node:assert/strict";
 import { connect } from "node:http2";
 import { setFlagsFromString } from "node:v8";
