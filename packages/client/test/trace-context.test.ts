@@ -1,3 +1,4 @@
+// own process: it registers OpenTelemetry's global tracer provider
 // The W3C trace context a refill RPC carries (DESIGN §2.1): the span of the throttle() caller it is
 // sent for, also when the prefetching client sends it later from a callback. With an SDK registered
 // (AsyncLocalStorage context, W3C propagator), as `sluice run` and `sluice worker` do.
