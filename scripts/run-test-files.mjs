@@ -9,8 +9,8 @@
 // - A file that declares `// heavy` runs alone and takes `HEAVY_WEIGHT` slots: it starts many
 //   processes or loads the machine by itself, so it runs beside fewer others.
 // - Jobs start longest first, by the times of the last run on this checkout
-//   (test/artifacts/test-times.json, ignored by git), heavy files first on a fresh clone, so that a
-//   long file is not the only one left running at the end.
+//   (test/artifacts/test-times.json, ignored by git); on a fresh clone, jobs with a file that
+//   declares `// slow` or `// heavy` first. A long file started last would run alone at the end.
 // - A job's output is printed whole when it ends, so that jobs running together do not interleave.
 //
 // Only node built-ins; plain ESM so that it runs before anything is compiled.
@@ -28,13 +28,14 @@ const CPU_LINE = /^\[test-process-cpu-ms\] (\d+)$/m;
 
 /** The markers (`// heavy`, `// own process`) in a file's opening comment block. */
 export function declaredMarkers(text) {
-  const markers = { heavy: false, ownProcess: false };
+  const markers = { heavy: false, ownProcess: false, slow: false };
   for (const line of text.split("\n")) {
     const trimmed = line.trim();
     if (trimmed === "") continue;
     if (!trimmed.startsWith("//")) break;
     if (/^\/\/\s*heavy\b/.test(trimmed)) markers.heavy = true;
     if (/^\/\/\s*own process\b/.test(trimmed)) markers.ownProcess = true;
+    if (/^\/\/\s*slow\b/.test(trimmed)) markers.slow = true;
   }
   return markers;
 }
@@ -73,18 +74,22 @@ function jobsOf(files, batch, previous) {
   const jobs = [];
   const byFolder = new Map();
   for (const entry of files) {
-    if (!batch || entry.heavy || entry.ownProcess) jobs.push({ files: [entry.file], heavy: entry.heavy });
-    else byFolder.set(dirname(entry.file), [...(byFolder.get(dirname(entry.file)) ?? []), entry.file]);
+    if (!batch || entry.heavy || entry.ownProcess) jobs.push({ files: [entry.file], heavy: entry.heavy, slow: entry.heavy || entry.slow });
+    else byFolder.set(dirname(entry.file), [...(byFolder.get(dirname(entry.file)) ?? []), entry]);
   }
   for (const folder of byFolder.values()) {
-    for (let i = 0; i < folder.length; i += BATCH_SIZE) jobs.push({ files: folder.slice(i, i + BATCH_SIZE), heavy: false });
+    for (let i = 0; i < folder.length; i += BATCH_SIZE) {
+      const part = folder.slice(i, i + BATCH_SIZE);
+      jobs.push({ files: part.map((e) => e.file), heavy: false, slow: part.some((e) => e.slow) });
+    }
   }
-  const cost = (job) => (job.heavy && job.files.every((f) => previous[f] === undefined) ? Number.MAX_SAFE_INTEGER : job.files.reduce((s, f) => s + (previous[f] ?? 1000), 0));
+  const unknown = (job) => job.files.every((f) => previous[f] === undefined);
+  const cost = (job) => (job.slow && unknown(job) ? Number.MAX_SAFE_INTEGER : job.files.reduce((s, f) => s + (previous[f] ?? 1000), 0));
   return jobs.sort((a, b) => cost(b) - cost(a) || a.files[0].localeCompare(b.files[0]));
 }
 
 /**
- * @param {{ file: string, heavy?: boolean, ownProcess?: boolean }[]} files
+ * @param {{ file: string, heavy?: boolean, ownProcess?: boolean, slow?: boolean }[]} files
  * @param {{ slots: number, env?: NodeJS.ProcessEnv, label: string, batch?: boolean }} options
  */
 export async function runTestFiles(files, { slots, env = process.env, label, batch = false }) {

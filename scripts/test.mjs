@@ -5,7 +5,8 @@
 //   pnpm test [paths…]        type-check, then the unit lane, then the end-to-end lane
 //   pnpm test:unit [paths…]   unit tests only: no services, all cores, no type-check
 //   pnpm test:e2e [paths…]    end-to-end tests only: `pnpm build`, the declared services started
-//                             once, the files run SLUICE_E2E_CONCURRENCY at a time (default 2)
+//                             once, the files in SLUICE_E2E_CONCURRENCY slots (default 4; a
+//                             `// heavy` file takes two)
 //
 // Paths narrow the run to the test files under them. Services (a Kafka broker, a Jaeger, a
 // Zipkin, a Prometheus) are reused when one is running and otherwise started here and stopped, by their own
@@ -143,7 +144,9 @@ async function runE2e(tests) {
       env.PROMETHEUS_HOME = prometheus.home;
       services.push(prometheus);
     }
-    const concurrency = Number(process.env.SLUICE_E2E_CONCURRENCY ?? 2);
+    // Slots, not files: most end-to-end files wait on their children and services, so four run at
+    // once on 2 cores; a `// heavy` file takes two.
+    const concurrency = Number(process.env.SLUICE_E2E_CONCURRENCY ?? 4);
     const names = [...needed].sort().join(", ");
     return await step(`end-to-end lane: ${tests.length} files, ${concurrency} slots (${names})`, () =>
       runLane("end-to-end lane", tests.map((t) => t.file), concurrency, { env }),

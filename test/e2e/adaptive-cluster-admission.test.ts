@@ -1,4 +1,5 @@
 // services: processes, prometheus
+// heavy: takes two of the end-to-end lane's slots (many processes, a browser or a private broker)
 // Seed 004 end to end (issue 11): examples/cluster-admission run by `sluice run` admits tasks to a
 // simulated cluster through a concurrency throttler whose limit (in cores: a task takes one unit per
 // core it asks) follows the cluster's CPU, read from a real Prometheus (Debian's prometheus, started

@@ -1,4 +1,5 @@
 // services: processes, chromium
+// heavy: takes two of the end-to-end lane's slots (many processes, a browser or a private broker)
 // The controller's dashboard in a real browser (Debian's headless Chromium driven by playwright-core)
 // while a real pipeline runs: the page loads without console errors, shows a panel per throttler, its
 // numbers move, the class shares come out as the weights say, each computation's "Epoch parts time"

@@ -1,4 +1,5 @@
 // services: processes
+// heavy: takes two of the end-to-end lane's slots (many processes, a browser or a private broker)
 // Sluice as a user outside this repository gets it: `pnpm pack:all`, a project scaffolded by
 // `sluice init` in a temporary folder outside the repository, ONE `npm install` of the tarballs
 // (third-party dependencies from the npm registry), then with what npm installed only:

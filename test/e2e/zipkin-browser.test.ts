@@ -1,4 +1,5 @@
 // services: processes, chromium, zipkin
+// heavy: takes two of the end-to-end lane's slots (many processes, a browser or a private broker)
 // DESIGN §9.3: a trace UI without Docker. The quickstart runs with OpenTelemetry's Zipkin exporter
 // (OTEL_TRACES_EXPORTER=zipkin) into a real Zipkin server (scripts/zipkin.mjs: the exec jar from
 // Maven Central, in-memory storage), and Debian's headless Chromium opens the trace in Zipkin's own

@@ -1,3 +1,4 @@
+// slow: started first on a fresh clone (scripts/run-test-files.mjs)
 // own process: its resets count per connection, and its bursts must not wait behind other files
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
