@@ -6,8 +6,10 @@
 //   loading the packages through tsx costs a second or two of CPU per process, more than most unit
 //   files' tests take. A file that declares `// own process` in its opening comment block runs
 //   alone (it measures its heap, sets process-wide state, or must not wait behind others).
-// - A file that declares `// heavy` runs alone and takes `HEAVY_WEIGHT` slots: it starts many
-//   processes or loads the machine by itself, so it runs beside fewer others.
+// - A file that declares `// heavy` runs in a process of its own and takes `HEAVY_WEIGHT` slots: it
+//   starts many processes or loads the machine by itself, so it runs beside fewer others. One that
+//   declares `// alone` takes every slot: its timing assertions (rates, shares, a control loop's
+//   band) are made for a machine that the lane does not load further.
 // - Jobs start longest first, by the times of the last run on this checkout
 //   (test/artifacts/test-times.json, ignored by git); on a fresh clone, jobs with a file that
 //   declares `// slow` or `// heavy` first. A long file started last would run alone at the end.
@@ -28,7 +30,7 @@ const CPU_LINE = /^\[test-process-cpu-ms\] (\d+)$/m;
 
 /** The markers (`// heavy`, `// own process`) in a file's opening comment block. */
 export function declaredMarkers(text) {
-  const markers = { heavy: false, ownProcess: false, slow: false };
+  const markers = { heavy: false, ownProcess: false, slow: false, alone: false };
   for (const line of text.split("\n")) {
     const trimmed = line.trim();
     if (trimmed === "") continue;
@@ -36,6 +38,7 @@ export function declaredMarkers(text) {
     if (/^\/\/\s*heavy\b/.test(trimmed)) markers.heavy = true;
     if (/^\/\/\s*own process\b/.test(trimmed)) markers.ownProcess = true;
     if (/^\/\/\s*slow\b/.test(trimmed)) markers.slow = true;
+    if (/^\/\/\s*alone\b/.test(trimmed)) markers.alone = true;
   }
   return markers;
 }
@@ -74,8 +77,11 @@ function jobsOf(files, batch, previous) {
   const jobs = [];
   const byFolder = new Map();
   for (const entry of files) {
-    if (!batch || entry.heavy || entry.ownProcess) jobs.push({ files: [entry.file], heavy: entry.heavy, slow: entry.heavy || entry.slow });
-    else byFolder.set(dirname(entry.file), [...(byFolder.get(dirname(entry.file)) ?? []), entry]);
+    if (!batch || entry.heavy || entry.alone || entry.ownProcess) {
+      jobs.push({ files: [entry.file], heavy: entry.heavy, alone: entry.alone, slow: entry.heavy || entry.alone || entry.slow });
+    } else {
+      byFolder.set(dirname(entry.file), [...(byFolder.get(dirname(entry.file)) ?? []), entry]);
+    }
   }
   for (const folder of byFolder.values()) {
     for (let i = 0; i < folder.length; i += BATCH_SIZE) {
@@ -89,7 +95,7 @@ function jobsOf(files, batch, previous) {
 }
 
 /**
- * @param {{ file: string, heavy?: boolean, ownProcess?: boolean, slow?: boolean }[]} files
+ * @param {{ file: string, heavy?: boolean, alone?: boolean, ownProcess?: boolean, slow?: boolean }[]} files
  * @param {{ slots: number, env?: NodeJS.ProcessEnv, label: string, batch?: boolean }} options
  */
 export async function runTestFiles(files, { slots, env = process.env, label, batch = false }) {
@@ -101,7 +107,7 @@ export async function runTestFiles(files, { slots, env = process.env, label, bat
   let cpuMs = 0;
   let free = slots;
   let running = 0;
-  const weightOf = (job) => Math.min(slots, job.heavy ? HEAVY_WEIGHT : 1);
+  const weightOf = (job) => (job.alone ? slots : Math.min(slots, job.heavy ? HEAVY_WEIGHT : 1));
 
   const runOne = (job) =>
     new Promise((done) => {
@@ -151,7 +157,7 @@ export async function runTestFiles(files, { slots, env = process.env, label, bat
           }
         }
         const what = job.files.length === 1 ? job.files[0] : `${job.files.length} files of ${dirname(job.files[0])} in one process`;
-        const head = `${ok ? "✔" : "✖"} ${what} (${secs(ms)}${cpuText}${job.heavy ? ", heavy" : ""}; load average ${loadavg()[0].toFixed(1)})`;
+        const head = `${ok ? "✔" : "✖"} ${what} (${secs(ms)}${cpuText}${job.alone ? ", alone" : job.heavy ? ", heavy" : ""}; load average ${loadavg()[0].toFixed(1)})`;
         console.log(`\n${head}\n${output}\n${ok ? "" : `✖ ${what} FAILED: exit ${exit}${signal ? ` (${signal})` : ""}${jobCounts ? "" : ", no test summary printed"}\n`}`);
         done();
       });

@@ -112,38 +112,54 @@ async function runE2e(tests) {
   const env = { ...process.env, SLUICE_E2E_BUILT: "1" };
   const services = [];
   try {
-    if (needed.has("kafka")) {
+    // The services start side by side: the broker's JVM, the Zipkin jar's fetch and start, and the
+    // wait for the Jaeger build that .ci/run started in the background each take tens of seconds.
+    const starting = [];
+    const start = (name, run) => {
+      if (!needed.has(name)) return;
+      starting.push(
+        run().then((service) => {
+          services.push(service);
+          return service;
+        }),
+      );
+    };
+    start("kafka", async () => {
       const { ensureKafka } = await import("./kafka.mjs");
       const kafka = await ensureKafka();
       env.KAFKA_BROKERS = kafka.brokers;
-      services.push(kafka);
-    }
-    if (needed.has("jaeger")) {
+      return kafka;
+    });
+    start("jaeger", async () => {
       const { ensureJaeger } = await import("./jaeger.mjs");
       const jaeger = await ensureJaeger();
       // Not OTEL_EXPORTER_OTLP_ENDPOINT: every `sluice` child of every test would then trace to Jaeger.
       // Tests that want traces there ask ensureJaeger(), which finds this one running.
       env.JAEGER_OTLP_ENDPOINT = jaeger.otlpHttpEndpoint;
       env.JAEGER_QUERY_URL = jaeger.queryUrl;
-      services.push(jaeger);
-    }
-    if (needed.has("zipkin")) {
+      return jaeger;
+    });
+    start("zipkin", async () => {
       // Fetches the server's jar with Maven on a fresh machine (first use), like the Kafka broker's.
       const { ensureZipkin } = await import("./zipkin.mjs");
       const zipkin = await ensureZipkin();
       // Tests that want it ask ensureZipkin(), which then uses this one and starts nothing.
       env.ZIPKIN_URL = zipkin.url;
-      services.push(zipkin);
-    }
-    if (needed.has("prometheus")) {
+      return zipkin;
+    });
+    start("prometheus", async () => {
       const { ensurePrometheus } = await import("./prometheus.mjs");
       const prometheus = await ensurePrometheus();
       // Tests register their scrape targets as file_sd files under this home (registerScrapeTarget).
       env.PROMETHEUS_URL = prometheus.url;
       // That is the home of the server found running (maybe another checkout's), not necessarily ours.
       env.PROMETHEUS_HOME = prometheus.home;
-      services.push(prometheus);
-    }
+      return prometheus;
+    });
+    // Every start settles before a failure is reported, so that the finally below stops them all.
+    const outcomes = await Promise.allSettled(starting);
+    const failedStart = outcomes.find((o) => o.status === "rejected");
+    if (failedStart) throw failedStart.reason;
     // Slots, not files: most end-to-end files wait on their children and services, so four run at
     // once on 2 cores; a `// heavy` file takes two.
     const concurrency = Number(process.env.SLUICE_E2E_CONCURRENCY ?? 4);
