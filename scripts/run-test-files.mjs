@@ -28,6 +28,34 @@ const TIMES_FILE = "test/artifacts/test-times.json";
 const JOB_TIMEOUT_MS = 20 * 60_000;
 const CPU_LINE = /^\[test-process-cpu-ms\] (\d+)$/m;
 
+/**
+ * The process groups of the jobs running now. The jobs are detached (a group of their own, so that a
+ * hung one is killed with its children); an interrupted run kills them, by their group only, so
+ * that no test process outlives it.
+ */
+const runningGroups = new Set();
+let interrupted = false;
+function killRunningGroups() {
+  for (const pgid of runningGroups) {
+    try {
+      process.kill(-pgid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+  runningGroups.clear();
+}
+process.once("exit", killRunningGroups);
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
+  // No job starts after this; the ones running end as failed, and the lane ends as usual (the
+  // runner then stops the services it started).
+  process.once(signal, () => {
+    interrupted = true;
+    process.exitCode = 130;
+    killRunningGroups();
+  });
+}
+
 /** The markers (`// heavy`, `// own process`) in a file's opening comment block. */
 export function declaredMarkers(text) {
   const markers = { heavy: false, ownProcess: false, slow: false, alone: false };
@@ -121,6 +149,7 @@ export async function runTestFiles(files, { slots, env = process.env, label, bat
         stdio: ["ignore", "pipe", "pipe"],
         detached: true,
       });
+      if (child.pid !== undefined) runningGroups.add(child.pid);
       let output = "";
       child.stdout.on("data", (chunk) => (output += chunk));
       child.stderr.on("data", (chunk) => (output += chunk));
@@ -134,6 +163,7 @@ export async function runTestFiles(files, { slots, env = process.env, label, bat
       }, JOB_TIMEOUT_MS);
       child.on("close", (code, signal) => {
         clearTimeout(timer);
+        runningGroups.delete(child.pid);
         free += weight;
         running -= 1;
         const ms = Date.now() - startedAt;
@@ -165,6 +195,7 @@ export async function runTestFiles(files, { slots, env = process.env, label, bat
 
   await new Promise((allDone) => {
     const pump = () => {
+      if (interrupted) queue.splice(0);
       // In order: a heavy job waits for its slots rather than being overtaken for ever.
       while (queue.length > 0 && weightOf(queue[0]) <= free) {
         runOne(queue.shift()).then(pump);
