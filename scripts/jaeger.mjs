@@ -17,17 +17,15 @@
 // nothing), JAEGER_START_TIMEOUT_MS (60000), GO (go command, default `go`).
 //
 // Only node built-ins; plain ESM so that it runs before anything is installed or compiled.
-import { spawn } from "node:child_process";
-import { createHash } from "node:crypto";
-import { accessSync, closeSync, constants, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { request } from "node:http";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { goTool } from "./go-tool.mjs";
 import {
+  awaitRecorded,
   canConnect as canConnectTo,
-  earlyExitReason,
-  indent,
-  isAlive,
+  commandLine,
   ownedServiceStop,
   pidRecord,
   runAsProgram,
@@ -35,7 +33,7 @@ import {
   spawnService,
   stopPid as stopOwnPid,
   stopRecorded,
-  tailOfFile as tailOfLog,
+  waitUntilAnswers,
   withDirLock,
 } from "./local-process.mjs";
 
@@ -82,13 +80,6 @@ function jaegerVersion() {
   return m?.[1] ?? "unknown";
 }
 
-/** The log's last lines; Go's download chatter would hide the error. */
-const tailOfFile = (file) => tailOfLog(file, { drop: /^go: (downloading|finding|extracting) / });
-
-function commandLine(cmd, args) {
-  return [cmd, ...args].map((a) => (/[\s"]/.test(a) ? JSON.stringify(a) : a)).join(" ");
-}
-
 const canConnect = (port, timeoutMs) => canConnectTo(HOST, port, timeoutMs);
 
 /** GET http://127.0.0.1:port/path → { status, body }, or undefined if nothing answers in time. */
@@ -132,112 +123,32 @@ function withLock(dir, maxWaitMs, fn) {
 
 // ---------------------------------------------------------------------------------------- build
 
-function buildArgs(output) {
-  return [
-    "build",
-    "-mod=readonly", // exactly tools/jaeger/go.mod + go.sum, whatever GOFLAGS says
-    "-trimpath",
-    "-p",
-    "2",
-    // -s -w: no symbol table / DWARF (stack traces keep names and lines); -X: what `jaeger version` prints
-    "-ldflags",
-    `-s -w -X ${JAEGER_MODULE}/internal/version.latestVersion=${jaegerVersion()}`,
-    "-o",
-    output,
-    JAEGER_PACKAGE,
-  ];
-}
-
-/** What the binary was built from: go.mod, go.sum and the build command. */
-function buildStamp() {
-  const hash = createHash("sha256");
-  hash.update(readFileSync(goModFile));
-  hash.update("\0");
-  hash.update(readFileSync(goSumFile));
-  hash.update("\0");
-  hash.update(JSON.stringify(buildArgs("BIN")));
-  return hash.digest("hex");
-}
-
-function isBuilt() {
-  try {
-    accessSync(binFile, constants.X_OK);
-    return readFileSync(stampFile, "utf8").trim() === buildStamp();
-  } catch {
-    return false;
-  }
-}
+const tool = goTool({
+  what: "Jaeger",
+  toolDir,
+  goModFile,
+  goSumFile,
+  binFile,
+  stampFile,
+  buildLogFile,
+  buildLockDir,
+  lockWaitMs: 45 * 60_000,
+  pkg: JAEGER_PACKAGE,
+  ldflags: () => `-s -w -X ${JAEGER_MODULE}/internal/version.latestVersion=${jaegerVersion()}`,
+  version: jaegerVersion,
+  firstBuildNote: "the first build on a machine downloads ~1.2 GB of modules and takes ~4 min on 2 cores",
+  fail,
+  say,
+  rel,
+});
+const isBuilt = () => tool.isBuilt();
 
 /**
  * Build .tools/bin/jaeger unless the binary for this go.mod/go.sum is already there. Waits for a
  * build that another process is running (e.g. `node scripts/jaeger.mjs build &` in .ci/run).
  */
-export async function buildJaeger() {
-  if (isBuilt()) return { built: false, ms: 0 };
-  return withLock(buildLockDir, 45 * 60_000, async () => {
-    if (isBuilt()) return { built: false, ms: 0 }; // another process built it while we waited
-    const t0 = Date.now();
-    await runGoBuild();
-    return { built: true, ms: Date.now() - t0 };
-  });
-}
-
-async function runGoBuild() {
-  mkdirSync(binDir, { recursive: true });
-  const stamp = buildStamp();
-  const tmp = `${binFile}.tmp-${process.pid}`;
-  const go = process.env.GO || "go";
-  const args = buildArgs(tmp);
-  say(
-    `building Jaeger ${jaegerVersion()} into ${rel(binFile)} (go build in ${rel(toolDir)}; ` +
-      `the first build on a machine downloads ~1.2 GB of modules and takes ~4 min on 2 cores; log ${rel(buildLogFile)})`,
-  );
-  const out = openSync(buildLogFile, "w");
-  writeFileSync(out, `$ (cd ${toolDir} && CGO_ENABLED=0 ${commandLine(go, args)})\n`);
-  let child;
-  try {
-    child = spawn(go, args, { cwd: toolDir, env: { ...process.env, CGO_ENABLED: "0" }, stdio: ["ignore", out, out] });
-  } finally {
-    closeSync(out);
-  }
-  // Interrupted: end the go build (our child) and let the lock and the temporary file be cleaned up.
-  let interrupted;
-  const onSignal = (signal) => {
-    interrupted = signal;
-    try {
-      child.kill("SIGINT");
-    } catch {
-      // already gone
-    }
-  };
-  const signals = ["SIGINT", "SIGTERM", "SIGHUP"];
-  for (const s of signals) process.on(s, onSignal);
-  const t0 = Date.now();
-  const result = await new Promise((done) => {
-    child.once("error", (err) => done({ err }));
-    child.once("exit", (code, signal) => done({ code, signal }));
-  });
-  for (const s of signals) process.removeListener(s, onSignal);
-  const line = `(cd ${rel(toolDir)} && CGO_ENABLED=0 ${commandLine(go, buildArgs(rel(binFile)))})`;
-  if (result.err || result.code !== 0 || interrupted) {
-    rmSync(tmp, { force: true });
-    if (interrupted) throw fail(`building Jaeger was interrupted (${interrupted})`);
-    if (result.err) {
-      const hint = result.err.code === "ENOENT" ? ` (is Go ${goDirective()} or newer installed and on PATH? set GO to use another go)` : "";
-      throw fail(`building Jaeger failed: cannot run ${go}: ${result.err.message}${hint}\n  command: ${line}`);
-    }
-    throw fail(
-      `building Jaeger failed (exit ${result.code ?? result.signal} after ${secs(Date.now() - t0)} s)\n  command: ${line}\n` +
-        `  log ${rel(buildLogFile)}, last 40 lines:\n${indent(tailOfFile(buildLogFile))}`,
-    );
-  }
-  renameSync(tmp, binFile);
-  writeFileSync(stampFile, `${stamp}\n`);
-  say(`built ${rel(binFile)} in ${secs(Date.now() - t0)} s (${(statSync(binFile).size / 1e6).toFixed(0)} MB)`);
-}
-
-function goDirective() {
-  return /^go\s+(\S+)/m.exec(readFileSync(goModFile, "utf8"))?.[1] ?? "";
+export function buildJaeger() {
+  return tool.build();
 }
 
 // ---------------------------------------------------------------------------------------- start
@@ -249,23 +160,19 @@ function launchJaeger() {
   return spawnService(binFile, ["--config", configFile], { cwd: home, env, logFile });
 }
 
-async function waitUntilReady(pid, state, timeoutMs) {
-  const started = Date.now();
-  while (Date.now() - started < timeoutMs) {
-    if (state.exited || !isAlive(pid)) {
-      const how = earlyExitReason(state, rel(binFile));
-      throw fail(
-        `Jaeger ${how}\n  command: ${commandLine(rel(binFile), ["--config", rel(configFile)])}\n` +
-          `  log ${rel(logFile)}, last 40 lines:\n${indent(tailOfFile(logFile))}`,
-      );
-    }
-    if ((await jaegerAnswers()) && (await canConnect(OTLP_HTTP_PORT))) return Date.now() - started;
-    await sleep(100);
-  }
-  throw fail(
-    `Jaeger pid ${pid} not ready after ${timeoutMs / 1000} s (${HOST}:${HEALTH_PORT}/status and ${QUERY_URL}/api/services ` +
-      `must answer 200)\n  log ${rel(logFile)}, last 40 lines:\n${indent(tailOfFile(logFile))}`,
-  );
+function waitUntilReady(pid, state, timeoutMs) {
+  return waitUntilAnswers({
+    pid,
+    state,
+    answers: async () => (await jaegerAnswers()) && (await canConnect(OTLP_HTTP_PORT)),
+    timeoutMs,
+    what: "Jaeger",
+    command: commandLine(rel(binFile), ["--config", rel(configFile)]),
+    logFile,
+    notReady: `${HOST}:${HEALTH_PORT}/status and ${QUERY_URL}/api/services must answer 200`,
+    fail,
+    rel,
+  });
 }
 
 async function startJaeger() {
@@ -325,18 +232,13 @@ async function startOrReuse({ tiedToThisProcess }) {
     if (await jaegerAnswers()) return reused;
     // A recorded Jaeger that is alive but does not answer is starting or stopping: give it a
     // while to do either before deciding.
-    const recorded = jaegerPid.read();
-    if (recorded !== undefined) {
-      for (let i = 0; i < 100 && isAlive(recorded); i++) {
-        if (await jaegerAnswers()) return reused;
-        await sleep(100);
-      }
-      if (isAlive(recorded)) {
-        throw fail(
-          `a Jaeger (pid ${recorded}, from ${rel(pidFile)}) is running but does not answer on ` +
-            `${HOST}:${HEALTH_PORT}/status and ${QUERY_URL}/api/services; stop it with \`node scripts/jaeger.mjs stop\` (log: ${rel(logFile)})`,
-        );
-      }
+    const recorded = await awaitRecorded(jaegerPid, jaegerAnswers, { tries: 100, pollMs: 100 });
+    if (recorded.answered) return reused;
+    if (recorded.still()) {
+      throw fail(
+        `a Jaeger (pid ${recorded.pid}, from ${rel(pidFile)}) is running but does not answer on ` +
+          `${HOST}:${HEALTH_PORT}/status and ${QUERY_URL}/api/services; stop it with \`node scripts/jaeger.mjs stop\` (log: ${rel(logFile)})`,
+      );
     }
     const pid = await startJaeger();
     const stop = ownedServiceStop(pid, { stopPid, record: jaegerPid, tied: tiedToThisProcess, say, what: "Jaeger" });

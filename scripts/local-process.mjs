@@ -1,6 +1,7 @@
-// What scripts/kafka.mjs, scripts/jaeger.mjs and scripts/prometheus.mjs share: reading their
-// environment knobs, spawning a service and recording its pid, stopping it by that pid only, their
-// command lines and their errors. Plain Node ESM, no dependencies.
+// What the service scripts (scripts/kafka.mjs, jaeger.mjs, prometheus.mjs, zipkin.mjs,
+// toxiproxy.mjs) share: reading their environment knobs, spawning a service and recording its pid,
+// waiting until it answers, stopping it by that pid only, their command lines and their errors.
+// Plain Node ESM, no dependencies.
 import { spawn } from "node:child_process";
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
@@ -294,4 +295,40 @@ export function serviceTools(service) {
       }),
     rel: (p) => relative(process.cwd(), p) || ".",
   };
+}
+
+/** A command line as a person would type it (arguments with spaces or quotes quoted). */
+export function commandLine(cmd, args) {
+  return [cmd, ...args].map((a) => (/[\s"]/.test(a) ? JSON.stringify(a) : a)).join(" ");
+}
+
+/**
+ * Waits until a service just spawned (spawnService) answers: `answers()` true. Throws `fail(…)` with
+ * the end of its log when it exits first or does not answer within `timeoutMs` (`notReady` says what
+ * must answer). Resolves the time it took.
+ */
+export async function waitUntilAnswers({ pid, state, answers, timeoutMs, pollMs = 100, what, command, logFile, notReady, fail, rel }) {
+  const started = Date.now();
+  const log = () => `  log ${rel(logFile)}, last 40 lines:\n${indent(tailOfFile(logFile))}`;
+  for (;;) {
+    if (state.exited || !isAlive(pid)) throw fail(`${what} ${earlyExitReason(state, command)}\n${log()}`);
+    if (await answers()) return Date.now() - started;
+    if (Date.now() - started > timeoutMs) throw fail(`${what} pid ${pid} not ready after ${timeoutMs / 1000} s (${notReady})\n${log()}`);
+    await sleep(pollMs);
+  }
+}
+
+/**
+ * A recorded service that is alive but does not answer is starting or stopping: waits up to
+ * `tries × pollMs` for it to answer (true) or end (false); one still alive and silent then is an
+ * error for the caller to report (`still()` true).
+ */
+export async function awaitRecorded(record, answers, { tries, pollMs }) {
+  const recorded = record.read();
+  if (recorded === undefined) return { answered: false, still: () => false };
+  for (let i = 0; i < tries && isAlive(recorded); i++) {
+    if (await answers()) return { answered: true, still: () => false };
+    await sleep(pollMs);
+  }
+  return { answered: false, pid: recorded, still: () => isAlive(recorded) };
 }

@@ -58,6 +58,7 @@ const NEEDS_A_SERVICE = [
   [/from\s+"[^"]*kafka-test-kit\.ts"/, "kafka"],
   [/from\s+"[^"]*\/run-cli\.ts"/, "processes"],
   [/from\s+"playwright-core"/, "chromium"],
+  [/from\s+"[^"]*\/support\/browser\.ts"/, "chromium"],
 ];
 
 /**

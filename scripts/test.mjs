@@ -5,15 +5,18 @@
 //   pnpm test [paths…]        type-check, then the unit lane, then the end-to-end lane
 //   pnpm test:unit [paths…]   unit tests only: no services, all cores, no type-check
 //   pnpm test:e2e [paths…]    end-to-end tests only: `pnpm build`, the declared services started
-//                             once, the files run SLUICE_E2E_CONCURRENCY at a time (default 2)
+//                             once, the files in SLUICE_E2E_CONCURRENCY slots (default 4; a
+//                             `// heavy` file takes two)
 //
 // Paths narrow the run to the test files under them. Services (a Kafka broker, a Jaeger, a
 // Zipkin, a Prometheus) are reused when one is running and otherwise started here and stopped, by their own
 // pid, at the end.
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { declaredMarkers, runTestFiles, slowest } from "./run-test-files.mjs";
 import { classify, DEFAULT_ROOTS, findTests } from "./test-files.mjs";
 
 const root = resolve(fileURLToPath(import.meta.url), "../..");
@@ -53,13 +56,18 @@ async function step(name, run) {
   return code;
 }
 
-function nodeTest(testFiles, concurrency, env = process.env) {
-  const child = spawn(
-    process.execPath,
-    ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, "--test-timeout=600000", ...testFiles],
-    { stdio: "inherit", env },
-  );
-  return new Promise((done) => child.on("exit", (code, signal) => done(code ?? (signal ? 1 : 0))));
+const totals = { tests: 0, pass: 0, fail: 0, cancelled: 0, skipped: 0, todo: 0 };
+const failedFiles = [];
+const slowSummaries = [];
+
+/** Runs the files in `slots` (a `// heavy` file takes two); unit files of a folder share a process. */
+async function runLane(name, testFiles, slots, { env = process.env, batch = false } = {}) {
+  const entries = testFiles.map((file) => ({ file, ...declaredMarkers(readFileSync(file, "utf8")) }));
+  const { failed, results, counts, cpuMs } = await runTestFiles(entries, { slots, env, label: name, batch });
+  for (const [k, v] of Object.entries(counts)) totals[k] += v;
+  failedFiles.push(...failed);
+  slowSummaries.push(`${name}: CPU ${secs(cpuMs)} in the test processes (their children not counted); slowest files:\n${slowest(results)}`);
+  return failed.length === 0 ? 0 : 1;
 }
 
 let failed = 0;
@@ -70,14 +78,21 @@ if (lane === "all") {
 
 if (lane !== "e2e" && unit.length > 0) {
   const cores = availableParallelism();
-  failed ||= await step(`unit lane: ${unit.length} files, ${cores} at a time`, () => nodeTest(unit, cores));
+  // Unit files mostly compute: one per core.
+  failed ||= await step(`unit lane: ${unit.length} files, ${cores} at a time`, () => runLane("unit lane", unit, cores, { batch: true }));
 }
 
 if (lane !== "unit" && e2e.length > 0) {
   failed ||= await runE2e(e2e);
 }
 
+console.log(`\n== slowest files\n${slowSummaries.join("\n")}`);
+if (failedFiles.length > 0) console.log(`\n== failed files\n  ${failedFiles.join("\n  ")}`);
 console.log(`\n== summary\n${timings.join("\n")}`);
+console.log(`ℹ tests ${totals.tests}\nℹ pass ${totals.pass}\nℹ fail ${totals.fail}\nℹ cancelled ${totals.cancelled}\nℹ skipped ${totals.skipped}\nℹ todo ${totals.todo}`);
+// The closing line CI reads (the plain form any runner may print); a file that failed without a
+// failing test (a crash, a hang) counts as one failure.
+console.log(`tests: ${totals.pass} passed, ${Math.max(totals.fail, failedFiles.length)} failed`);
 process.exit(failed);
 
 async function runE2e(tests) {
@@ -97,42 +112,60 @@ async function runE2e(tests) {
   const env = { ...process.env, SLUICE_E2E_BUILT: "1" };
   const services = [];
   try {
-    if (needed.has("kafka")) {
+    // The services start side by side: the broker's JVM, the Zipkin jar's fetch and start, and the
+    // wait for the Jaeger build that .ci/run started in the background each take tens of seconds.
+    const starting = [];
+    const start = (name, run) => {
+      if (!needed.has(name)) return;
+      starting.push(
+        run().then((service) => {
+          services.push(service);
+          return service;
+        }),
+      );
+    };
+    start("kafka", async () => {
       const { ensureKafka } = await import("./kafka.mjs");
       const kafka = await ensureKafka();
       env.KAFKA_BROKERS = kafka.brokers;
-      services.push(kafka);
-    }
-    if (needed.has("jaeger")) {
+      return kafka;
+    });
+    start("jaeger", async () => {
       const { ensureJaeger } = await import("./jaeger.mjs");
       const jaeger = await ensureJaeger();
       // Not OTEL_EXPORTER_OTLP_ENDPOINT: every `sluice` child of every test would then trace to Jaeger.
       // Tests that want traces there ask ensureJaeger(), which finds this one running.
       env.JAEGER_OTLP_ENDPOINT = jaeger.otlpHttpEndpoint;
       env.JAEGER_QUERY_URL = jaeger.queryUrl;
-      services.push(jaeger);
-    }
-    if (needed.has("zipkin")) {
+      return jaeger;
+    });
+    start("zipkin", async () => {
       // Fetches the server's jar with Maven on a fresh machine (first use), like the Kafka broker's.
       const { ensureZipkin } = await import("./zipkin.mjs");
       const zipkin = await ensureZipkin();
       // Tests that want it ask ensureZipkin(), which then uses this one and starts nothing.
       env.ZIPKIN_URL = zipkin.url;
-      services.push(zipkin);
-    }
-    if (needed.has("prometheus")) {
+      return zipkin;
+    });
+    start("prometheus", async () => {
       const { ensurePrometheus } = await import("./prometheus.mjs");
       const prometheus = await ensurePrometheus();
       // Tests register their scrape targets as file_sd files under this home (registerScrapeTarget).
       env.PROMETHEUS_URL = prometheus.url;
       // That is the home of the server found running (maybe another checkout's), not necessarily ours.
       env.PROMETHEUS_HOME = prometheus.home;
-      services.push(prometheus);
-    }
-    const concurrency = Number(process.env.SLUICE_E2E_CONCURRENCY ?? 2);
+      return prometheus;
+    });
+    // Every start settles before a failure is reported, so that the finally below stops them all.
+    const outcomes = await Promise.allSettled(starting);
+    const failedStart = outcomes.find((o) => o.status === "rejected");
+    if (failedStart) throw failedStart.reason;
+    // Slots, not files: most end-to-end files wait on their children and services, so four run at
+    // once on 2 cores; a `// heavy` file takes two.
+    const concurrency = Number(process.env.SLUICE_E2E_CONCURRENCY ?? 4);
     const names = [...needed].sort().join(", ");
-    return await step(`end-to-end lane: ${tests.length} files, ${concurrency} at a time (${names})`, () =>
-      nodeTest(tests.map((t) => t.file), concurrency, env),
+    return await step(`end-to-end lane: ${tests.length} files, ${concurrency} slots (${names})`, () =>
+      runLane("end-to-end lane", tests.map((t) => t.file), concurrency, { env }),
     );
   } finally {
     for (const service of services.reverse()) await service.stop();

@@ -16,17 +16,14 @@
 // API), TOXIPROXY_START_TIMEOUT_MS (30000), GO (go command, default `go`).
 //
 // Only node built-ins; plain ESM so that it runs before anything is installed or compiled.
-import { spawn } from "node:child_process";
-import { createHash } from "node:crypto";
-import { accessSync, closeSync, constants, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { request } from "node:http";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { goTool } from "./go-tool.mjs";
 import {
   canConnect,
-  earlyExitReason,
-  indent,
-  isAlive,
+  commandLine,
   ownedServiceStop,
   pidRecord,
   runAsProgram,
@@ -34,7 +31,7 @@ import {
   spawnService,
   stopPid as stopOwnPid,
   stopRecorded,
-  tailOfFile as tailOfLog,
+  waitUntilAnswers,
   withDirLock,
 } from "./local-process.mjs";
 
@@ -72,12 +69,6 @@ function toxiproxyVersion() {
   return m?.[1] ?? "unknown";
 }
 
-const tailOfFile = (file) => tailOfLog(file, { drop: /^go: (downloading|finding|extracting) / });
-
-function commandLine(cmd, args) {
-  return [cmd, ...args].map((a) => (/[\s"]/.test(a) ? JSON.stringify(a) : a)).join(" ");
-}
-
 /** GET <api>/version → true when Toxiproxy answers. */
 function toxiproxyAnswers(url = apiUrl(), timeoutMs = 2000) {
   return new Promise((done) => {
@@ -102,102 +93,29 @@ function withLock(dir, maxWaitMs, fn) {
 
 // ---------------------------------------------------------------------------------------- build
 
-function buildArgs(output) {
-  return [
-    "build",
-    "-mod=readonly", // exactly tools/toxiproxy/go.mod + go.sum, whatever GOFLAGS says
-    "-trimpath",
-    "-p",
-    "2",
-    // -s -w: no symbol table / DWARF; -X: what `toxiproxy-server -version` prints
-    "-ldflags",
-    `-s -w -X ${TOXIPROXY_MODULE}.Version=${toxiproxyVersion()}`,
-    "-o",
-    output,
-    TOXIPROXY_PACKAGE,
-  ];
-}
-
-/** What the binary was built from: go.mod, go.sum and the build command. */
-function buildStamp() {
-  const hash = createHash("sha256");
-  hash.update(readFileSync(goModFile));
-  hash.update("\0");
-  hash.update(readFileSync(goSumFile));
-  hash.update("\0");
-  hash.update(JSON.stringify(buildArgs("BIN")));
-  return hash.digest("hex");
-}
-
-function isBuilt() {
-  try {
-    accessSync(binFile, constants.X_OK);
-    return readFileSync(stampFile, "utf8").trim() === buildStamp();
-  } catch {
-    return false;
-  }
-}
+const tool = goTool({
+  what: "Toxiproxy",
+  toolDir,
+  goModFile,
+  goSumFile,
+  binFile,
+  stampFile,
+  buildLogFile,
+  buildLockDir,
+  lockWaitMs: 20 * 60_000,
+  pkg: TOXIPROXY_PACKAGE,
+  ldflags: () => `-s -w -X ${TOXIPROXY_MODULE}.Version=${toxiproxyVersion()}`,
+  version: toxiproxyVersion,
+  firstBuildNote: "~1 min on 2 cores the first time",
+  fail,
+  say,
+  rel,
+});
+const isBuilt = () => tool.isBuilt();
 
 /** Build .tools/bin/toxiproxy-server unless it is there for this go.mod/go.sum; waits for a build in progress. */
-export async function buildToxiproxy() {
-  if (isBuilt()) return { built: false, ms: 0 };
-  return withLock(buildLockDir, 20 * 60_000, async () => {
-    if (isBuilt()) return { built: false, ms: 0 };
-    const t0 = Date.now();
-    await runGoBuild();
-    return { built: true, ms: Date.now() - t0 };
-  });
-}
-
-async function runGoBuild() {
-  mkdirSync(binDir, { recursive: true });
-  mkdirSync(home, { recursive: true });
-  const stamp = buildStamp();
-  const tmp = `${binFile}.tmp-${process.pid}`;
-  const go = process.env.GO || "go";
-  const args = buildArgs(tmp);
-  say(`building Toxiproxy ${toxiproxyVersion()} into ${rel(binFile)} (go build in ${rel(toolDir)}, ~1 min on 2 cores the first time; log ${rel(buildLogFile)})`);
-  const out = openSync(buildLogFile, "w");
-  writeFileSync(out, `$ (cd ${toolDir} && CGO_ENABLED=0 ${commandLine(go, args)})\n`);
-  let child;
-  try {
-    child = spawn(go, args, { cwd: toolDir, env: { ...process.env, CGO_ENABLED: "0" }, stdio: ["ignore", out, out] });
-  } finally {
-    closeSync(out);
-  }
-  let interrupted;
-  const onSignal = (signal) => {
-    interrupted = signal;
-    try {
-      child.kill("SIGINT");
-    } catch {
-      // already gone
-    }
-  };
-  const signals = ["SIGINT", "SIGTERM", "SIGHUP"];
-  for (const s of signals) process.on(s, onSignal);
-  const t0 = Date.now();
-  const result = await new Promise((done) => {
-    child.once("error", (err) => done({ err }));
-    child.once("exit", (code, signal) => done({ code, signal }));
-  });
-  for (const s of signals) process.removeListener(s, onSignal);
-  const line = `(cd ${rel(toolDir)} && CGO_ENABLED=0 ${commandLine(go, buildArgs(rel(binFile)))})`;
-  if (result.err || result.code !== 0 || interrupted) {
-    rmSync(tmp, { force: true });
-    if (interrupted) throw fail(`building Toxiproxy was interrupted (${interrupted})`);
-    if (result.err) {
-      const hint = result.err.code === "ENOENT" ? " (is Go 1.23 or newer installed and on PATH? set GO to use another go)" : "";
-      throw fail(`building Toxiproxy failed: cannot run ${go}: ${result.err.message}${hint}\n  command: ${line}`);
-    }
-    throw fail(
-      `building Toxiproxy failed (exit ${result.code ?? result.signal} after ${secs(Date.now() - t0)} s)\n  command: ${line}\n` +
-        `  log ${rel(buildLogFile)}, last 40 lines:\n${indent(tailOfFile(buildLogFile))}`,
-    );
-  }
-  renameSync(tmp, binFile);
-  writeFileSync(stampFile, `${stamp}\n`);
-  say(`built ${rel(binFile)} in ${secs(Date.now() - t0)} s (${(statSync(binFile).size / 1e6).toFixed(0)} MB)`);
+export function buildToxiproxy() {
+  return tool.build();
 }
 
 // ---------------------------------------------------------------------------------------- start
@@ -223,23 +141,23 @@ async function startToxiproxy() {
     throw fail(`could not start ${rel(binFile)}: ${state.spawnError?.message ?? "no pid"}`);
   }
   toxiproxyPid.write(pid);
-  const timeoutMs = intEnv("TOXIPROXY_START_TIMEOUT_MS", 30_000);
-  const started = Date.now();
-  for (;;) {
-    if (state.exited || !isAlive(pid)) {
-      toxiproxyPid.remove(pid);
-      throw fail(
-        `Toxiproxy ${earlyExitReason(state, rel(binFile))}\n  command: ${commandLine(rel(binFile), serverArgs())}\n` +
-          `  log ${rel(logFile)}, last 40 lines:\n${indent(tailOfFile(logFile))}`,
-      );
-    }
-    if (await toxiproxyAnswers()) break;
-    if (Date.now() - started > timeoutMs) {
-      await stopPid(pid).catch(() => {});
-      toxiproxyPid.remove(pid);
-      throw fail(`Toxiproxy pid ${pid} not ready after ${timeoutMs / 1000} s (${apiUrl()}/version must answer 200); log ${rel(logFile)}`);
-    }
-    await sleep(100);
+  try {
+    await waitUntilAnswers({
+      pid,
+      state,
+      answers: () => toxiproxyAnswers(),
+      timeoutMs: intEnv("TOXIPROXY_START_TIMEOUT_MS", 30_000),
+      what: "Toxiproxy",
+      command: commandLine(rel(binFile), serverArgs()),
+      logFile,
+      notReady: `${apiUrl()}/version must answer 200`,
+      fail,
+      rel,
+    });
+  } catch (err) {
+    await stopPid(pid).catch(() => {});
+    toxiproxyPid.remove(pid);
+    throw err;
   }
   say(`Toxiproxy ${toxiproxyVersion()} pid ${pid} ready in ${secs(Date.now() - t0)} s (${built ? `build ${secs(buildMs)} s, ` : ""}API ${apiUrl()}); log ${rel(logFile)}`);
   return pid;

@@ -23,9 +23,8 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, w
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
-  earlyExitReason,
+  awaitRecorded,
   indent,
-  isAlive,
   ownedServiceStop,
   pidRecord,
   runAsProgram,
@@ -33,8 +32,8 @@ import {
   spawnService,
   stopPid as stopOwnPid,
   stopRecorded,
-  tailOfFile,
   tailOfText,
+  waitUntilAnswers,
   withDirLock,
 } from "./local-process.mjs";
 
@@ -164,18 +163,20 @@ async function startZipkin() {
     throw fail(`could not start ${javaCommand()}: ${state.spawnError?.message ?? "no pid"}`);
   }
   zipkinPid.write(pid);
-  const timeoutMs = intEnv("ZIPKIN_START_TIMEOUT_MS", 180_000);
   try {
-    for (;;) {
-      if (state.exited || !isAlive(pid)) {
-        throw fail(`Zipkin ${earlyExitReason(state, javaCommand())}\n  log ${rel(logFile)}, last 40 lines:\n${indent(tailOfFile(logFile))}`);
-      }
-      if (await zipkinAnswers(urlOf(p))) break;
-      if (Date.now() - tStart > timeoutMs) {
-        throw fail(`Zipkin pid ${pid} not ready after ${timeoutMs / 1000} s (${urlOf(p)}/health must say UP)\n  log ${rel(logFile)}, last 40 lines:\n${indent(tailOfFile(logFile))}`);
-      }
-      await sleep(250);
-    }
+    await waitUntilAnswers({
+      pid,
+      state,
+      answers: () => zipkinAnswers(urlOf(p)),
+      timeoutMs: intEnv("ZIPKIN_START_TIMEOUT_MS", 180_000),
+      pollMs: 250,
+      what: "Zipkin",
+      command: javaCommand(),
+      logFile,
+      notReady: `${urlOf(p)}/health must say UP`,
+      fail,
+      rel,
+    });
   } catch (err) {
     await stopPid(pid, 5_000).catch(() => {});
     zipkinPid.remove(pid);
@@ -206,15 +207,10 @@ async function startOrReuse({ tiedToThisProcess }) {
   return withDirLock(lockDir, { maxWaitMs: 20 * 60_000, pollMs: 250, fail, describe: rel }, async () => {
     if (await zipkinAnswers()) return reused;
     // A recorded Zipkin that is alive but does not answer is starting or stopping: give it a while.
-    const recorded = zipkinPid.read();
-    if (recorded !== undefined) {
-      for (let i = 0; i < 120 && isAlive(recorded); i++) {
-        if (await zipkinAnswers()) return reused;
-        await sleep(250);
-      }
-      if (isAlive(recorded)) {
-        throw fail(`a Zipkin (pid ${recorded}, from ${rel(pidFile)}) is running but ${url}/health does not answer UP; stop it with \`node scripts/zipkin.mjs stop\` (log: ${rel(logFile)})`);
-      }
+    const recorded = await awaitRecorded(zipkinPid, () => zipkinAnswers(), { tries: 120, pollMs: 250 });
+    if (recorded.answered) return reused;
+    if (recorded.still()) {
+      throw fail(`a Zipkin (pid ${recorded.pid}, from ${rel(pidFile)}) is running but ${url}/health does not answer UP; stop it with \`node scripts/zipkin.mjs stop\` (log: ${rel(logFile)})`);
     }
     const pid = await startZipkin();
     const stop = ownedServiceStop(pid, { stopPid, record: zipkinPid, tied: tiedToThisProcess, say, what: "Zipkin" });

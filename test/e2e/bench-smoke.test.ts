@@ -1,4 +1,5 @@
 // services: processes
+// heavy: runs the whole benchmark suite, which loads both cores by itself
 // Keeps the benchmark suite working: `pnpm bench --quick` as a child process, results to a temp
 // file. Only that it runs and reports every group is checked — never how fast anything was, so a
 // slow or busy machine cannot fail it. The quick Kafka measurements use the broker the test command

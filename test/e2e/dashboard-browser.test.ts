@@ -1,4 +1,5 @@
 // services: processes, chromium
+// heavy: takes two of the end-to-end lane's slots (many processes, a browser or a private broker)
 // The controller's dashboard in a real browser (Debian's headless Chromium driven by playwright-core)
 // while a real pipeline runs: the page loads without console errors, shows a panel per throttler, its
 // numbers move, the class shares come out as the weights say, each computation's "Epoch parts time"
@@ -7,42 +8,26 @@
 // docs/operations/observability.md, docs/dashboard.png, is renewed on purpose with
 // SLUICE_UPDATE_SCREENSHOTS=1. Chromium is installed by .ci/run, not here.
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { after, it } from "node:test";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { createGrpcQuotaClient } from "@sluice/protocol";
+import { assertChromium, openPage, skipWithoutChromium } from "../support/browser.ts";
 import { get } from "../support/prometheus.ts";
 import { NOOP_COMPUTATION, ROOT, sluice, writeSpec, type Child } from "../support/processes.ts";
 import { writeTwoClassPipeline } from "../support/two-class-pipeline.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
 const SCREENSHOT = process.env["SLUICE_UPDATE_SCREENSHOTS"] === "1" ? join(ROOT, "docs/dashboard.png") : join(ROOT, "test/artifacts/dashboard.png");
-// The machine has no internet: without the background-networking flags Chromium keeps trying to
-// reach Google's services and floods the log with refused connections.
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 
 const cleanups: (() => Promise<void> | void)[] = [];
 after(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
-const missing = !existsSync(CHROMIUM);
-// In CI a missing browser is a broken setup (.ci/run installs it); on a developer's machine, a skip that says how to get it.
-const skip = missing && !process.env["CI"] ? `${CHROMIUM} not found: apt-get install -y chromium` : false;
+const skip = skipWithoutChromium;
 
 it("the dashboard of a running pipeline loads cleanly, moves, and shares the limit by weight", { skip, timeout: 300_000 }, async () => {
-  assert.ok(!missing, `${CHROMIUM} is missing: .ci/run installs Debian's chromium before the tests`);
+  assertChromium();
   const run: Child = sluice(["run", writeTwoClassPipeline(), "--http-port", "0", "--quiet"]);
   cleanups.push(async () => {
     run.kill("SIGKILL");
@@ -51,19 +36,7 @@ it("the dashboard of a running pipeline loads cleanly, moves, and shares the lim
   const url = `http://127.0.0.1:${(await run.waitFor(/dashboard on http:\/\/127\.0\.0\.1:(\d+)\//))[1]}/`;
   assert.equal((await get(url, 30_000)).status, 200); // generous: a loaded machine answers late
 
-  const profile = mkdtempSync(join(tmpdir(), "sluice-chromium-"));
-  const browser: BrowserContext = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: CHROMIUM_ARGS,
-    viewport: { width: 1440, height: 900 },
-    timeout: 30_000,
-  });
-  cleanups.push(async () => {
-    await browser.close();
-    rmSync(profile, { recursive: true, force: true });
-  });
-  const page: Page = browser.pages()[0] ?? (await browser.newPage());
+  const page = await openPage(cleanups);
   const errors: string[] = [];
   page.on("console", (message) => {
     if (message.type() === "error") errors.push(`console: ${message.text()}`);
@@ -133,7 +106,7 @@ it("the dashboard of a running pipeline loads cleanly, moves, and shares the lim
 });
 
 it("a concurrency throttler's chart draws units in use and holders against the limit, not a rate", { skip, timeout: 300_000 }, async () => {
-  assert.ok(!missing, `${CHROMIUM} is missing: .ci/run installs Debian's chromium before the tests`);
+  assertChromium();
   const specPath = writeSpec({
     pipeline: "held-units",
     streams: { input: { topic: "input" } },
@@ -155,13 +128,7 @@ it("a concurrency throttler's chart draws units in use and holders against the l
   await hold("a", 3);
   await hold("b", 1);
 
-  const profile = mkdtempSync(join(tmpdir(), "sluice-chromium-"));
-  const browser: BrowserContext = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1440, height: 900 }, timeout: 30_000 });
-  cleanups.push(async () => {
-    await browser.close();
-    rmSync(profile, { recursive: true, force: true });
-  });
-  const page: Page = browser.pages()[0] ?? (await browser.newPage());
+  const page = await openPage(cleanups);
   const errors: string[] = [];
   page.on("pageerror", (error) => errors.push(`page: ${error.message}`));
   await page.goto(url, { timeout: 15_000 });

@@ -1,4 +1,5 @@
 // services: processes
+// heavy: takes two of the end-to-end lane's slots (many processes, a browser or a private broker)
 // Sluice as a user outside this repository gets it: `pnpm pack:all`, a project scaffolded by
 // `sluice init` in a temporary folder outside the repository, ONE `npm install` of the tarballs
 // (third-party dependencies from the npm registry), then with what npm installed only:
@@ -55,6 +56,7 @@ describe("the packed packages, installed with npm outside the repository", () =>
 
     ok(run(process.execPath, [SLUICE_BIN, "init", app], work), "sluice init");
     writeFileSync(join(app, "src/shout.mjs"), SHOUT_JS);
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: JavaScript source for a file, with a template literal of its own
     writeFileSync(join(app, "src/words.mjs"), 'export default (index) => ({ key: String(index), value: `word ${index}` });\n');
     writeFileSync(join(app, "js-pipeline.json"), JSON.stringify(JS_PIPELINE, null, 2));
     writeFileSync(join(app, "standalone-client.mjs"), STANDALONE_CLIENT_JS);

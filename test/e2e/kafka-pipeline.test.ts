@@ -1,4 +1,5 @@
 // services: processes, kafka
+// heavy: takes two of the end-to-end lane's slots (many processes, a browser or a private broker)
 // Whole pipelines on a real Kafka broker: `sluice controller`, `sluice worker` and `sluice run` as
 // child processes, topics checked with kafkajs. Rates use generous, stated tolerances; every process
 // is started here and ended by its own pid.

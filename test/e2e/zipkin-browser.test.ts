@@ -1,4 +1,5 @@
 // services: processes, chromium, zipkin
+// heavy: takes two of the end-to-end lane's slots (many processes, a browser or a private broker)
 // docs/design.md §15: a trace UI without Docker. The quickstart runs with OpenTelemetry's Zipkin exporter
 // (OTEL_TRACES_EXPORTER=zipkin) into a real Zipkin server (scripts/zipkin.mjs: the exec jar from
 // Maven Central, in-memory storage), and Debian's headless Chromium opens the trace in Zipkin's own
@@ -6,16 +7,12 @@
 // throttler's attributes. Chromium is installed by .ci/run; scripts/test.mjs starts the Zipkin
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { after, it } from "node:test";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import { assertChromium, openPage, skipWithoutChromium } from "../support/browser.ts";
 import { ROOT, sluice, type Child } from "../support/processes.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
-const CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
 const ZIPKIN_SCRIPT = join(ROOT, "scripts/zipkin.mjs");
 
 interface Zipkin {
@@ -35,11 +32,10 @@ after(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
-const missing = !existsSync(CHROMIUM);
-const skip = missing && !process.env["CI"] ? `${CHROMIUM} not found: apt-get install -y chromium` : false;
+const skip = skipWithoutChromium;
 
 it("the quickstart's Input.Throttle span, exported to Zipkin, shows in Zipkin's UI with its throttler", { skip, timeout: 600_000 }, async () => {
-  assert.ok(!missing, `${CHROMIUM} is missing: .ci/run installs Debian's chromium before the tests`);
+  assertChromium();
   // Reuses the Zipkin scripts/test.mjs started; alone, starts one (fetching the jar on first use).
   const { ensureZipkin } = (await import(pathToFileURL(ZIPKIN_SCRIPT).href)) as { ensureZipkin: () => Promise<Zipkin> };
   const zipkin = await ensureZipkin();
@@ -72,13 +68,7 @@ it("the quickstart's Input.Throttle span, exported to Zipkin, shows in Zipkin's 
   }
   assert.equal(span.tags?.["sluice.throttle.rows.throttler_id"], "rows_quota");
 
-  const profile = mkdtempSync(join(tmpdir(), "sluice-chromium-"));
-  const browser: BrowserContext = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1440, height: 900 }, timeout: 60_000 });
-  cleanups.push(async () => {
-    await browser.close();
-    rmSync(profile, { recursive: true, force: true });
-  });
-  const page: Page = browser.pages()[0] ?? (await browser.newPage());
+  const page = await openPage(cleanups, { timeoutMs: 60_000 });
   const errors: string[] = [];
   page.on("pageerror", (error) => errors.push(`page: ${error.message}`));
 

@@ -1,3 +1,4 @@
+// own process: it registers OpenTelemetry's global tracer provider
 // A whole pipeline in one process with a real controller (in-memory transport), a real clock and the
 // OpenTelemetry SDK: the Input.Throttle spans account for the throttling that happened.
 import assert from "node:assert/strict";

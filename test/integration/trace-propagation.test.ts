@@ -1,3 +1,4 @@
+// own process: it registers OpenTelemetry's global tracer provider
 // Trace context across the quota RPC, without a trace backend: a worker and a controller in this
 // process, each with its own tracer provider and in-memory exporter (the worker's registered
 // globally, as `sluice run` does), connected by the in-memory transport and by real gRPC on

@@ -1,4 +1,5 @@
 // services: processes
+// heavy: takes two of the end-to-end lane's slots (many processes, a browser or a private broker)
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";

@@ -1,3 +1,4 @@
+// own process: it registers OpenTelemetry's global tracer provider
 // The W3C trace context a refill RPC carries (docs/design.md §3): the span of the throttle() caller it is
 // sent for, also when the prefetching client sends it later from a callback. With an SDK registered
 // (AsyncLocalStorage context, W3C propagator), as `sluice run` and `sluice worker` do.
@@ -10,7 +11,7 @@ import { ManualClock } from "@sluice/core";
 import type { CallOptions, RequestQuotaCall } from "@sluice/protocol";
 import { validateDynamicSpec } from "@sluice/spec";
 import { DistributedThrottlerFactory } from "../src/index.ts";
-import { FakeQuotaClient } from "@sluice/protocol/testing";
+import { FakeQuotaClient } from "./fake-quota-client.ts";
 
 const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(new InMemorySpanExporter())] });
 provider.register();

@@ -1,3 +1,5 @@
+// slow: started first on a fresh clone (scripts/run-test-files.mjs)
+// own process: it measures the heap
 import assert from "node:assert/strict";
 import { connect } from "node:http2";
 import { setFlagsFromString } from "node:v8";

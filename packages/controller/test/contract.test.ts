@@ -1,3 +1,4 @@
+// slow: started first on a fresh clone (scripts/run-test-files.mjs)
 import { createGrpcQuotaClient, createInMemoryQuotaClient, createStreamQuotaClient, serveQuotaService } from "@sluice/protocol";
 import { quotaServiceContract } from "./quota-service-contract.ts";
 

@@ -119,7 +119,10 @@ export function quotaServiceContract(name: string, makeClient: MakeClient): void
       // opened: a loaded machine cannot let silver be served alone before gold arrives.
       const s = await setup(t, { api: { limit: 0, max_grant_amount: 10, classes } });
       const finished: string[] = [];
-      const ask = (quotaClassId: string) => s.ask({ amount: 60, quotaClassId }).then((answer) => (finished.push(quotaClassId), answer));
+      const ask = (quotaClassId: string) => s.ask({ amount: 60, quotaClassId }).then((answer) => {
+          finished.push(quotaClassId);
+          return answer;
+        });
       const silver = ask("silver");
       await eventually(async () => (await s.throttler("api")).pendingRequests === 1, "silver queued");
       const gold = ask("gold");

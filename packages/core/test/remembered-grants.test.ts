@@ -83,7 +83,10 @@ describe("hashRequestId", () => {
     }
     // 1,000 expected per bucket, σ ≈ 31: ±200 is more than 6 σ.
     for (const count of buckets) assert.ok(count > 800 && count < 1_200, `bucket count ${count}`);
-    const hashOf = (id: string) => (hashRequestId(id, out), `${out[0]}:${out[1]}`);
+    const hashOf = (id: string) => {
+      hashRequestId(id, out);
+      return `${out[0]}:${out[1]}`;
+    };
     assert.notEqual(hashOf("ab"), hashOf("ba"));
     assert.notEqual(hashOf("a"), hashOf("a\u0000"));
     assert.notEqual(hashOf(""), hashOf("\u0000"));

@@ -7,7 +7,6 @@ import {
   QuotaBucketDriver,
   SluiceError,
   isSluiceError,
-  paceReachMs,
   quotaBucketConfig,
   slotExpiryMs,
   type Clock,

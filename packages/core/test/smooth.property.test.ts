@@ -1,3 +1,4 @@
+// slow: started first on a fresh clone (scripts/run-test-files.mjs)
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";

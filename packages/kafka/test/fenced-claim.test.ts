@@ -76,7 +76,7 @@ test("a fenced lease still assigned here claims its partition back and relays ev
     if (relayed >= COUNT / 4 && fencedAt === null) await fenceFromOutside();
     const last = batch.records[batch.records.length - 1];
     if (!last || !context.beginTransaction) return;
-    let transaction;
+    let transaction: Awaited<ReturnType<NonNullable<typeof context.beginTransaction>>> | undefined;
     try {
       transaction = await context.beginTransaction();
       await transaction.send("out", batch.records.map((r) => ({ key: r.key, value: r.value, partition: 0 })));

@@ -1,3 +1,4 @@
+// own process: it registers OpenTelemetry's global tracer provider
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { SpanStatusCode } from "@opentelemetry/api";

@@ -86,7 +86,10 @@ describe("Job decoding", () => {
       key: () => null,
       value: ([, text]) => Buffer.from(text),
       headers: ([, , header]) => (header === null ? NO_RECORD_HEADERS : { h: Buffer.from(header) }),
-      offset: ([offset]) => (reads.push(`offset ${offset}`), String(offset)),
+      offset: ([offset]) => {
+        reads.push(`offset ${offset}`);
+        return String(offset);
+      },
       timestampMs: ([offset]) => 5_000 + offset,
     };
     const items: Raw[] = [

@@ -1,3 +1,4 @@
+// own process: it registers OpenTelemetry's global tracer provider
 // The spans of a Job's iteration (docs/design.md §3) whichever way Process returns: a process() that
 // returns nothing and an Output with nothing emitted end their spans without the iteration waiting
 // for them, an async process() and a real Output are awaited, and a failing process() (thrown or

@@ -47,7 +47,7 @@ export async function startController(options: StartControllerOptions): Promise<
     ...(options.tracer ? { tracer: options.tracer } : {}),
     ...(options.baseDir !== undefined ? { baseDir: options.baseDir } : {}),
   });
-  let server;
+  let server: Awaited<ReturnType<typeof serveQuotaService>>;
   try {
     server = await serveQuotaService(controller, {
       port: options.port,

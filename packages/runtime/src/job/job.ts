@@ -1,52 +1,22 @@
-import type { Attributes, Span, Tracer } from "@opentelemetry/api";
-import { SluiceError, type Clock } from "@sluice/core";
-import type { DynamicSpec, PipelineSpec } from "@sluice/spec";
-import type { DistributedThrottlerFactory } from "@sluice/client";
-import type { Batch, Computation, Logger, OutputMessage, RuntimeContext } from "../computation.ts";
+import type { Attributes } from "@opentelemetry/api";
+import { SluiceError } from "@sluice/core";
+import type { DynamicSpec } from "@sluice/spec";
+import type { Batch, RuntimeContext } from "../computation.ts";
 import { nativeRecordsOf } from "../io/source-record-reader.ts";
-import { encodeHeaders, encodeText, encodeValue } from "../io/stream-codec.ts";
-import type { Sink, SinkRecord } from "../ports/sink.ts";
+import type { Sink } from "../ports/sink.ts";
 import type { BatchContext, RecordReader, SourceBatch } from "../ports/source.ts";
-import type { ComputationStats } from "./computation-stats.ts";
-import type { PartHistogram } from "./iteration-parts.ts";
 import type { RetiredThrottlerTotals } from "./retired-throttler-totals.ts";
 import { throttlerMetricsView, type ThrottlerMetricsView } from "./throttler-metrics-view.ts";
 import { failSpan } from "./fail-span.ts";
 import { IterationDecoder } from "./iteration-decoder.ts";
+import { commitInBackground, partInSpan, processInSpan } from "./iteration-steps.ts";
 import { BatchWaits, InputThrottle } from "./input-throttle.ts";
+import type { JobOptions } from "./job-options.ts";
+import { JobOutputs } from "./job-outputs.ts";
 import { SharedLinks } from "./shared-links.ts";
 import { UnprocessedEventTimes, type UnprocessedSpan } from "./unprocessed-event-times.ts";
-import type { AlignedPartition } from "../alignment/aligned-partition.ts";
 
-export interface JobOptions {
-  readonly pipeline: PipelineSpec;
-  readonly computationName: string;
-  readonly computation: Computation;
-  readonly stream: string;
-  readonly partition: number;
-  readonly workerId: string;
-  readonly sink: Sink;
-  readonly throttlers: DistributedThrottlerFactory;
-  /** The dynamic_spec in force now (it changes while the job runs). */
-  readonly dynamicSpec: () => DynamicSpec;
-  readonly stats: ComputationStats;
-  readonly clock: Clock;
-  readonly log: Logger;
-  readonly tracer: Tracer;
-  /**
-   * What this job's computation partition has read and not processed, over all of its inputs: the
-   * worker shares one between the jobs of a computation that read the same partition number of
-   * different input streams, so their lag timestamp is one (docs/design.md §12). Default: the job's own.
-   */
-  readonly eventTimes?: UnprocessedEventTimes;
-  /**
-   * `watermark_alignment` (docs/design.md §12): the gate every iteration passes before it asks for quota.
-   * Absent = the computation is not aligned.
-   */
-  readonly alignment?: AlignedPartition;
-  /** Restart backoff after a failed iteration: doubles from min to max. */
-  readonly restartBackoffMs?: { readonly min: number; readonly max: number };
-}
+export type { JobOptions } from "./job-options.ts";
 
 /**
  * One computation bound to one input partition: splits delivered records into Process iterations of
@@ -58,7 +28,7 @@ export class Job {
   readonly id: string;
   private readonly stop = new AbortController();
   private readonly context: RuntimeContext;
-  private readonly outputs = new Map<string, OutputMessage[]>();
+  private readonly outputs: JobOutputs;
   private readonly eventTimes: UnprocessedEventTimes;
   private readonly inputThrottle: InputThrottle;
   /** The batches' signals (source's and job's), and the give-up signals of Input.Throttle: see SharedLinks. */
@@ -77,7 +47,7 @@ export class Job {
     this.decoder = new IterationDecoder(options.stream, options.partition, options.pipeline.streams[options.stream]?.format ?? "json");
     this.eventTimes = options.eventTimes ?? new UnprocessedEventTimes();
     this.inputThrottle = new InputThrottle(options);
-    const declaredOutputs = options.pipeline.computations[options.computationName]?.outputs ?? [];
+    this.outputs = new JobOutputs(options.pipeline, options.computationName);
     this.context = {
       pipeline: options.pipeline.pipeline,
       computation: options.computationName,
@@ -88,21 +58,7 @@ export class Job {
       signal: this.stop.signal,
       getThrottlerOrThrow: (id) => options.throttlers.getThrottlerOrThrow(id),
       tryGetThrottler: (id) => options.throttlers.tryGetThrottler(id),
-      emit: (stream, message) => {
-        if (!declaredOutputs.includes(stream)) {
-          throw new SluiceError(
-            "SPEC_INVALID",
-            `computation "${options.computationName}" emitted to stream "${stream}", which is not among its outputs ` +
-              `(${declaredOutputs.length > 0 ? declaredOutputs.map((s) => `"${s}"`).join(", ") : "none"}); add it to computations.${options.computationName}.outputs`,
-          );
-        }
-        let buffer = this.outputs.get(stream);
-        if (!buffer) {
-          buffer = [];
-          this.outputs.set(stream, buffer);
-        }
-        buffer.push(message);
-      },
+      emit: (stream, message) => this.outputs.emit(stream, message),
     };
   }
 
@@ -220,7 +176,7 @@ export class Job {
         const nextOffset = (BigInt(last.offset) + 1n).toString();
         try {
           const batch: Batch = { stream, partition, messages };
-          const processing = this.process(batch);
+          const processing = processInSpan(this.options, this.options.computation, batch, this.context);
           if (processing) await processing;
           if (signal.aborted) throw signal.reason;
           if (this.exactlyOnce) {
@@ -234,7 +190,11 @@ export class Job {
           // Process until its outputs are acknowledged (or the iteration failed).
           giveBackUnits();
         }
-        if (!this.exactlyOnce) this.commitInBackground(context, nextOffset, signal);
+        if (!this.exactlyOnce) {
+          // Read the sources, not `signal`: the commit may settle after the batch's linked signal was disposed.
+          const stopped = () => signal.aborted || context.signal.aborted || this.stop.signal.aborted;
+          commitInBackground(this.options, { id: this.id, log: this.options.log, stopped }, context, nextOffset);
+        }
         stats.recordIteration(messages.length, bytes, last.timestampMs, clock.now());
       } catch (error) {
         failSpan(span, error);
@@ -264,113 +224,12 @@ export class Job {
     const transaction = await context.beginTransaction();
     try {
       const { parts } = this.options.stats;
-      await this.child("Output", () => this.flushOutputs(transaction), parts.output);
-      await this.child("Commit", () => transaction.commit(nextOffset), parts.commit);
+      await partInSpan(this.options, "Output", () => this.outputs.flush(transaction), parts.output);
+      await partInSpan(this.options, "Commit", () => transaction.commit(nextOffset), parts.commit);
     } catch (error) {
       await transaction.abort();
       throw error;
     }
-  }
-
-  private async flushOutputs(target: Pick<Sink, "send">): Promise<void> {
-    const sends: Promise<void>[] = [];
-    for (const [stream, messages] of this.outputs) {
-      const format = this.options.pipeline.streams[stream]?.format ?? "json";
-      const where = `computation "${this.options.computationName}" output to stream "${stream}"`;
-      const records = messages.map(
-        (m): SinkRecord => ({
-          key: encodeText(m.key),
-          value: encodeValue(format, m.value, where),
-          ...(m.headers ? { headers: encodeHeaders(m.headers) ?? {} } : {}),
-          ...(m.partition !== undefined ? { partition: m.partition } : {}),
-          ...(m.timestampMs !== undefined ? { timestampMs: m.timestampMs } : {}),
-        }),
-      );
-      sends.push(target.send(stream, records));
-    }
-    this.outputs.clear();
-    await Promise.all(sends);
-  }
-
-  /**
-   * Hands the offset to the source and goes on without waiting for the broker: the outputs before
-   * it are acknowledged, so the commit may land later (the Kafka source merges them) without
-   * weakening at-least-once. A commit that never lands only means a restart repeats these rows.
-   *
-   * The `Commit` span (a child of the iteration's) starts now and ends when the source says the
-   * offset is durable, or with the commit's error: it shows what the commit waited for (the merge
-   * interval, the broker) and whether it failed, without the job waiting for it. A child ended
-   * later rather than a linked span, so the trace keeps docs/design.md §3's shape; it may end after its
-   * parent.
-   */
-  private commitInBackground(context: BatchContext, nextOffset: string, signal: AbortSignal): void {
-    const { clock, stats } = this.options;
-    const span = this.options.tracer.startSpan("Commit", { attributes: { "sluice.commit.offset": nextOffset } });
-    const startedAt = clock.now();
-    let durable: Promise<void>;
-    try {
-      durable = context.commit(nextOffset);
-    } catch (error) {
-      // A source that refuses at once (not a merged commit failing later) fails the iteration.
-      failSpan(span, error);
-      span.end();
-      throw error;
-    }
-    durable.then(
-      () => {
-        span.setAttribute("sluice.commit.durable", true);
-        stats.parts.commit.recordMs(clock.now() - startedAt);
-        span.end();
-      },
-      (error: unknown) => {
-        span.setAttribute("sluice.commit.durable", false);
-        failSpan(span, error);
-        stats.parts.commit.recordMs(clock.now() - startedAt);
-        span.end();
-        // Read the sources, not `signal`: the commit may settle after the batch's linked signal was disposed.
-        if (signal.aborted || context.signal.aborted || this.stop.signal.aborted) return; // revoked or stopping: the next owner resumes from the last durable commit
-        const reason = error instanceof Error ? error.message : String(error);
-        this.options.log.warn(`job ${this.id}: ${reason}; rows before offset ${nextOffset} are processed again if the job restarts before a later commit`);
-      },
-    );
-  }
-
-  /**
-   * The computation's Process in its span. A process() that returns no promise ends its span at
-   * once and this returns undefined, so the iteration does not wait a turn for it: an async
-   * function and two promises per iteration showed in a busy job's profile.
-   */
-  private process(batch: Batch): Promise<void> | undefined {
-    const { clock, stats } = this.options;
-    return this.options.tracer.startActiveSpan("Process", (span: Span) => {
-      const startedAt = clock.now();
-      let result: unknown;
-      try {
-        result = this.options.computation.process(batch, this.context);
-      } catch (error) {
-        failSpan(span, error);
-        stats.parts.process.recordMs(clock.now() - startedAt);
-        span.end();
-        throw error;
-      }
-      if (!isPromiseLike(result)) {
-        stats.parts.process.recordMs(clock.now() - startedAt);
-        span.end();
-        return undefined;
-      }
-      return Promise.resolve(result).then(
-        () => {
-          stats.parts.process.recordMs(clock.now() - startedAt);
-          span.end();
-        },
-        (error: unknown) => {
-          failSpan(span, error);
-          stats.parts.process.recordMs(clock.now() - startedAt);
-          span.end();
-          throw error;
-        },
-      );
-    });
   }
 
   /** Output of at_least_once: the buffered messages sent and acknowledged, in the `Output` span; nothing to wait for (undefined) when none were emitted. */
@@ -382,24 +241,7 @@ export class Job {
       parts.output.recordMs(0);
       return undefined;
     }
-    return this.child("Output", () => this.flushOutputs(sink), parts.output);
-  }
-
-  /** `work` in a child span named `name`; its duration goes to `part` (docs/design.md §15), read where the span starts and ends. */
-  private async child(name: string, work: () => Promise<void>, part: PartHistogram): Promise<void> {
-    const { clock } = this.options;
-    await this.options.tracer.startActiveSpan(name, async (span: Span) => {
-      const startedAt = clock.now();
-      try {
-        await work();
-      } catch (error) {
-        failSpan(span, error);
-        throw error;
-      } finally {
-        part.recordMs(clock.now() - startedAt);
-        span.end();
-      }
-    });
+    return partInSpan(this.options, "Output", () => this.outputs.flush(sink), parts.output);
   }
 
   /** A failed iteration fails the job: log, rewind to the last commit, back off, then go again. */
@@ -415,6 +257,3 @@ export class Job {
   }
 }
 
-function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
-  return typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function";
-}

@@ -1,0 +1,221 @@
+// Runs test files in child processes, a bounded number of slots at a time, and says how long each
+// file took and how much CPU each process used. `node --test` would start one process per file as
+// well, but it neither reports a passing file's time nor lets one file count for more than one slot.
+//
+// - Unit files of one folder share a process, up to BATCH_SIZE of them (scripts/test-batch.mjs):
+//   loading the packages through tsx costs a second or two of CPU per process, more than most unit
+//   files' tests take. A file that declares `// own process` in its opening comment block runs
+//   alone (it measures its heap, sets process-wide state, or must not wait behind others).
+// - A file that declares `// heavy` runs in a process of its own and takes `HEAVY_WEIGHT` slots: it
+//   starts many processes or loads the machine by itself, so it runs beside fewer others. One that
+//   declares `// alone` takes every slot: its timing assertions (rates, shares, a control loop's
+//   band) are made for a machine that the lane does not load further.
+// - Jobs start longest first, by the times of the last run on this checkout
+//   (test/artifacts/test-times.json, ignored by git); on a fresh clone, jobs with a file that
+//   declares `// slow` or `// heavy` first. A long file started last would run alone at the end.
+// - A job's output is printed whole when it ends, so that jobs running together do not interleave.
+//
+// Only node built-ins; plain ESM so that it runs before anything is compiled.
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import { dirname } from "node:path";
+
+export const HEAVY_WEIGHT = 2;
+const BATCH_SIZE = 12;
+const TIMES_FILE = "test/artifacts/test-times.json";
+/** A job still running after this long is killed and counted as failed: a hang, not a slow test. */
+const JOB_TIMEOUT_MS = 20 * 60_000;
+const CPU_LINE = /^\[test-process-cpu-ms\] (\d+)$/m;
+
+/**
+ * The process groups of the jobs running now. The jobs are detached (a group of their own, so that a
+ * hung one is killed with its children); an interrupted run kills them, by their group only, so
+ * that no test process outlives it.
+ */
+const runningGroups = new Set();
+let interrupted = false;
+function killRunningGroups() {
+  for (const pgid of runningGroups) {
+    try {
+      process.kill(-pgid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+  runningGroups.clear();
+}
+process.once("exit", killRunningGroups);
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
+  // No job starts after this; the ones running end as failed, and the lane ends as usual (the
+  // runner then stops the services it started).
+  process.once(signal, () => {
+    interrupted = true;
+    process.exitCode = 130;
+    killRunningGroups();
+  });
+}
+
+/** The markers (`// heavy`, `// own process`) in a file's opening comment block. */
+export function declaredMarkers(text) {
+  const markers = { heavy: false, ownProcess: false, slow: false, alone: false };
+  for (const line of text.split("\n")) {
+    const trimmed = line.trim();
+    if (trimmed === "") continue;
+    if (!trimmed.startsWith("//")) break;
+    if (/^\/\/\s*heavy\b/.test(trimmed)) markers.heavy = true;
+    if (/^\/\/\s*own process\b/.test(trimmed)) markers.ownProcess = true;
+    if (/^\/\/\s*slow\b/.test(trimmed)) markers.slow = true;
+    if (/^\/\/\s*alone\b/.test(trimmed)) markers.alone = true;
+  }
+  return markers;
+}
+
+function readTimes() {
+  try {
+    return existsSync(TIMES_FILE) ? JSON.parse(readFileSync(TIMES_FILE, "utf8")) : {};
+  } catch {
+    return {};
+  }
+}
+
+function writeTimes(times) {
+  try {
+    mkdirSync(dirname(TIMES_FILE), { recursive: true });
+    writeFileSync(TIMES_FILE, `${JSON.stringify(times, null, 2)}\n`);
+  } catch {
+    // Only an ordering hint for the next run.
+  }
+}
+
+/** The counts node's test reporter prints last (`ℹ pass 3`), or undefined when it printed none. */
+function countsOf(output) {
+  const counts = {};
+  for (const name of ["tests", "pass", "fail", "cancelled", "skipped", "todo"]) {
+    const last = [...output.matchAll(new RegExp(`^ℹ ${name} (\\d+)$`, "gm"))].at(-1);
+    if (last) counts[name] = Number(last[1]);
+  }
+  return counts.tests === undefined ? undefined : counts;
+}
+
+const secs = (ms) => `${(ms / 1000).toFixed(1)} s`;
+
+/** Jobs: heavy and own-process files alone, the others by folder, BATCH_SIZE at most per job. */
+function jobsOf(files, batch, previous) {
+  const jobs = [];
+  const byFolder = new Map();
+  for (const entry of files) {
+    if (!batch || entry.heavy || entry.alone || entry.ownProcess) {
+      jobs.push({ files: [entry.file], heavy: entry.heavy, alone: entry.alone, slow: entry.heavy || entry.alone || entry.slow });
+    } else {
+      byFolder.set(dirname(entry.file), [...(byFolder.get(dirname(entry.file)) ?? []), entry]);
+    }
+  }
+  for (const folder of byFolder.values()) {
+    for (let i = 0; i < folder.length; i += BATCH_SIZE) {
+      const part = folder.slice(i, i + BATCH_SIZE);
+      jobs.push({ files: part.map((e) => e.file), heavy: false, slow: part.some((e) => e.slow) });
+    }
+  }
+  const unknown = (job) => job.files.every((f) => previous[f] === undefined);
+  const cost = (job) => (job.slow && unknown(job) ? Number.MAX_SAFE_INTEGER : job.files.reduce((s, f) => s + (previous[f] ?? 1000), 0));
+  return jobs.sort((a, b) => cost(b) - cost(a) || a.files[0].localeCompare(b.files[0]));
+}
+
+/**
+ * @param {{ file: string, heavy?: boolean, alone?: boolean, ownProcess?: boolean, slow?: boolean }[]} files
+ * @param {{ slots: number, env?: NodeJS.ProcessEnv, label: string, batch?: boolean }} options
+ */
+export async function runTestFiles(files, { slots, env = process.env, label, batch = false }) {
+  const previous = readTimes();
+  const queue = jobsOf(files, batch, previous);
+  const results = [];
+  const counts = { tests: 0, pass: 0, fail: 0, cancelled: 0, skipped: 0, todo: 0 };
+  const failed = [];
+  let cpuMs = 0;
+  let free = slots;
+  let running = 0;
+  const weightOf = (job) => (job.alone ? slots : Math.min(slots, job.heavy ? HEAVY_WEIGHT : 1));
+
+  const runOne = (job) =>
+    new Promise((done) => {
+      const weight = weightOf(job);
+      free -= weight;
+      running += 1;
+      const startedAt = Date.now();
+      const target = job.files.length === 1 ? job.files : ["scripts/test-batch.mjs", ...job.files];
+      const child = spawn(process.execPath, ["--import", "tsx", "--import", "./scripts/report-cpu.mjs", "--test-reporter=spec", ...target], {
+        env: { ...env, FORCE_COLOR: "0" },
+        stdio: ["ignore", "pipe", "pipe"],
+        detached: true,
+      });
+      if (child.pid !== undefined) runningGroups.add(child.pid);
+      let output = "";
+      child.stdout.on("data", (chunk) => (output += chunk));
+      child.stderr.on("data", (chunk) => (output += chunk));
+      const timer = setTimeout(() => {
+        output += `\n${label}: still running after ${secs(JOB_TIMEOUT_MS)}: killed\n`;
+        try {
+          process.kill(-child.pid, "SIGKILL");
+        } catch {
+          child.kill("SIGKILL");
+        }
+      }, JOB_TIMEOUT_MS);
+      child.on("close", (code, signal) => {
+        clearTimeout(timer);
+        runningGroups.delete(child.pid);
+        free += weight;
+        running -= 1;
+        const ms = Date.now() - startedAt;
+        const cpu = Number(CPU_LINE.exec(output)?.[1] ?? Number.NaN);
+        if (Number.isFinite(cpu)) cpuMs += cpu;
+        output = output.replace(CPU_LINE, "").trimEnd();
+        const jobCounts = countsOf(output);
+        const exit = code ?? (signal ? 1 : 0);
+        const ok = exit === 0 && jobCounts !== undefined && jobCounts.fail === 0;
+        if (jobCounts) for (const [k, v] of Object.entries(jobCounts)) counts[k] += v;
+        const cpuText = Number.isFinite(cpu) ? `, CPU ${secs(cpu)}` : "";
+        if (job.files.length === 1) {
+          results.push({ file: job.files[0], ms, cpuMs: cpu });
+          if (!ok) failed.push(job.files[0]);
+        } else {
+          // The batch's suites, one per file, at the top level of the spec report.
+          for (const file of job.files) {
+            const line = new RegExp(`^(✔|✖) ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} \\(([\\d.]+)ms\\)$`, "m").exec(output);
+            results.push({ file, ms: line ? Number(line[2]) : ms, cpuMs: Number.NaN, batch: true });
+            if (!ok && (!line || line[1] === "✖")) failed.push(file);
+          }
+        }
+        const what = job.files.length === 1 ? job.files[0] : `${job.files.length} files of ${dirname(job.files[0])} in one process`;
+        const head = `${ok ? "✔" : "✖"} ${what} (${secs(ms)}${cpuText}${job.alone ? ", alone" : job.heavy ? ", heavy" : ""}; load average ${loadavg()[0].toFixed(1)})`;
+        console.log(`\n${head}\n${output}\n${ok ? "" : `✖ ${what} FAILED: exit ${exit}${signal ? ` (${signal})` : ""}${jobCounts ? "" : ", no test summary printed"}\n`}`);
+        done();
+      });
+    });
+
+  await new Promise((allDone) => {
+    const pump = () => {
+      if (interrupted) queue.splice(0);
+      // In order: a heavy job waits for its slots rather than being overtaken for ever.
+      while (queue.length > 0 && weightOf(queue[0]) <= free) {
+        runOne(queue.shift()).then(pump);
+      }
+      if (queue.length === 0 && running === 0) allDone();
+    };
+    pump();
+  });
+
+  const times = { ...previous };
+  for (const r of results) times[r.file] = r.ms;
+  writeTimes(times);
+  return { failed, results, counts, cpuMs };
+}
+
+/** The slowest files of a run, for the summary. */
+export function slowest(results, n = 15) {
+  return [...results]
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, n)
+    .map((r) => `  ${secs(r.ms).padStart(8)}${Number.isFinite(r.cpuMs) ? `  CPU ${secs(r.cpuMs).padStart(8)}` : r.batch ? "  (in a batch)  " : ""}  ${r.file}`)
+    .join("\n");
+}
