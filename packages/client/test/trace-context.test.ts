@@ -11,7 +11,7 @@ import { ManualClock } from "@sluice/core";
 import type { CallOptions, RequestQuotaCall } from "@sluice/protocol";
 import { validateDynamicSpec } from "@sluice/spec";
 import { DistributedThrottlerFactory } from "../src/index.ts";
-import { FakeQuotaClient } from "./fake-quota-client.ts";
+import { FakeQuotaClient } from "@sluice/protocol/testing";
 
 const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(new InMemorySpanExporter())] });
 provider.register();
