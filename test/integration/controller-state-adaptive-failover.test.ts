@@ -2,7 +2,7 @@
 // JSON (docs/design.md §11.3, §5.2), as a successor reads it from `<pipeline>.controller-state`: the
 // controller package's stand-in group in virtual time, its store encoding every record with this
 // package's encoder and decoding it back. No broker: the record is what is under test here;
-// test/controller-*.test.ts run the store on one.
+// packages/kafka/test/controller-*.test.ts and test/e2e/controller-*.test.ts run the store on one.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { PersistedThrottler } from "@sluice/failover-ports";

@@ -8,8 +8,9 @@ import { PART_BUCKETS_SECONDS, type AlignmentMetricsView, type ComputationStatsV
 // bytes processed, failures, lag.
 //
 // Rendered here, in the CLI, rather than in @sluice/runtime: the runtime keeps the numbers
-// (Worker.stats(), Worker.throttlerMetrics()) and must not import @sluice/controller (docs/design.md §2),
-// where the exposition writer lives; serving them is a concern of the process, which the CLI owns.
+// (Worker.stats(), Worker.throttlerMetrics()) and stays free of prom-client, which the exposition
+// writer of @sluice/status-http brings (docs/design.md §2.1); serving them is a concern of the
+// process, which the CLI owns.
 
 /** What the worker's /metrics reads: a Worker, or anything shaped like one. */
 export interface WorkerMetricsSource {
