@@ -81,3 +81,10 @@ export const PREFETCH_DEFAULTS = Object.freeze({
   windowRequestPeriods: 10,
   minWindowMs: 1_000,
 });
+
+/** `throttlers.<id>.keyed` (DESIGN §9.2): `"keyed": {}` takes every one of these. */
+export const KEYED_DEFAULTS = Object.freeze({
+  max_keys: 100_000,
+  idle_timeout: "10m",
+  top_keys: 10,
+});

@@ -10,7 +10,18 @@ export {
   PREFETCH_DEFAULTS,
   ADAPTIVE_DEFAULTS,
   WATERMARK_ALIGNMENT_DEFAULTS,
+  KEYED_DEFAULTS,
 } from "./defaults.ts";
+export {
+  keyedSpecSchema,
+  keyOverrideSchema,
+  keyOverrideOf,
+  keyProblem,
+  MAX_KEY_BYTES,
+  KEY_OVERRIDE_FIELDS,
+  type KeyedSpec,
+  type KeyOverride,
+} from "./keyed-spec.ts";
 export {
   watermarkAlignmentSpecSchema,
   type WatermarkAlignmentSpec,
