@@ -107,6 +107,7 @@ export function createGrpcQuotaClient(address: string, options: GrpcQuotaClientO
           timestampMs: toUint64(call.timestampMs),
           quotaClassId: call.quotaClassId,
           requestId: call.requestId,
+          key: call.key ?? "",
         },
         callOptions,
       );
@@ -116,7 +117,7 @@ export function createGrpcQuotaClient(address: string, options: GrpcQuotaClientO
     async releaseQuota(call, callOptions) {
       await unary(
         "ReleaseQuota",
-        { throttlerId: call.throttlerId, clientId: call.clientId, amount: call.amount, quotaClassId: call.quotaClassId },
+        { throttlerId: call.throttlerId, clientId: call.clientId, amount: call.amount, quotaClassId: call.quotaClassId, key: call.key ?? "" },
         callOptions,
       );
     },

@@ -100,6 +100,7 @@ export function createInMemoryQuotaClient(handler: QuotaServiceHandler, options:
         timestampMs: toUint64(call.timestampMs),
         quotaClassId: call.quotaClassId,
         requestId: call.requestId,
+        key: call.key ?? "",
       });
       return unary("RequestQuota", callOptions, async (context) => {
         const result = await handler.requestQuota(request, context);
@@ -113,6 +114,7 @@ export function createInMemoryQuotaClient(handler: QuotaServiceHandler, options:
         clientId: call.clientId,
         amount: call.amount,
         quotaClassId: call.quotaClassId,
+        key: call.key ?? "",
       });
       return unary("ReleaseQuota", callOptions, async (context) => {
         await handler.releaseQuota(request, context);

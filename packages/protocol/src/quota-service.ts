@@ -20,6 +20,8 @@ export interface RequestQuotaCall {
   readonly quotaClassId: string;
   /** Idempotency key: the same id is granted once and resumes its place. */
   readonly requestId: string;
+  /** Keyed throttlers (DESIGN §9.2): the key whose bucket serves the call; absent or "" = not keyed. */
+  readonly key?: string;
 }
 
 export interface RequestQuotaResult {
@@ -51,6 +53,8 @@ export interface ReleaseQuotaCall {
   readonly clientId: string;
   readonly amount: number;
   readonly quotaClassId: string;
+  /** Keyed throttlers: the key whose units come back; absent or "" = not keyed. */
+  readonly key?: string;
 }
 
 export interface RenewLeasesCall {
@@ -192,18 +196,14 @@ export interface QuotaServiceHandler {
  * (unary gRPC, QuotaStream, in memory) uses these.
  */
 export function requestQuotaCallOf(wire: RequestQuotaCall): RequestQuotaCall {
-  return {
-    throttlerId: wire.throttlerId,
-    clientId: wire.clientId,
-    amount: wire.amount,
-    timestampMs: wire.timestampMs,
-    quotaClassId: wire.quotaClassId,
-    requestId: wire.requestId,
-  };
+  const { throttlerId, clientId, amount, timestampMs, quotaClassId, requestId, key } = wire;
+  // A key only where there is one (keyed throttlers, DESIGN §9.2): "" on the wire is "not keyed".
+  return key ? { throttlerId, clientId, amount, timestampMs, quotaClassId, requestId, key } : { throttlerId, clientId, amount, timestampMs, quotaClassId, requestId };
 }
 
 export function releaseQuotaCallOf(wire: ReleaseQuotaCall): ReleaseQuotaCall {
-  return { throttlerId: wire.throttlerId, clientId: wire.clientId, amount: wire.amount, quotaClassId: wire.quotaClassId };
+  const { throttlerId, clientId, amount, quotaClassId, key } = wire;
+  return key ? { throttlerId, clientId, amount, quotaClassId, key } : { throttlerId, clientId, amount, quotaClassId };
 }
 
 export function renewLeasesCallOf(wire: RenewLeasesCall): RenewLeasesCall {
