@@ -202,7 +202,7 @@ export class Controller implements QuotaServiceHandler {
 
   async renewLeases(call: RenewLeasesCall, _context: CallContext): Promise<{ held: number }> {
     this.throwIfClosed();
-    return { held: this.leases.renew(call.clientId, call.throttlerIds) + this.keyed.renew(call.clientId, call.throttlerIds) };
+    return { held: this.leases.renew(call.clientId, call.throttlerIds) + this.keyed.renew(call.clientId, call.throttlerIds, call.key) };
   }
 
   /** Watermark alignment (DESIGN §7.5): the worker's aligned partitions in, each one's bound out. */

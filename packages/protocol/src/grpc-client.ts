@@ -123,7 +123,7 @@ export function createGrpcQuotaClient(address: string, options: GrpcQuotaClientO
     },
 
     async renewLeases(call, callOptions) {
-      const response = await unary("RenewLeases", { clientId: call.clientId, throttlerIds: [...call.throttlerIds] }, callOptions);
+      const response = await unary("RenewLeases", { clientId: call.clientId, throttlerIds: [...call.throttlerIds], key: call.key ?? "" }, callOptions);
       return { held: response.held };
     },
 

@@ -122,7 +122,7 @@ export function createInMemoryQuotaClient(handler: QuotaServiceHandler, options:
     },
 
     renewLeases(call, callOptions) {
-      const request = wireCopy({ clientId: call.clientId, throttlerIds: [...call.throttlerIds] });
+      const request = wireCopy({ clientId: call.clientId, throttlerIds: [...call.throttlerIds], key: call.key ?? "" });
       return unary("RenewLeases", callOptions, async (context) => {
         if (!handler.renewLeases) throw new SluiceError("CONTROLLER_UNAVAILABLE", RENEW_LEASES_UNIMPLEMENTED);
         return await handler.renewLeases(request, context);

@@ -58,6 +58,7 @@ export interface WireDescribeThrottlersResponse {
 export interface WireRenewLeasesRequest {
   clientId: string;
   throttlerIds: string[];
+  key?: string;
 }
 export interface WireRenewLeasesResponse {
   held: number;

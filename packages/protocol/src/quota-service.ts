@@ -61,6 +61,8 @@ export interface RenewLeasesCall {
   readonly clientId: string;
   /** Concurrency throttlers whose units the client holds. */
   readonly throttlerIds: readonly string[];
+  /** Keyed throttlers: renew and count only this key's units; absent or "" = every key. */
+  readonly key?: string;
 }
 
 /** One aligned input partition as its worker reports it (DESIGN §7.5, ReportWatermarks). */
@@ -207,7 +209,7 @@ export function releaseQuotaCallOf(wire: ReleaseQuotaCall): ReleaseQuotaCall {
 }
 
 export function renewLeasesCallOf(wire: RenewLeasesCall): RenewLeasesCall {
-  return { clientId: wire.clientId, throttlerIds: [...wire.throttlerIds] };
+  return wire.key ? { clientId: wire.clientId, throttlerIds: [...wire.throttlerIds], key: wire.key } : { clientId: wire.clientId, throttlerIds: [...wire.throttlerIds] };
 }
 
 export const RENEW_LEASES_UNIMPLEMENTED = "this controller does not implement RenewLeases (concurrency throttlers)";

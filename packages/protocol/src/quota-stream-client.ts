@@ -159,7 +159,7 @@ export function createStreamQuotaClient(address: string, options: GrpcQuotaClien
     },
 
     renewLeases(request, callOptions) {
-      const call = { renewLeases: { clientId: request.clientId, throttlerIds: [...request.throttlerIds] } };
+      const call = { renewLeases: { clientId: request.clientId, throttlerIds: [...request.throttlerIds], key: request.key ?? "" } };
       return once(
         "RenewLeases",
         call,

@@ -16,6 +16,7 @@ export {
   keyedSpecSchema,
   keyOverrideSchema,
   keyOverrideOf,
+  keyThrottlerSpec,
   keyProblem,
   MAX_KEY_BYTES,
   KEY_OVERRIDE_FIELDS,

@@ -87,3 +87,14 @@ export type KeyOverride = z.output<typeof keyOverrideSchema>;
 export function keyOverrideOf(keyed: KeyedSpec, key: string): KeyOverride | undefined {
   return Object.hasOwn(keyed.overrides, key) ? keyed.overrides[key] : undefined;
 }
+
+/**
+ * The throttler `key`'s bucket is: the template with the key's override on top (parsed values). The
+ * result's `keyed` is the template's, so it is still recognisably a key of a keyed throttler.
+ */
+export function keyThrottlerSpec<T extends { readonly keyed?: KeyedSpec | undefined }>(throttler: T, key: string): T {
+  const override = throttler.keyed ? keyOverrideOf(throttler.keyed, key) : undefined;
+  if (!override) return throttler;
+  const set = Object.fromEntries(Object.entries(override).filter(([, value]) => value !== undefined));
+  return { ...throttler, ...set };
+}

@@ -1,5 +1,5 @@
 import { QuotaBucketDriver, SluiceError, type Clock, type QuotaBucketConfig } from "@sluice/core";
-import { DEFAULT_CLASS_ID, keyOverrideOf, type KeyedSpec, type KeyOverride, type ThrottlerSpec } from "@sluice/spec";
+import { DEFAULT_CLASS_ID, keyOverrideOf, keyThrottlerSpec, type KeyedSpec, type ThrottlerSpec } from "@sluice/spec";
 import { bucketConfigOf } from "../bucket-config.ts";
 import { KeyWaits } from "./key-waits.ts";
 import { ParkedKey, parkedBalanceAt } from "./parked-key.ts";
@@ -73,8 +73,7 @@ export class KeyedThrottler {
   /** The bucket config of `key`: the template with the key's override on top. */
   configFor(key: string): QuotaBucketConfig {
     const override = key === "" ? undefined : keyOverrideOf(this.keyed, key);
-    const fields: ThrottlerSpec = override ? { ...this.template, ...definedOf(override) } : this.template;
-    const config = bucketConfigOf(fields, this.detachedGraceMs);
+    const config = bucketConfigOf(key === "" ? this.template : keyThrottlerSpec(this.template, key), this.detachedGraceMs);
     const limit = override?.limit === undefined && this.adaptiveLimit !== null ? this.adaptiveLimit : config.limit;
     return limit === config.limit ? config : { ...config, limit };
   }
@@ -251,10 +250,4 @@ export class KeyedThrottler {
     this.closedWith = error;
     for (const entry of this.active.values()) entry.driver.close(error);
   }
-}
-
-/** The override's fields that are set (an absent field is the template's, not "undefined"). */
-function definedOf(override: KeyOverride): Partial<ThrottlerSpec> {
-  // The override's fields are the throttler's own (keyed-spec.ts), parsed the same way.
-  return Object.fromEntries(Object.entries(override).filter(([, value]) => value !== undefined)) as Partial<ThrottlerSpec>;
 }

@@ -99,11 +99,11 @@ export class KeyedThrottlers {
   }
 
   /** Renews every key `clientId` holds on the keyed concurrency throttlers named; returns the units. */
-  renew(clientId: string, throttlerIds: readonly string[]): number {
+  renew(clientId: string, throttlerIds: readonly string[], key = ""): number {
     let held = 0;
     for (const id of throttlerIds) {
       const leases = this.leases.get(id);
-      if (leases) held += leases.renew(clientId, leases.heldIds());
+      if (leases) held += leases.renew(clientId, key === "" ? leases.heldIds() : [key]);
     }
     return held;
   }

@@ -2,6 +2,7 @@ import { WAIT_BUCKETS_MS, type WaitHistogramView } from "@sluice/core";
 import type { ControllerSnapshot, ControllerThrottlerSnapshot } from "../controller.ts";
 import { writeAlignmentMetrics } from "./alignment-metrics.ts";
 import { writeFailoverMetrics } from "./failover-metrics.ts";
+import { writeKeyedMetrics } from "./keyed-metrics.ts";
 import type { Labels, PrometheusText, Sample } from "./prometheus-text.ts";
 
 // The controller's sensors (the reference's yt.flow.controller.distributed_throttler.*, see
@@ -91,6 +92,7 @@ export function writeControllerMetrics(out: PrometheusText, snapshot: Controller
     "Time from a request's arrival to its first granted chunk, milliseconds.",
     classes.map(({ labels, c }) => ({ labels, view: c.waitTime })),
   );
+  writeKeyedMetrics(out, throttlers);
   writeAlignmentMetrics(out, snapshot.alignment ?? []);
   if (snapshot.failover) writeFailoverMetrics(out, snapshot.failover);
 }
