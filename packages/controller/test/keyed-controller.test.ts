@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 import { ManualClock, SluiceError } from "@sluice/core";
 import type { CallContext } from "@sluice/protocol";
 import { validateDynamicSpec } from "@sluice/spec";
-import { Controller } from "../src/index.ts";
+import { Controller, PrometheusText, writeControllerMetrics } from "../src/index.ts";
 
 // Keyed throttlers in the controller (DESIGN §9.2), in virtual time: a bucket per key at its own
 // limit, overrides changed live, idle keys that still owe, forgetting only what grants nothing, and
@@ -158,6 +158,35 @@ describe("keyed throttler in the controller (virtual time)", () => {
     assert.equal(waiting, false, "renewed: key a is still full");
     await controller.releaseQuota({ throttlerId: "api", clientId: "c", amount: 1, quotaClassId: "", key: "a" }, context());
     await third;
+    controller.close();
+  });
+
+  it("/metrics: the key aggregates, and never more than top_keys series with a key label", async () => {
+    const { clock, controller } = setup({ limit: 1, period: "1s", keyed: { top_keys: 2, idle_timeout: "20s", max_keys: 6 } });
+    // Five keys in debt by different amounts: each one's next unit waits in proportion.
+    for (let i = 1; i <= 5; i++) await ask(controller, `k${i}`, 1 + i);
+    const next = [1, 2, 3, 4, 5].map((i) => ask(controller, `k${i}`));
+    await clock.advance(6_000);
+    await Promise.all(next);
+    await ask(controller, "k6");
+    await assert.rejects(ask(controller, "k7"), { code: "TOO_MANY_KEYS" });
+    const text = async () => {
+      const out = new PrometheusText();
+      writeControllerMetrics(out, controller.snapshot());
+      return out.render();
+    };
+    const metrics = await text();
+    const keySeries = metrics.split("\n").filter((line) => line.startsWith("sluice_controller_throttler_top_key_wait_ms{"));
+    assert.deepEqual(
+      keySeries.map((line) => /key="(k\d)"/.exec(line)?.[1]),
+      ["k5", "k4"],
+      `the two keys that waited most, most first:\n${keySeries.join("\n")}`,
+    );
+    assert.match(metrics, /^sluice_controller_throttler_keys\{throttler_id="api"\} 6$/m);
+    assert.match(metrics, /^sluice_controller_throttler_refused_keys_total\{throttler_id="api"\} 1$/m);
+    await clock.advance(30_000); // every bucket full again and idle past idle_timeout
+    assert.match(await text(), /^sluice_controller_throttler_keys\{throttler_id="api"\} 0$/m);
+    assert.match(await text(), /^sluice_controller_throttler_forgotten_keys_total\{throttler_id="api"\} 6$/m);
     controller.close();
   });
 });
