@@ -262,6 +262,22 @@ export class Controller implements QuotaServiceHandler {
     return this.drivers.restoreBalances(balances);
   }
 
+  /**
+   * Every keyed throttler's limited keys with their balances (DESIGN §9.2), by throttler id then
+   * key: what a failover leader persists as one `bucket/<throttler id>/<key>` record per key.
+   */
+  keyedBalances(): Map<string, Map<string, { balance: number; atMs: number }>> {
+    return this.keyed.balances();
+  }
+
+  /** A predecessor's key balances: each key continues from its balance (a key in debt stays in debt). */
+  restoreKeyedBalance(throttlerId: string, key: string, balance: number, atMs: number): boolean {
+    const keyed = this.keyed.get(throttlerId);
+    if (!keyed) return false;
+    keyed.restoreBalance(key, balance, atMs);
+    return true;
+  }
+
   /** The concurrency throttlers' leases, persisted beside the balances by a failover leader (DESIGN §7.4). */
   leaseState(): Record<string, PersistedLeases> {
     return this.leases.persisted();

@@ -189,4 +189,30 @@ describe("keyed throttler in the controller (virtual time)", () => {
     assert.match(await text(), /^sluice_controller_throttler_forgotten_keys_total\{throttler_id="api"\} 6$/m);
     controller.close();
   });
+
+  it("a key's balance taken from one controller and restored on another keeps its debt (the failover hand-over)", async () => {
+    const first = setup({ limit: 1, period: "1s", keyed: {} });
+    await ask(first.controller, "debtor", 30); // 29 units owed at 1/s
+    await ask(first.controller, "fresh");
+    const balances = first.controller.keyedBalances().get("api");
+    assert.ok(balances);
+    const debtor = balances.get("debtor");
+    assert.ok(debtor && debtor.balance < -28, `persisted balance ${debtor?.balance}`);
+    first.controller.close();
+
+    const second = setup({ limit: 1, period: "1s", keyed: {} });
+    await second.clock.advanceTo(debtor.atMs + 5_000); // the successor takes over 5 s later
+    for (const [key, { balance, atMs }] of balances) assert.ok(second.controller.restoreKeyedBalance("api", key, balance, atMs));
+    assert.equal(second.keyed().keys, 2);
+    const fresh = await ask(second.controller, "fresh");
+    assert.equal(fresh.waitedMs, 0, "a key without debt is served at once");
+    let answered = false;
+    const next = ask(second.controller, "debtor").then((grant) => ((answered = true), grant));
+    await second.clock.advance(23_000);
+    assert.equal(answered, false, "still in debt 28 s after the grant, on the successor");
+    await second.clock.advance(2_000);
+    const grant = await next;
+    assert.ok(grant.waitedMs >= 23_000 && grant.waitedMs <= 25_000, `waited ${grant.waitedMs} ms on the successor`);
+    second.controller.close();
+  });
 });
