@@ -100,7 +100,7 @@ export function createInMemoryQuotaClient(handler: QuotaServiceHandler, options:
         timestampMs: toUint64(call.timestampMs),
         quotaClassId: call.quotaClassId,
         requestId: call.requestId,
-        key: call.key ?? "",
+        ...(call.key ? { key: call.key } : {}),
       });
       return unary("RequestQuota", callOptions, async (context) => {
         const result = await handler.requestQuota(request, context);
@@ -114,7 +114,7 @@ export function createInMemoryQuotaClient(handler: QuotaServiceHandler, options:
         clientId: call.clientId,
         amount: call.amount,
         quotaClassId: call.quotaClassId,
-        key: call.key ?? "",
+        ...(call.key ? { key: call.key } : {}),
       });
       return unary("ReleaseQuota", callOptions, async (context) => {
         await handler.releaseQuota(request, context);
@@ -122,7 +122,7 @@ export function createInMemoryQuotaClient(handler: QuotaServiceHandler, options:
     },
 
     renewLeases(call, callOptions) {
-      const request = wireCopy({ clientId: call.clientId, throttlerIds: [...call.throttlerIds], key: call.key ?? "" });
+      const request = wireCopy({ clientId: call.clientId, throttlerIds: [...call.throttlerIds], ...(call.key ? { key: call.key } : {}) });
       return unary("RenewLeases", callOptions, async (context) => {
         if (!handler.renewLeases) throw new SluiceError("CONTROLLER_UNAVAILABLE", RENEW_LEASES_UNIMPLEMENTED);
         return await handler.renewLeases(request, context);
