@@ -5,6 +5,8 @@ import type { RetryingQuotaRemote } from "./retrying-quota-remote.ts";
 
 export interface ConcurrencyClientOptions {
   readonly throttlerId: string;
+  /** Keyed throttlers (docs/design.md §11.4): renewals name this key, so the answer counts only its units. */
+  readonly key?: string;
   readonly clientId: string;
   /** Requests and releases units (with the retrying channel's retries and request ids). */
   readonly remote: RetryingQuotaRemote;
@@ -195,7 +197,8 @@ export class ConcurrencyClient implements Throttler {
         // lease_timeout); only this process not even trying for that long is a stall.
         if (this.held > 0 && sentAt - this.lastAttemptAt > spec.lease_timeout) this.stalled = true;
         this.lastAttemptAt = sentAt;
-        const answer = await this.options.client().renewLeases?.({ clientId, throttlerIds: [throttlerId] }, {
+        const key = this.options.key;
+        const answer = await this.options.client().renewLeases?.({ clientId, throttlerIds: [throttlerId], ...(key === undefined ? {} : { key }) }, {
           deadlineAt: sentAt + Math.min(spec.rpc_timeout, spec.lease_timeout / RENEWALS_PER_LEASE),
           signal,
         });

@@ -1,7 +1,8 @@
 import { ownEntry, PacedThrottler, PrefetchingThrottler, SluiceError, slotExpiryMs, smoothDispatchGuardMs, type Clock } from "@sluice/core";
 import type { QuotaServiceClient } from "@sluice/protocol";
-import { effectiveLimit, type DynamicSpec, type ThrottlerSpec } from "@sluice/spec";
+import { effectiveLimit, keyThrottlerSpec, type DynamicSpec, type ThrottlerSpec } from "@sluice/spec";
 import { clientConfigEquals, prefetchWindow, smoothPrefetchWindow } from "./client-config.ts";
+import { notKeyedError } from "./key-handle.ts";
 import { ConcurrencyClient } from "./concurrency-client.ts";
 import { RetryingQuotaRemote, type QuotaRpcOutcome } from "./retrying-quota-remote.ts";
 import { ThrottlerHandle, type ThrottlerHandleMetrics } from "./throttler-handle.ts";
@@ -57,6 +58,8 @@ export class DistributedThrottlerFactory {
   private readonly built = new Map<string, Built>();
   /** Replaced clients still serving the callers that waited on them, by throttler id. */
   private readonly retiring = new Map<ThrottlerClient, string>();
+  /** Keyed throttlers (docs/design.md §11.4): the client of each key used, by throttler id then key. */
+  private readonly keyClients = new Map<string, Map<string, Built>>();
   private spec: DynamicSpec = { throttlers: {}, computations: {} };
   private priorityMs = 0;
   private closed = false;
@@ -83,6 +86,7 @@ export class DistributedThrottlerFactory {
     this.spec = spec;
     for (const [id, throttlerSpec] of Object.entries(spec.throttlers)) {
       const previous = this.built.get(id);
+      this.reconfigureKeys(id, throttlerSpec);
       if (previous && keepsClient(previous, throttlerSpec)) {
         this.built.set(id, { spec: throttlerSpec, client: previous.client });
         continue;
@@ -99,6 +103,8 @@ export class DistributedThrottlerFactory {
       this.handles.get(id)?.attach(null);
       const removed = this.removedError(id, version);
       previous.client.close(removed);
+      for (const { client } of this.keyClients.get(id)?.values() ?? []) client.close(removed);
+      this.keyClients.delete(id);
       for (const [client, retiringId] of this.retiring) {
         if (retiringId !== id) continue;
         client.close(removed);
@@ -174,6 +180,8 @@ export class DistributedThrottlerFactory {
     this.closed = true;
     for (const { client } of this.built.values()) client.close(reason);
     for (const client of this.retiring.keys()) client.close(reason);
+    for (const clients of this.keyClients.values()) for (const { client } of clients.values()) client.close(reason);
+    this.keyClients.clear();
     this.built.clear();
     this.retiring.clear();
     for (const handle of this.handles.values()) handle.stop(reason);
@@ -201,9 +209,50 @@ export class DistributedThrottlerFactory {
     let handle = this.handles.get(throttlerId);
     if (!handle) {
       handle = new ThrottlerHandle(throttlerId, this.options.computation, this.options.clock);
+      handle.keyClients = (key) => this.keyClient(throttlerId, key);
       this.handles.set(throttlerId, handle);
     }
     return handle;
+  }
+
+  /**
+   * The client of one key of a keyed throttler, built on the key's first use with the key's own
+   * spec (the template and its override). Every key's refills go over the same connection as the
+   * throttler's (one QuotaStream per worker), so many keys never mean an RPC stream per key.
+   */
+  private keyClient(throttlerId: string, key: string): ThrottlerClient {
+    const built = this.built.get(throttlerId);
+    if (!built) {
+      this.getThrottlerOrThrow(throttlerId); // THROTTLER_NOT_DECLARED, naming the declared ones
+      throw notKeyedError(throttlerId);
+    }
+    if (built.spec.keyed === undefined) throw notKeyedError(throttlerId);
+    let clients = this.keyClients.get(throttlerId);
+    if (!clients) {
+      clients = new Map();
+      this.keyClients.set(throttlerId, clients);
+    }
+    const existing = clients.get(key);
+    if (existing && !existing.client.isClosed) return existing.client;
+    const spec = keyThrottlerSpec(built.spec, key);
+    const client = this.build(throttlerId, spec, key);
+    clients.set(key, { spec, client });
+    return client;
+  }
+
+  /** A new spec for a keyed throttler: each key's client is kept, or rebuilt when its own spec changed. */
+  private reconfigureKeys(throttlerId: string, next: ThrottlerSpec): void {
+    const clients = this.keyClients.get(throttlerId);
+    if (!clients) return;
+    for (const [key, previous] of clients) {
+      const spec = keyThrottlerSpec(next, key);
+      if (next.keyed !== undefined && keepsClient(previous, spec)) {
+        clients.set(key, { spec, client: previous.client });
+        continue;
+      }
+      clients.delete(key);
+      this.retire(throttlerId, previous.client);
+    }
   }
 
   /** The spec in force for a throttler, or the one it was built with if it has since been removed. */
@@ -211,12 +260,13 @@ export class DistributedThrottlerFactory {
     return ownEntry(this.spec.throttlers, throttlerId) ?? fallback;
   }
 
-  private build(throttlerId: string, spec: ThrottlerSpec): ThrottlerClient {
+  private build(throttlerId: string, spec: ThrottlerSpec, key?: string): ThrottlerClient {
     const handle = this.handle(throttlerId);
-    const current = () => this.specOf(throttlerId, spec);
+    const current = () => (key === undefined ? this.specOf(throttlerId, spec) : keyThrottlerSpec(this.specOf(throttlerId, spec), key));
     const remote = new RetryingQuotaRemote({
       client: this.options.client,
       throttlerId,
+      ...(key === undefined ? {} : { key }),
       clientId: this.options.clientId,
       // Read at each call, so a kept concurrency client follows reconfigured retries and timeouts.
       spec: {
@@ -242,6 +292,7 @@ export class DistributedThrottlerFactory {
     if (spec.kind === "concurrency") {
       return new ConcurrencyClient({
         throttlerId,
+        ...(key === undefined ? {} : { key }),
         clientId: this.options.clientId,
         remote,
         client: this.options.client,

@@ -17,6 +17,8 @@ export interface RetryingQuotaRemoteOptions {
   /** Called per attempt: a restarted controller may come back on a new connection. */
   readonly client: () => QuotaServiceClient;
   readonly throttlerId: string;
+  /** Keyed throttlers (docs/design.md §11.4): the key whose bucket this client draws from; absent = not keyed. */
+  readonly key?: string;
   readonly clientId: string;
   readonly spec: Pick<ThrottlerSpec, "rpc_timeout" | "retrying_channel">;
   /** Lag timestamp of the job, read when each RPC is sent (docs/design.md §10). */
@@ -85,6 +87,7 @@ export class RetryingQuotaRemote implements QuotaRemote, PacedQuotaRemote {
             timestampMs: Math.max(0, Math.floor(this.options.priority())),
             quotaClassId,
             requestId,
+            ...(this.options.key === undefined ? {} : { key: this.options.key }),
           },
           { deadlineAt: Math.min(sentAt + spec.rpc_timeout, giveUpAt), signal, ...this.traceMetadata() },
         );
@@ -147,7 +150,13 @@ export class RetryingQuotaRemote implements QuotaRemote, PacedQuotaRemote {
     this.options.onRelease?.(amount);
     try {
       await this.options.client().releaseQuota(
-        { throttlerId: this.options.throttlerId, clientId: this.options.clientId, amount, quotaClassId: this.chargedClassId ?? this.options.classId() },
+        {
+          throttlerId: this.options.throttlerId,
+          clientId: this.options.clientId,
+          amount,
+          quotaClassId: this.chargedClassId ?? this.options.classId(),
+          ...(this.options.key === undefined ? {} : { key: this.options.key }),
+        },
         { deadlineAt: this.options.clock.now() + this.options.spec.rpc_timeout },
       );
       return true;

@@ -1,9 +1,14 @@
-import { SluiceError, type Throttler } from "@sluice/core";
+import { SluiceError, type KeyableThrottler, type Throttler } from "@sluice/core";
 import { Observable, type OperatorFunction } from "rxjs";
 
 export interface ThrottledOptions<T> {
   /** Units each value costs (default 1 per value); 0 passes at once. */
   readonly cost?: (value: T) => number;
+  /**
+   * Keyed throttlers (docs/design.md §11.4): the key whose bucket each value draws from (a customer, a
+   * model, a host), as `throttler.forKey(key(value))`. Values still leave in order.
+   */
+  readonly key?: (value: T) => string;
   /**
    * Values held while they wait for quota (default 1000). rxjs has no backpressure of its own, so a
    * faster source would otherwise grow this queue without bound.
@@ -27,8 +32,13 @@ const DEFAULT_MAX_BUFFERED = 1000;
  * chosen) instead of holding an unbounded backlog in memory — a backlog that must survive belongs
  * in a durable stream (a Kafka topic), where a pipeline reads it at the throttler's pace.
  */
-export function throttled<T>(throttler: Throttler, options: ThrottledOptions<T> = {}): OperatorFunction<T, T> {
+export function throttled<T>(throttler: Throttler | KeyableThrottler, options: ThrottledOptions<T> = {}): OperatorFunction<T, T> {
   const cost = options.cost ?? (() => 1);
+  const keyOf = options.key;
+  if (keyOf !== undefined && !("forKey" in throttler)) {
+    throw new SluiceError("SPEC_INVALID", "throttled(): a key function needs a throttler handle with forKey (getThrottlerOrThrow or connectThrottlers)", {});
+  }
+  const throttlerOf = (value: T): Throttler => (keyOf === undefined ? throttler : (throttler as KeyableThrottler).forKey(keyOf(value)));
   const maxBuffered = options.maxBuffered ?? DEFAULT_MAX_BUFFERED;
   if (!Number.isInteger(maxBuffered) || maxBuffered < 1) {
     throw new SluiceError("SPEC_INVALID", `throttled(): maxBuffered must be an integer ≥ 1, got ${String(maxBuffered)}`, { maxBuffered });
@@ -47,7 +57,7 @@ export function throttled<T>(throttler: Throttler, options: ThrottledOptions<T> 
           while (buffer.length > 0 && !lifetime.signal.aborted) {
             const value = buffer[0] as T;
             const units = cost(value);
-            if (units > 0) await throttler.throttle(units, { signal: lifetime.signal });
+            if (units > 0) await throttlerOf(value).throttle(units, { signal: lifetime.signal });
             if (lifetime.signal.aborted) return;
             buffer.shift();
             subscriber.next(value);

@@ -1,5 +1,6 @@
 import { context, ROOT_CONTEXT, type Context } from "@opentelemetry/api";
 import { RESOLVED, SluiceError, type Clock, type ThrottleOptions, type Throttler } from "@sluice/core";
+import { checkKey, KeyHandle, type KeyClientLookup } from "./key-handle.ts";
 import { ThrottlerMeters, type ThrottlerHandleMetrics } from "./throttler-meters.ts";
 
 export type { ThrottlerHandleMetrics } from "./throttler-meters.ts";
@@ -16,6 +17,8 @@ export class ThrottlerHandle implements Throttler {
   /** Its sensors; the factory counts RPCs and returned units in them. */
   readonly meters = new ThrottlerMeters();
   private lastCaller: Context = ROOT_CONTEXT;
+  /** Set by the owner of a keyed throttler's clients (docs/design.md §11.4); unset, forKey fails naming the throttler. */
+  keyClients: KeyClientLookup | null = null;
 
   constructor(
     readonly throttlerId: string,
@@ -86,6 +89,22 @@ export class ThrottlerHandle implements Throttler {
     if (client === null) throw this.unavailable();
     client.release(amount);
     this.meters.released += amount;
+  }
+
+  /**
+   * A handle on `key`'s own bucket of this keyed throttler (docs/design.md §11.4), stable across
+   * reconfiguration. The key is 1 to 256 UTF-8 bytes; a throttler that is not keyed fails naming itself.
+   */
+  forKey(key: string): KeyHandle {
+    const checked = checkKey(this.throttlerId, key);
+    const lookup = this.keyClients;
+    if (lookup === null) throw this.stoppedWith ?? this.unavailable();
+    lookup(checked); // fails now, not at the first call, on a throttler that is not keyed
+    return new KeyHandle(this.throttlerId, checked, (k) => {
+      const current = this.keyClients;
+      if (current === null) throw this.stoppedWith ?? this.unavailable();
+      return current(k);
+    });
   }
 
   metrics(): ThrottlerHandleMetrics {

@@ -20,6 +20,8 @@ export const ERROR_ACTIONS: Readonly<Record<SluiceErrorCode, string>> = {
   CANCELLED: "Nothing: the caller cancelled, and any quota granted to the request went back to the bucket.",
   TOO_MANY_CALLS:
     "Wait for an open call of this stream to be answered before sending another, or open another stream (the Sluice client queues its calls under the bound and never sees this); if a well-behaved client needs more, raise `controller.max_open_calls_per_stream`.",
+  TOO_MANY_KEYS:
+    "Use fewer distinct keys (a key per customer, model or host, not per request), or raise `keyed.max_keys`; keys idle for `keyed.idle_timeout` with a full bucket are forgotten and make room. Retrying at once fails again.",
   LEASE_EXPIRED:
     "Nothing to retry on the same units: the controller gave them to others after `lease_timeout` without a renewal. Redo the work they admitted (the job's backoff does for input throttling) and find what stalled this process past `lease_timeout`, or raise it.",
   UNAUTHENTICATED: "Give the client the controller's token (`SLUICE_CONTROLLER_TOKEN`) or a certificate its `--tls-client-ca` accepts; retrying with the same credentials fails again.",

@@ -62,7 +62,7 @@ export {
   isSluiceErrorCode,
   type SluiceErrorCode,
 } from "./sluice-error.ts";
-export { RESOLVED, type ThrottleOptions, type Throttler } from "./throttler.ts";
+export { RESOLVED, type KeyableThrottler, type ThrottleOptions, type Throttler } from "./throttler.ts";
 export { TokenBucket, type TokenBucketConfig } from "./token-bucket.ts";
 export { RECENT_MAX_WINDOW_MS, WAIT_BUCKETS_MS, WaitHistogram, type WaitHistogramView } from "./wait-histogram.ts";
 export { SlidingMax } from "./sliding-max.ts";

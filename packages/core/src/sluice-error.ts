@@ -21,6 +21,11 @@ export const ERROR_CODES = {
     quotaConsumed: "no",
     meaning: "the QuotaStream already holds controller.max_open_calls_per_stream open calls; send more only as open ones are answered",
   },
+  TOO_MANY_KEYS: {
+    retriable: false,
+    quotaConsumed: "no",
+    meaning: "the keyed throttler already holds keyed.max_keys live keys; a new key is refused until idle ones are forgotten",
+  },
   LEASE_EXPIRED: {
     retriable: false,
     quotaConsumed: "no",

@@ -13,5 +13,13 @@ export interface Throttler {
   release(amount: number): void;
 }
 
+/**
+ * A throttler handle that may be keyed (docs/design.md §11.4): `forKey(key)` is a handle on one key's own
+ * bucket; on a throttler that is not keyed it fails naming the throttler.
+ */
+export interface KeyableThrottler extends Throttler {
+  forKey(key: string): Throttler;
+}
+
 /** Shared settled promise for the fast path: awaiting it costs one microtask and no allocation. */
 export const RESOLVED: Promise<void> = Promise.resolve();

@@ -23,6 +23,8 @@ export const GRPC_STATUS_BY_CODE = {
   UNAUTHENTICATED: GrpcStatus.UNAUTHENTICATED,
   // RESOURCE_EXHAUSTED like QUEUE_FULL; not retriable: only an answer to an open call makes room.
   TOO_MANY_CALLS: GrpcStatus.RESOURCE_EXHAUSTED,
+  // RESOURCE_EXHAUSTED like QUEUE_FULL; not retriable: the keys in use only make room once idle.
+  TOO_MANY_KEYS: GrpcStatus.RESOURCE_EXHAUSTED,
   // The client's own finding from a renewal's answer; no server sends it.
   LEASE_EXPIRED: null,
 } as const satisfies Record<SluiceErrorCode, GrpcStatus | null>;

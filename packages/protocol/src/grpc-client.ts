@@ -107,6 +107,7 @@ export function createGrpcQuotaClient(address: string, options: GrpcQuotaClientO
           timestampMs: toUint64(call.timestampMs),
           quotaClassId: call.quotaClassId,
           requestId: call.requestId,
+          key: call.key ?? "",
         },
         callOptions,
       );
@@ -116,13 +117,13 @@ export function createGrpcQuotaClient(address: string, options: GrpcQuotaClientO
     async releaseQuota(call, callOptions) {
       await unary(
         "ReleaseQuota",
-        { throttlerId: call.throttlerId, clientId: call.clientId, amount: call.amount, quotaClassId: call.quotaClassId },
+        { throttlerId: call.throttlerId, clientId: call.clientId, amount: call.amount, quotaClassId: call.quotaClassId, key: call.key ?? "" },
         callOptions,
       );
     },
 
     async renewLeases(call, callOptions) {
-      const response = await unary("RenewLeases", { clientId: call.clientId, throttlerIds: [...call.throttlerIds] }, callOptions);
+      const response = await unary("RenewLeases", { clientId: call.clientId, throttlerIds: [...call.throttlerIds], key: call.key ?? "" }, callOptions);
       return { held: response.held };
     },
 

@@ -100,6 +100,7 @@ export function createInMemoryQuotaClient(handler: QuotaServiceHandler, options:
         timestampMs: toUint64(call.timestampMs),
         quotaClassId: call.quotaClassId,
         requestId: call.requestId,
+        ...(call.key ? { key: call.key } : {}),
       });
       return unary("RequestQuota", callOptions, async (context) => {
         const result = await handler.requestQuota(request, context);
@@ -113,6 +114,7 @@ export function createInMemoryQuotaClient(handler: QuotaServiceHandler, options:
         clientId: call.clientId,
         amount: call.amount,
         quotaClassId: call.quotaClassId,
+        ...(call.key ? { key: call.key } : {}),
       });
       return unary("ReleaseQuota", callOptions, async (context) => {
         await handler.releaseQuota(request, context);
@@ -120,7 +122,7 @@ export function createInMemoryQuotaClient(handler: QuotaServiceHandler, options:
     },
 
     renewLeases(call, callOptions) {
-      const request = wireCopy({ clientId: call.clientId, throttlerIds: [...call.throttlerIds] });
+      const request = wireCopy({ clientId: call.clientId, throttlerIds: [...call.throttlerIds], ...(call.key ? { key: call.key } : {}) });
       return unary("RenewLeases", callOptions, async (context) => {
         if (!handler.renewLeases) throw new SluiceError("CONTROLLER_UNAVAILABLE", RENEW_LEASES_UNIMPLEMENTED);
         return await handler.renewLeases(request, context);

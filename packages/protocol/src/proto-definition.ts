@@ -19,6 +19,8 @@ export interface WireRequestQuotaRequest {
   timestampMs: number;
   quotaClassId: string;
   requestId: string;
+  /** "" or absent = not keyed (an old client sends none). */
+  key?: string;
 }
 export interface WireRequestQuotaResponse {
   granted: number;
@@ -32,6 +34,7 @@ export interface WireReleaseQuotaRequest {
   clientId: string;
   amount: number;
   quotaClassId: string;
+  key?: string;
 }
 export type WireReleaseQuotaResponse = Record<string, never>;
 export interface WireWatchDynamicSpecRequest {
@@ -55,6 +58,7 @@ export interface WireDescribeThrottlersResponse {
 export interface WireRenewLeasesRequest {
   clientId: string;
   throttlerIds: string[];
+  key?: string;
 }
 export interface WireRenewLeasesResponse {
   held: number;

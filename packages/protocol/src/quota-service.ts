@@ -20,6 +20,8 @@ export interface RequestQuotaCall {
   readonly quotaClassId: string;
   /** Idempotency key: the same id is granted once and resumes its place. */
   readonly requestId: string;
+  /** Keyed throttlers (docs/design.md §11.4): the key whose bucket serves the call; absent or "" = not keyed. */
+  readonly key?: string;
 }
 
 export interface RequestQuotaResult {
@@ -51,12 +53,16 @@ export interface ReleaseQuotaCall {
   readonly clientId: string;
   readonly amount: number;
   readonly quotaClassId: string;
+  /** Keyed throttlers: the key whose units come back; absent or "" = not keyed. */
+  readonly key?: string;
 }
 
 export interface RenewLeasesCall {
   readonly clientId: string;
   /** Concurrency throttlers whose units the client holds. */
   readonly throttlerIds: readonly string[];
+  /** Keyed throttlers: renew and count only this key's units; absent or "" = every key. */
+  readonly key?: string;
 }
 
 /** One aligned input partition as its worker reports it (docs/design.md §12, ReportWatermarks). */
@@ -192,22 +198,18 @@ export interface QuotaServiceHandler {
  * (unary gRPC, QuotaStream, in memory) uses these.
  */
 export function requestQuotaCallOf(wire: RequestQuotaCall): RequestQuotaCall {
-  return {
-    throttlerId: wire.throttlerId,
-    clientId: wire.clientId,
-    amount: wire.amount,
-    timestampMs: wire.timestampMs,
-    quotaClassId: wire.quotaClassId,
-    requestId: wire.requestId,
-  };
+  const { throttlerId, clientId, amount, timestampMs, quotaClassId, requestId, key } = wire;
+  // A key only where there is one (keyed throttlers, docs/design.md §11.4): "" on the wire is "not keyed".
+  return key ? { throttlerId, clientId, amount, timestampMs, quotaClassId, requestId, key } : { throttlerId, clientId, amount, timestampMs, quotaClassId, requestId };
 }
 
 export function releaseQuotaCallOf(wire: ReleaseQuotaCall): ReleaseQuotaCall {
-  return { throttlerId: wire.throttlerId, clientId: wire.clientId, amount: wire.amount, quotaClassId: wire.quotaClassId };
+  const { throttlerId, clientId, amount, quotaClassId, key } = wire;
+  return key ? { throttlerId, clientId, amount, quotaClassId, key } : { throttlerId, clientId, amount, quotaClassId };
 }
 
 export function renewLeasesCallOf(wire: RenewLeasesCall): RenewLeasesCall {
-  return { clientId: wire.clientId, throttlerIds: [...wire.throttlerIds] };
+  return wire.key ? { clientId: wire.clientId, throttlerIds: [...wire.throttlerIds], key: wire.key } : { clientId: wire.clientId, throttlerIds: [...wire.throttlerIds] };
 }
 
 export const RENEW_LEASES_UNIMPLEMENTED = "this controller does not implement RenewLeases (concurrency throttlers)";

@@ -133,6 +133,7 @@ export function createStreamQuotaClient(address: string, options: GrpcQuotaClien
           timestampMs: toUint64(request.timestampMs),
           quotaClassId: request.quotaClassId,
           requestId: request.requestId,
+          key: request.key ?? "",
         },
       };
       return once(
@@ -146,7 +147,7 @@ export function createStreamQuotaClient(address: string, options: GrpcQuotaClien
 
     releaseQuota(request, callOptions) {
       const call = {
-        releaseQuota: { throttlerId: request.throttlerId, clientId: request.clientId, amount: request.amount, quotaClassId: request.quotaClassId },
+        releaseQuota: { throttlerId: request.throttlerId, clientId: request.clientId, amount: request.amount, quotaClassId: request.quotaClassId, key: request.key ?? "" },
       };
       return once(
         "ReleaseQuota",
@@ -158,7 +159,7 @@ export function createStreamQuotaClient(address: string, options: GrpcQuotaClien
     },
 
     renewLeases(request, callOptions) {
-      const call = { renewLeases: { clientId: request.clientId, throttlerIds: [...request.throttlerIds] } };
+      const call = { renewLeases: { clientId: request.clientId, throttlerIds: [...request.throttlerIds], key: request.key ?? "" } };
       return once(
         "RenewLeases",
         call,

@@ -188,10 +188,10 @@ export function callSize(call: WireQuotaStreamCall): number {
   const metadata = call.metadata;
   for (const key in metadata) size += utf8Bound(key) + utf8Bound(metadata[key] ?? "") + 8;
   const request = call.requestQuota ?? call.releaseQuota;
-  if (request) size += utf8Bound(request.throttlerId) + utf8Bound(request.clientId) + utf8Bound(request.quotaClassId);
+  if (request) size += utf8Bound(request.throttlerId) + utf8Bound(request.clientId) + utf8Bound(request.quotaClassId) + utf8Bound(request.key ?? "");
   if (call.requestQuota) size += utf8Bound(call.requestQuota.requestId);
   if (call.renewLeases) {
-    size += utf8Bound(call.renewLeases.clientId);
+    size += utf8Bound(call.renewLeases.clientId) + utf8Bound(call.renewLeases.key ?? "");
     for (const id of call.renewLeases.throttlerIds) size += utf8Bound(id) + 4;
   }
   if (call.watchDynamicSpec) size += utf8Bound(call.watchDynamicSpec.clientId);

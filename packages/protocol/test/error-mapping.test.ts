@@ -38,6 +38,7 @@ describe("error mapping, server side", () => {
       CANCELLED: GrpcStatus.CANCELLED,
       UNAUTHENTICATED: GrpcStatus.UNAUTHENTICATED,
       TOO_MANY_CALLS: GrpcStatus.RESOURCE_EXHAUSTED,
+      TOO_MANY_KEYS: GrpcStatus.RESOURCE_EXHAUSTED,
       LEASE_EXPIRED: null,
     });
   });

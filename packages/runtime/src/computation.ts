@@ -1,4 +1,4 @@
-import type { Throttler } from "@sluice/core";
+import type { KeyableThrottler } from "@sluice/core";
 
 /** A decoded input message, as user code sees it (docs/design.md §10). */
 export interface Message<V = unknown> {
@@ -49,10 +49,13 @@ export interface RuntimeContext {
   readonly log: Logger;
   /** Aborts when the job stops (rebalance, shutdown); pass it to long waits. */
   readonly signal: AbortSignal;
-  /** A handle that stays valid across reconfiguration; throws THROTTLER_NOT_DECLARED. */
-  getThrottlerOrThrow(throttlerId: string): Throttler;
+  /**
+   * A handle that stays valid across reconfiguration; throws THROTTLER_NOT_DECLARED. On a keyed
+   * throttler (docs/design.md §11.4), `forKey(key)` is a handle on that key's own bucket.
+   */
+  getThrottlerOrThrow(throttlerId: string): KeyableThrottler;
   /** The handle, or null when the throttler is not declared now (ask again after a reconfiguration). */
-  tryGetThrottler(throttlerId: string): Throttler | null;
+  tryGetThrottler(throttlerId: string): KeyableThrottler | null;
   /** Buffers a message for `stream`; sent and acknowledged after `process` returns, before the commit. */
   emit(stream: string, message: OutputMessage): void;
 }

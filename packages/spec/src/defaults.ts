@@ -70,3 +70,9 @@ export const WATERMARK_ALIGNMENT_DEFAULTS = Object.freeze({
   idle_timeout: "30s",
 });
 
+/** `throttlers.<id>.keyed` (docs/design.md §11.4): `"keyed": {}` takes every one of these. */
+export const KEYED_DEFAULTS = Object.freeze({
+  max_keys: 100_000,
+  idle_timeout: "10m",
+  top_keys: 10,
+});

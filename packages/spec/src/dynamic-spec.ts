@@ -114,8 +114,19 @@ export const dynamicSpecSchema = z
           });
           continue;
         }
-        const classId = computation[classIdKey(meter)];
         const throttler = throttlers[id];
+        if (isPlainObject(throttler) && throttler["keyed"] !== undefined) {
+          ctx.addIssue({
+            code: "custom",
+            path: ["computations", name, throttlerIdKey(meter)],
+            input: id,
+            message:
+              `throttler ${JSON.stringify(id)} is keyed, so it cannot meter a computation's input: the input has no key to ` +
+              `pick a bucket with; call forKey(key) on it from the computation's code, or use a throttler without keyed here`,
+          });
+          continue;
+        }
+        const classId = computation[classIdKey(meter)];
         if (typeof classId !== "string" || classId === DEFAULT_CLASS_ID || !isPlainObject(throttler)) continue;
         const classes = throttler["classes"];
         if (!isPlainObject(classes) || Object.hasOwn(classes, classId)) continue;

@@ -9,7 +9,19 @@ export {
   CONTROLLER_DEFAULTS,
   ADAPTIVE_DEFAULTS,
   WATERMARK_ALIGNMENT_DEFAULTS,
+  KEYED_DEFAULTS,
 } from "./defaults.ts";
+export {
+  keyedSpecSchema,
+  keyOverrideSchema,
+  keyOverrideOf,
+  keyThrottlerSpec,
+  keyProblem,
+  MAX_KEY_BYTES,
+  KEY_OVERRIDE_FIELDS,
+  type KeyedSpec,
+  type KeyOverride,
+} from "./keyed-spec.ts";
 export {
   watermarkAlignmentSpecSchema,
   type WatermarkAlignmentSpec,

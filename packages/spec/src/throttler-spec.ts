@@ -2,10 +2,12 @@ import * as z from "zod";
 import { adaptiveSpecSchema } from "./adaptive-spec.ts";
 import { checkKindFields } from "./kind-fields.ts";
 import { DESPITE_INNER_ISSUES, isPlainObject } from "./cross-check.ts";
-import { RETRYING_CHANNEL_DEFAULTS, THROTTLER_CLASS_DEFAULTS, THROTTLER_DEFAULTS } from "./defaults.ts";
+import { RETRYING_CHANNEL_DEFAULTS, THROTTLER_DEFAULTS } from "./defaults.ts";
+import { keyedSpecSchema } from "./keyed-spec.ts";
+import { checkKeyed } from "./keyed-check.ts";
+import { DEFAULT_CLASS_ID, throttlerClassIdSchema, throttlerClassSpecSchema } from "./throttler-class-spec.ts";
 import { describeValue } from "./describe-value.ts";
 import { duration } from "./duration.ts";
-import { MAX_ID_LENGTH } from "./id-length.ts";
 import { integer } from "./integer.ts";
 import { mustBe } from "./rule-error.ts";
 
@@ -16,53 +18,7 @@ import { mustBe } from "./rule-error.ts";
 export const THROTTLER_KINDS = ["rate", "concurrency"] as const;
 export type ThrottlerKind = (typeof THROTTLER_KINDS)[number];
 
-/** The class every request without (or with an unknown) class id falls into; weight 1.0, implicit. */
-export const DEFAULT_CLASS_ID = "default";
-
-/**
- * Weights outside this range are refused: a denormal weight overflows `amount / weight` to infinity
- * and the scheduler's renormalisation would turn every class's virtual time into NaN (ytflow.md
- * §2.1, ValidateQuotaClassWeight; the reference's numeric bounds are not public, these are Sluice's).
- */
-export const MIN_CLASS_WEIGHT = 1e-6;
-export const MAX_CLASS_WEIGHT = 1e6;
-
-export const throttlerClassIdSchema = z
-  .string()
-  .min(1, { error: "class id must not be empty" })
-  .max(MAX_ID_LENGTH, { error: `class id must be at most ${MAX_ID_LENGTH} characters` })
-  .refine((id) => id !== DEFAULT_CLASS_ID, {
-    error: `"${DEFAULT_CLASS_ID}" is reserved for the implicit class; choose another class id`,
-  });
-
-const weightRange = `within [${MIN_CLASS_WEIGHT}, ${MAX_CLASS_WEIGHT}]`;
-const positiveWeight = mustBe("a finite number greater than 0");
-const weightInRange = mustBe(weightRange);
-
-/** Zero, negative and non-finite weights break the rule that matters; tiny or huge ones the range. */
-function weightError(issue: z.core.$ZodRawIssue): string | undefined {
-  const weight = issue.input;
-  const positive = typeof weight === "number" && Number.isFinite(weight) && weight > 0;
-  return positive ? weightInRange(issue) : positiveWeight(issue);
-}
-
-export const throttlerClassSpecSchema = z
-  .strictObject(
-    {
-      weight: z
-        .number({ error: weightError })
-        .min(MIN_CLASS_WEIGHT)
-        .max(MAX_CLASS_WEIGHT)
-        .prefault(THROTTLER_CLASS_DEFAULTS.weight)
-        .describe(
-          "Share of the throttler among backlogged classes (start-time fair queuing: shares ∝ weights). " +
-            "With use_class_weights_as_limit, the class's rate in units per second. " +
-            `Finite, within [${MIN_CLASS_WEIGHT}, ${MAX_CLASS_WEIGHT}]. Default ${THROTTLER_CLASS_DEFAULTS.weight}.`,
-        ),
-    },
-    { error: mustBe("an object such as { \"weight\": 2 }") },
-  )
-  .describe("A weighted quota class of one throttler.");
+export { DEFAULT_CLASS_ID, MAX_CLASS_WEIGHT, MIN_CLASS_WEIGHT, throttlerClassIdSchema, throttlerClassSpecSchema } from "./throttler-class-spec.ts";
 
 const retryDefaults = RETRYING_CHANNEL_DEFAULTS;
 
@@ -204,6 +160,12 @@ export const throttlerSpecSchema = z
             "spread about 1/limit apart, summed over every client; the controller paces grants at 96 % of the limit. " +
             `Needs a limit (or use_class_weights_as_limit). Default ${throttlerDefaults.smooth}.`,
         ),
+      keyed: keyedSpecSchema
+        .optional()
+        .describe(
+          "Keyed throttler (docs/design.md §11.4): the throttler is a template and every key (a customer, a model, a host; 1 to 256 " +
+            'UTF-8 bytes) gets a bucket of its own, created on its first request. Callers use forKey(key). "keyed": {} takes every default.',
+        ),
     },
     { error: mustBe("an object") },
   )
@@ -211,6 +173,7 @@ export const throttlerSpecSchema = z
     if (!isPlainObject(value)) return;
     checkAdaptiveExclusions(value, ctx);
     checkKindFields(value, ctx);
+    checkKeyed(value, ctx);
     if (value["smooth"] !== true || value["use_class_weights_as_limit"] === true || value["adaptive"] !== undefined) return;
     const limit = value["limit"];
     if (limit === null || limit === undefined) {

@@ -28,6 +28,7 @@ describe("pipelineJsonSchema", () => {
     assert.deepEqual(Object.keys(child(throttler, "properties")).sort(), [
       "adaptive",
       "classes",
+      "keyed",
       "kind",
       "lease_timeout",
       "limit",

@@ -5,6 +5,7 @@ import type { QuotaBucketSnapshot, QuotaClassSnapshot } from "@sluice/core";
 import type { AlignmentGroupSnapshot } from "./alignment/alignment-groups.ts";
 import type { AdaptiveSnapshot } from "../adaptive/adaptive-loop.ts";
 import type { ConcurrencySnapshot } from "./concurrency/concurrency-leases.ts";
+import type { KeyedSnapshot } from "./keyed/keyed-throttler.ts";
 import type { FailoverStatus } from "./failover-status.ts";
 
 /** A bucket's balance and the controller-clock time it was read at (what failover persists). */
@@ -30,6 +31,8 @@ export interface ControllerThrottlerSnapshot extends Omit<QuotaBucketSnapshot, "
   readonly adaptive?: AdaptiveSnapshot;
   /** Present for a concurrency throttler (docs/design.md §11.2): its holders and ended leases. */
   readonly concurrency?: ConcurrencySnapshot;
+  /** Present for a keyed throttler (docs/design.md §11.4): its keys and top keys; the bucket figures are the template's. */
+  readonly keyed?: KeyedSnapshot;
 }
 
 /** What DescribeThrottlers returns as JSON. */

@@ -26,6 +26,7 @@ import { DynamicSpecWatchers } from "./dynamic-spec-watchers.ts";
 import { releaseQuotaProblem, requestQuotaProblem, watchProblem } from "./request-limits.ts";
 import { traceRequestQuota } from "./request-quota-span.ts";
 import { ThrottlerDrivers } from "./throttler-drivers.ts";
+import { isKeyed, KeyedThrottlers, notKeyedError } from "./keyed/keyed-throttlers.ts";
 
 export type { BucketBalance, ControllerClassSnapshot, ControllerSnapshot, ControllerThrottlerSnapshot } from "./controller-snapshot.ts";
 
@@ -79,6 +80,7 @@ export class Controller implements QuotaServiceHandler {
   private readonly tracer: Tracer;
   private readonly adaptive: AdaptiveLimits;
   private readonly leases: ConcurrencyLeases;
+  private readonly keyed: KeyedThrottlers;
   private readonly watchers: DynamicSpecWatchers;
   private readonly alignment: AlignmentGroups;
   private spec: DynamicSpec;
@@ -104,7 +106,10 @@ export class Controller implements QuotaServiceHandler {
       baseDir: options.baseDir,
       sourceOf: options.loadSourceOf,
       decided: options.onAdaptiveDecision,
-      setLimit: (id, limit) => this.drivers.setLimit(id, limit),
+      setLimit: (id, limit) => {
+        this.drivers.setLimit(id, limit);
+        this.keyed.setAdaptiveLimit(id, limit);
+      },
       sample: (id) => this.drivers.usageSample(id),
     });
     this.leases = new ConcurrencyLeases({
@@ -119,10 +124,12 @@ export class Controller implements QuotaServiceHandler {
       // Never shorter than the bucket's own memory of granted ids, which a replay would otherwise reach.
       rememberMs: this.detachedGraceMs,
     });
+    this.keyed = new KeyedThrottlers({ clock: this.clock, log: this.log, detachedGraceMs: this.detachedGraceMs });
     for (const [id, throttler] of Object.entries(options.dynamicSpec.throttlers)) {
       this.drivers.add(id, this.configOf(id, throttler));
     }
     this.adaptive.sync(options.dynamicSpec.throttlers);
+    this.keyed.sync(options.dynamicSpec.throttlers, this.currentVersion, (id) => this.adaptiveLimitOf(id));
     void this.drivers.sampleRates(this.sampling.signal);
   }
 
@@ -159,6 +166,12 @@ export class Controller implements QuotaServiceHandler {
       return Promise.reject(error);
     }
     const throttler = ownEntry(this.spec.throttlers, call.throttlerId);
+    try {
+      if (isKeyed(throttler)) return this.keyed.acquire(throttler, call, context);
+      if (call.key) throw notKeyedError(call.throttlerId);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     if (throttler?.kind === "concurrency") {
       refuseNeverFitting(call, throttler);
       return this.leases.acquire(driver, call, context, this.classIdOf(call));
@@ -170,7 +183,13 @@ export class Controller implements QuotaServiceHandler {
     const malformed = releaseQuotaProblem(call);
     if (malformed) throw malformed;
     const driver = this.driverFor(call.throttlerId);
-    if (ownEntry(this.spec.throttlers, call.throttlerId)?.kind === "concurrency") {
+    const throttler = ownEntry(this.spec.throttlers, call.throttlerId);
+    if (isKeyed(throttler)) {
+      this.keyed.release(call);
+      return;
+    }
+    if (call.key) throw notKeyedError(call.throttlerId);
+    if (throttler?.kind === "concurrency") {
       // Only what this client holds comes back: a late release of units whose lease already ended
       // must not free units another holder is using.
       checkReleaseAmount(call);
@@ -182,7 +201,7 @@ export class Controller implements QuotaServiceHandler {
 
   async renewLeases(call: RenewLeasesCall, _context: CallContext): Promise<{ held: number }> {
     this.throwIfClosed();
-    return { held: this.leases.renew(call.clientId, call.throttlerIds) };
+    return { held: this.leases.renew(call.clientId, call.throttlerIds) + this.keyed.renew(call.clientId, call.throttlerIds, call.key) };
   }
 
   /** Watermark alignment (docs/design.md §12): the worker's aligned partitions in, each one's bound out. */
@@ -242,6 +261,22 @@ export class Controller implements QuotaServiceHandler {
     return this.drivers.restoreBalances(balances);
   }
 
+  /**
+   * Every keyed throttler's limited keys with their balances (docs/design.md §11.4), by throttler id then
+   * key: what a failover leader persists as one `bucket/<throttler id>/<key>` record per key.
+   */
+  keyedBalances(): Map<string, Map<string, { balance: number; atMs: number }>> {
+    return this.keyed.balances();
+  }
+
+  /** A predecessor's key balances: each key continues from its balance (a key in debt stays in debt). */
+  restoreKeyedBalance(throttlerId: string, key: string, balance: number, atMs: number): boolean {
+    const keyed = this.keyed.get(throttlerId);
+    if (!keyed) return false;
+    keyed.restoreBalance(key, balance, atMs);
+    return true;
+  }
+
   /** The concurrency throttlers' leases, persisted beside the balances by a failover leader (docs/design.md §5.2). */
   leaseState(): Record<string, PersistedLeases> {
     return this.leases.persisted();
@@ -274,12 +309,14 @@ export class Controller implements QuotaServiceHandler {
       rates.sample(bucket, now);
       const adaptive = this.adaptive.snapshot(bucket.id);
       const concurrency = this.leases.snapshot(bucket.id);
+      const keyed = this.keyed.snapshot(bucket.id);
       return {
         ...bucket,
         grantedRate: rates.rate(bucket.id, now),
         classes: bucket.classes.map((c) => ({ ...c, grantedRate: rates.rate(bucket.id, now, c.id) })),
         ...(adaptive ? { adaptive } : {}),
         ...(concurrency ? { concurrency } : {}),
+        ...(keyed ? { keyed } : {}),
       };
     });
     return { version: this.currentVersion, generatedAt: new Date(now).toISOString(), throttlers, alignment: this.alignment.snapshot() };
@@ -297,6 +334,7 @@ export class Controller implements QuotaServiceHandler {
     this.sampling.abort();
     this.adaptive.close();
     this.leases.close();
+    this.keyed.close(error);
     this.drivers.close(error);
     this.watchers.endAll(error);
   }
@@ -314,6 +352,7 @@ export class Controller implements QuotaServiceHandler {
     this.spec = next;
     this.currentVersion = version;
     this.adaptive.sync(next.throttlers);
+    this.keyed.sync(next.throttlers, version, (id) => this.adaptiveLimitOf(id));
 
     const size = this.drivers.size;
     const count = `${size} ${size === 1 ? "throttler" : "throttlers"}`;
@@ -331,6 +370,12 @@ export class Controller implements QuotaServiceHandler {
     const config = bucketConfigOf(throttler, this.detachedGraceMs);
     const adaptiveLimit = this.adaptive.limitFor(id, throttler);
     return adaptiveLimit === null ? config : { ...config, limit: adaptiveLimit };
+  }
+
+  /** The limit an adaptive throttler's loop keeps in force now; null for a fixed limit. */
+  private adaptiveLimitOf(id: string): number | null {
+    const throttler = ownEntry(this.spec.throttlers, id);
+    return throttler ? this.adaptive.limitFor(id, throttler) : null;
   }
 
   private driverFor(throttlerId: string): QuotaBucketDriver {

@@ -2,6 +2,7 @@ import type { ControllerSnapshot, ControllerThrottlerSnapshot } from "../quota/c
 import { writeAlignmentMetrics } from "./alignment-metrics.ts";
 import { writeFailoverMetrics } from "./failover-metrics.ts";
 import { histogramWithMax, type PrometheusText, type Sample } from "@sluice/status-http";
+import { writeKeyedMetrics } from "./keyed-metrics.ts";
 
 // The controller's sensors (the reference's yt.flow.controller.distributed_throttler.*, see
 // reference/ytflow.md §5) in Prometheus style: dots become underscores, counters end in _total,
@@ -90,6 +91,7 @@ export function writeControllerMetrics(out: PrometheusText, snapshot: Controller
     "Time from a request's arrival to its first granted chunk, milliseconds.",
     classes.map(({ labels, c }) => ({ labels, view: c.waitTime })),
   );
+  writeKeyedMetrics(out, throttlers);
   writeAlignmentMetrics(out, snapshot.alignment ?? []);
   if (snapshot.failover) writeFailoverMetrics(out, snapshot.failover);
 }

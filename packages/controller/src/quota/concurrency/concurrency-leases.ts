@@ -105,6 +105,11 @@ export class ConcurrencyLeases {
     return this.table.renew(clientId, throttlerIds, this.options.clock.now(), (id) => this.options.leaseMsOf(id) ?? 0);
   }
 
+  /** Ids with at least one holder (a keyed throttler's leases are by key: its keys with units held). */
+  heldIds(): string[] {
+    return this.table.throttlerIds();
+  }
+
   snapshot(throttlerId: string): ConcurrencySnapshot | undefined {
     const leaseTimeoutMs = this.options.leaseMsOf(throttlerId);
     if (leaseTimeoutMs === null) return undefined;

@@ -1,0 +1,253 @@
+import { QuotaBucketDriver, SluiceError, type Clock, type QuotaBucketConfig } from "@sluice/core";
+import { DEFAULT_CLASS_ID, keyOverrideOf, keyThrottlerSpec, type KeyedSpec, type ThrottlerSpec } from "@sluice/spec";
+import { bucketConfigOf } from "../bucket-config.ts";
+import { KeyWaits } from "./key-waits.ts";
+import { ParkedKey, parkedBalanceAt } from "./parked-key.ts";
+
+// One keyed throttler (docs/design.md §11.4): a bucket per key, created on the key's first request with the
+// template's fields and the key's override on top. Keys with no request for a while are parked
+// (parked-key.ts); keys idle for `idle_timeout` are forgotten only when forgetting grants nothing.
+
+/** At least this long without a request before a key's bucket is parked: longer than the top-keys window. */
+export const MIN_PARK_AFTER_MS = 60_000;
+
+interface ActiveKey {
+  readonly driver: QuotaBucketDriver;
+  lastRequestAt: number;
+  /** Acquires not answered yet: a key is never parked or forgotten under a caller. */
+  inFlight: number;
+}
+
+/** The figures of one keyed throttler for DescribeThrottlers, /metrics and `sluice top`. */
+export interface KeyedSnapshot {
+  readonly maxKeys: number;
+  readonly idleTimeoutMs: number;
+  /** Keys remembered now (active and parked). */
+  readonly keys: number;
+  /** Of those, kept as a bucket (the others are parked as their balance). */
+  readonly activeKeys: number;
+  /** New keys refused with TOO_MANY_KEYS since the start. */
+  readonly refusedKeys: number;
+  /** Keys forgotten after idle_timeout since the start. */
+  readonly forgottenKeys: number;
+  /** The top_keys keys by wait time over the last minute, most first. */
+  readonly topKeys: readonly { readonly key: string; readonly waitedMs: number; readonly balance: number | null; readonly pendingRequests: number }[];
+}
+
+/** The rate a config grants (units/s), null when unlimited. */
+function rateOf(config: QuotaBucketConfig): number | null {
+  if (config.useClassWeightsAsLimit) return Object.values(config.classWeights).reduce((sum, w) => sum + w, 0);
+  return config.limit;
+}
+
+export class KeyedThrottler {
+  private readonly active = new Map<string, ActiveKey>();
+  private readonly parked = new Map<string, ParkedKey>();
+  private readonly waits: KeyWaits;
+  private template: ThrottlerSpec;
+  private keyed: KeyedSpec;
+  private templateConfig: QuotaBucketConfig;
+  private refused = 0;
+  private forgotten = 0;
+  private nextParkedScanAt = 0;
+  private closedWith: SluiceError | null = null;
+
+  constructor(
+    readonly id: string,
+    template: ThrottlerSpec & { keyed: KeyedSpec },
+    private readonly clock: Clock,
+    private readonly detachedGraceMs: number,
+    /** The limit the template's adaptive loop keeps in force, if any. */
+    private adaptiveLimit: number | null = null,
+  ) {
+    this.template = template;
+    this.keyed = template.keyed;
+    this.templateConfig = this.configFor("");
+    this.waits = new KeyWaits(clock);
+  }
+
+  get keyCount(): number {
+    return this.active.size + this.parked.size;
+  }
+
+  /** The bucket config of `key`: the template with the key's override on top. */
+  configFor(key: string): QuotaBucketConfig {
+    const override = key === "" ? undefined : keyOverrideOf(this.keyed, key);
+    const config = bucketConfigOf(key === "" ? this.template : keyThrottlerSpec(this.template, key), this.detachedGraceMs);
+    const limit = override?.limit === undefined && this.adaptiveLimit !== null ? this.adaptiveLimit : config.limit;
+    return limit === config.limit ? config : { ...config, limit };
+  }
+
+  /** The class a request of `key` is served in: its own if the key's classes declare it, else the default. */
+  classIdOf(key: string, quotaClassId: string): string {
+    return quotaClassId !== "" && Object.hasOwn(this.configFor(key).classWeights, quotaClassId) ? quotaClassId : DEFAULT_CLASS_ID;
+  }
+
+  /** lease_timeout of `key` (a concurrency template), null for a rate template. */
+  leaseTimeoutFor(key: string): number | null {
+    if (this.template.kind !== "concurrency") return null;
+    return keyOverrideOf(this.keyed, key)?.lease_timeout ?? this.template.lease_timeout;
+  }
+
+  /** The key's bucket, brought back from parking or created; TOO_MANY_KEYS past max_keys. */
+  driverFor(key: string): QuotaBucketDriver {
+    if (this.closedWith) throw this.closedWith;
+    const now = this.clock.now();
+    const active = this.active.get(key);
+    if (active) {
+      active.lastRequestAt = now;
+      return active.driver;
+    }
+    const parked = this.parked.get(key);
+    if (!parked && this.keyCount >= this.keyed.max_keys) {
+      this.refused++;
+      throw new SluiceError(
+        "TOO_MANY_KEYS",
+        `keyed throttler ${JSON.stringify(this.id)} already holds ${this.keyCount} keys, its max_keys of ${this.keyed.max_keys}; ` +
+          `key ${JSON.stringify(key.slice(0, 64))} is refused (no live key is dropped for it). Keys idle for idle_timeout ` +
+          `(${this.keyed.idle_timeout}ms) with a full bucket are forgotten and make room; or raise keyed.max_keys`,
+        { throttlerId: this.id, key, keys: this.keyCount, maxKeys: this.keyed.max_keys },
+      );
+    }
+    const driver = new QuotaBucketDriver(this.id, this.configFor(key), this.clock);
+    if (parked) {
+      this.parked.delete(key);
+      if (!Number.isNaN(parked.balance)) driver.restoreBalance(parked.balance, parked.atMs);
+    }
+    this.active.set(key, { driver, lastRequestAt: now, inFlight: 0 });
+    return driver;
+  }
+
+  /**
+   * One request on `key`'s bucket, made by `run` (the bucket itself, or a concurrency lease around
+   * it); its wait counts toward the key's place among the top keys.
+   */
+  acquire<T extends { readonly waitedMs: number }>(key: string, run: (driver: QuotaBucketDriver) => Promise<T>): Promise<T> {
+    const driver = this.driverFor(key);
+    const entry = this.active.get(key);
+    if (!entry) return run(driver);
+    entry.inFlight++;
+    return run(driver).then(
+      (grant) => {
+        entry.inFlight--;
+        if (grant.waitedMs > 0) this.waits.add(key, grant.waitedMs);
+        return grant;
+      },
+      (error: unknown) => {
+        entry.inFlight--;
+        throw error;
+      },
+    );
+  }
+
+  /** The active bucket of a key, if it has one (releases and lease expiries). */
+  activeDriver(key: string): QuotaBucketDriver | undefined {
+    return this.active.get(key)?.driver;
+  }
+
+  /** A new template or new overrides: every key's bucket takes its new config at once. */
+  reconfigure(template: ThrottlerSpec & { keyed: KeyedSpec }, adaptiveLimit: number | null): void {
+    this.template = template;
+    this.keyed = template.keyed;
+    this.adaptiveLimit = adaptiveLimit;
+    this.templateConfig = this.configFor("");
+    for (const [key, entry] of this.active) entry.driver.reconfigure(this.configFor(key));
+  }
+
+  /** The adaptive loop of the template moved the limit: keys without a limit of their own follow it. */
+  setAdaptiveLimit(limit: number): void {
+    if (this.adaptiveLimit === limit) return;
+    this.reconfigure(this.template as ThrottlerSpec & { keyed: KeyedSpec }, limit);
+  }
+
+  /**
+   * Parks keys quiet for long enough and forgets keys idle for idle_timeout whose forgetting grants
+   * nothing: a full bucket, nothing held, nobody waiting. Returns the keys forgotten.
+   */
+  sweep(): number {
+    const now = this.clock.now();
+    const parkAfterMs = Math.max(MIN_PARK_AFTER_MS, this.detachedGraceMs, this.templateConfig.periodMs, this.templateConfig.requestPeriodMs);
+    const idleMs = this.keyed.idle_timeout;
+    let forgotten = 0;
+    for (const [key, entry] of this.active) {
+      const quietMs = now - entry.lastRequestAt;
+      if (entry.inFlight > 0 || quietMs < Math.min(parkAfterMs, idleMs)) continue;
+      const bucket = entry.driver.snapshot();
+      if (bucket.pendingRequests > 0 || bucket.detachedRequests > 0 || (bucket.inUse ?? 0) > 0) continue;
+      const full = bucket.balance === null || bucket.capacity === null || bucket.balance >= bucket.capacity;
+      if (quietMs >= idleMs && full) {
+        this.active.delete(key);
+        forgotten++;
+      } else if (quietMs >= parkAfterMs) {
+        this.active.delete(key);
+        this.parked.set(key, new ParkedKey(bucket.balance ?? Number.NaN, now, entry.lastRequestAt));
+      }
+    }
+    // Parked keys are many and change only by accrual: scanned about ten times per idle_timeout, so a
+    // key is forgotten at most a tenth of idle_timeout late and 100,000 of them cost little.
+    const scanParked = now >= this.nextParkedScanAt;
+    if (scanParked) this.nextParkedScanAt = now + idleMs / 10;
+    for (const [key, parked] of scanParked ? this.parked : []) {
+      if (now - parked.lastRequestAt < idleMs) continue;
+      const config = this.configFor(key);
+      const rate = rateOf(config);
+      const capacity = rate === null ? null : (rate * config.periodMs) / 1000;
+      if (capacity !== null && parkedBalanceAt(parked, now, rate, capacity) < capacity) continue;
+      this.parked.delete(key);
+      forgotten++;
+    }
+    this.forgotten += forgotten;
+    this.waits.forgetOld();
+    return forgotten;
+  }
+
+  /** Balances of every limited key now (active and parked), for a failover successor. */
+  balances(): Map<string, { balance: number; atMs: number }> {
+    const out = new Map<string, { balance: number; atMs: number }>();
+    const now = this.clock.now();
+    for (const [key, entry] of this.active) {
+      const { balance } = entry.driver.snapshot();
+      if (balance !== null && Number.isFinite(balance)) out.set(key, { balance, atMs: now });
+    }
+    for (const [key, parked] of this.parked) {
+      if (!Number.isNaN(parked.balance)) out.set(key, { balance: parked.balance, atMs: parked.atMs });
+    }
+    return out;
+  }
+
+  /** A predecessor's balance of `key` (failover): the key continues from it, parked until its next request. */
+  restoreBalance(key: string, balance: number, atMs: number): void {
+    const active = this.active.get(key);
+    if (active) {
+      active.driver.restoreBalance(balance, atMs);
+      return;
+    }
+    if (!this.parked.has(key) && this.keyCount >= this.keyed.max_keys) return;
+    this.parked.set(key, new ParkedKey(balance, Math.min(atMs, this.clock.now()), this.clock.now()));
+  }
+
+  snapshot(): KeyedSnapshot {
+    const top = this.waits.top(this.keyed.top_keys).map(({ key, waitedMs }) => {
+      const active = this.active.get(key);
+      const bucket = active?.driver.snapshot();
+      const parked = this.parked.get(key);
+      return { key, waitedMs, balance: bucket?.balance ?? (parked && !Number.isNaN(parked.balance) ? parked.balance : null), pendingRequests: bucket?.pendingRequests ?? 0 };
+    });
+    return {
+      maxKeys: this.keyed.max_keys,
+      idleTimeoutMs: this.keyed.idle_timeout,
+      keys: this.keyCount,
+      activeKeys: this.active.size,
+      refusedKeys: this.refused,
+      forgottenKeys: this.forgotten,
+      topKeys: top,
+    };
+  }
+
+  /** Fails every waiter of every key with `error`; later requests too. Idempotent. */
+  close(error: SluiceError): void {
+    if (this.closedWith) return;
+    this.closedWith = error;
+    for (const entry of this.active.values()) entry.driver.close(error);
+  }
+}

@@ -1,0 +1,170 @@
+import { SluiceError, type Clock } from "@sluice/core";
+import type { CallContext, ReleaseQuotaCall, RequestQuotaCall, RequestQuotaResult } from "@sluice/protocol";
+import { keyProblem, type KeyedSpec, type ThrottlerSpec } from "@sluice/spec";
+import { bucketRequestOf } from "../bucket-request.ts";
+import { checkReleaseAmount, refuseNeverFitting } from "../concurrency/concurrency-admission.ts";
+import { ConcurrencyLeases } from "../concurrency/concurrency-leases.ts";
+import { removedError } from "../removed-throttlers.ts";
+import { KeyedThrottler, type KeyedSnapshot } from "./keyed-throttler.ts";
+
+// The controller's keyed throttlers (docs/design.md §11.4), beside its ordinary ones: each keyed throttler's
+// keys, and for a concurrency template the leases of every key (one lease table per throttler,
+// whose "throttler ids" are its keys, so renewing a throttler renews every key its client holds).
+
+/** How often idle keys are parked or forgotten: a key is forgotten at most this late after idle_timeout. */
+export const KEY_SWEEP_MS = 1_000;
+
+type KeyedThrottlerSpec = ThrottlerSpec & { keyed: KeyedSpec };
+
+export function isKeyed(throttler: ThrottlerSpec | undefined): throttler is KeyedThrottlerSpec {
+  return throttler?.keyed !== undefined;
+}
+
+/** A key on a call to a throttler that is not keyed: the caller means another throttler, or forgot `keyed`. */
+export function notKeyedError(throttlerId: string): SluiceError {
+  return new SluiceError(
+    "INVALID_REQUEST",
+    `throttler ${JSON.stringify(throttlerId)} is not keyed, so a request for it cannot name a key; ` +
+      `add "keyed": {} to the throttler in dynamic_spec, or call it without forKey`,
+    { throttlerId },
+  );
+}
+
+export interface KeyedThrottlersOptions {
+  readonly clock: Clock;
+  readonly log: (line: string) => void;
+  readonly detachedGraceMs: number;
+}
+
+export class KeyedThrottlers {
+  private readonly throttlers = new Map<string, KeyedThrottler>();
+  private readonly leases = new Map<string, ConcurrencyLeases>();
+  private readonly stopping = new AbortController();
+
+  constructor(private readonly options: KeyedThrottlersOptions) {
+    void this.sweepLoop();
+  }
+
+  get(id: string): KeyedThrottler | undefined {
+    return this.throttlers.get(id);
+  }
+
+  /** Takes a new dynamic_spec: keyed throttlers added, removed (their waiters hear THROTTLER_REMOVED) or reconfigured. */
+  sync(throttlers: Readonly<Record<string, ThrottlerSpec>>, version: number, adaptiveLimitOf: (id: string) => number | null): void {
+    for (const [id, keyed] of this.throttlers) {
+      const next = Object.hasOwn(throttlers, id) ? throttlers[id] : undefined;
+      if (isKeyed(next) && next.kind === (this.leases.has(id) ? "concurrency" : "rate")) continue;
+      keyed.close(removedError(id, version, version));
+      this.throttlers.delete(id);
+      this.leases.get(id)?.close();
+      this.leases.delete(id);
+    }
+    for (const [id, throttler] of Object.entries(throttlers)) {
+      if (!isKeyed(throttler)) continue;
+      const existing = this.throttlers.get(id);
+      if (existing) {
+        existing.reconfigure(throttler, adaptiveLimitOf(id));
+        continue;
+      }
+      const keyed = new KeyedThrottler(id, throttler, this.options.clock, this.options.detachedGraceMs, adaptiveLimitOf(id));
+      this.throttlers.set(id, keyed);
+      if (throttler.kind === "concurrency") this.leases.set(id, this.leasesFor(id, keyed));
+    }
+  }
+
+  acquire(throttler: KeyedThrottlerSpec, call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult> {
+    const keyed = this.throttlers.get(call.throttlerId);
+    const key = this.checkedKey(call.throttlerId, call.key);
+    if (!keyed) return Promise.reject(new SluiceError("UNKNOWN_THROTTLER", `keyed throttler ${JSON.stringify(call.throttlerId)} is not ready`));
+    const leases = this.leases.get(call.throttlerId);
+    if (leases) {
+      const classId = keyed.classIdOf(key, call.quotaClassId);
+      refuseNeverFitting(call, { ...throttler, ...keyOverrideLimit(keyed, key) });
+      // The lease table of a keyed throttler is by key: renewing the throttler renews every key.
+      return keyed.acquire(key, (driver) => leases.acquire(driver, { ...call, throttlerId: key }, context, classId));
+    }
+    return keyed.acquire(key, (driver) => driver.acquire(bucketRequestOf(call, context)));
+  }
+
+  release(call: ReleaseQuotaCall): void {
+    const key = this.checkedKey(call.throttlerId, call.key);
+    const keyed = this.throttlers.get(call.throttlerId);
+    const leases = this.leases.get(call.throttlerId);
+    if (leases && keyed) {
+      checkReleaseAmount(call);
+      leases.released(key, call.clientId, keyed.classIdOf(key, call.quotaClassId), call.amount);
+      return;
+    }
+    keyed?.activeDriver(key)?.release(call.amount, call.quotaClassId);
+  }
+
+  /** Renews every key `clientId` holds on the keyed concurrency throttlers named; returns the units. */
+  renew(clientId: string, throttlerIds: readonly string[], key = ""): number {
+    let held = 0;
+    for (const id of throttlerIds) {
+      const leases = this.leases.get(id);
+      if (leases) held += leases.renew(clientId, key === "" ? leases.heldIds() : [key]);
+    }
+    return held;
+  }
+
+  setAdaptiveLimit(id: string, limit: number): void {
+    this.throttlers.get(id)?.setAdaptiveLimit(limit);
+  }
+
+  snapshot(id: string): KeyedSnapshot | undefined {
+    return this.throttlers.get(id)?.snapshot();
+  }
+
+  /** Every keyed throttler's limited keys and their balances now, for a successor (docs/design.md §5.3). */
+  balances(): Map<string, Map<string, { balance: number; atMs: number }>> {
+    const out = new Map<string, Map<string, { balance: number; atMs: number }>>();
+    for (const [id, keyed] of this.throttlers) out.set(id, keyed.balances());
+    return out;
+  }
+
+  close(error: SluiceError): void {
+    this.stopping.abort();
+    for (const keyed of this.throttlers.values()) keyed.close(error);
+    for (const leases of this.leases.values()) leases.close();
+  }
+
+  /** The key of a call to a keyed throttler: present, at most 256 UTF-8 bytes. */
+  private checkedKey(throttlerId: string, key: string | undefined): string {
+    const problem = keyProblem(key ?? "");
+    if (problem === null) return key ?? "";
+    const hint = key === undefined || key === "" ? `throttler ${JSON.stringify(throttlerId)} is keyed: call it through forKey(key); ` : "";
+    throw new SluiceError("INVALID_REQUEST", `${hint}${problem} (throttler ${JSON.stringify(throttlerId)})`, {
+      throttlerId,
+      keyBytes: Buffer.byteLength(key ?? "", "utf8"),
+      maxKeyBytes: 256,
+    });
+  }
+
+  private leasesFor(id: string, keyed: KeyedThrottler): ConcurrencyLeases {
+    return new ConcurrencyLeases({
+      clock: this.options.clock,
+      log: (line) => this.options.log(line.replace(/^concurrency /, `concurrency ${id} key `)),
+      leaseMsOf: (key) => keyed.leaseTimeoutFor(key),
+      releaseUnits: (key, amount, classId) => keyed.activeDriver(key)?.release(amount, classId),
+      holdUnits: (key, amount, classId) => keyed.driverFor(key).holdRestoredUnits(amount, classId),
+      rememberMs: this.options.detachedGraceMs,
+    });
+  }
+
+  private async sweepLoop(): Promise<void> {
+    const signal = this.stopping.signal;
+    while (!signal.aborted) {
+      try {
+        await this.options.clock.sleep(KEY_SWEEP_MS, signal);
+      } catch {
+        return;
+      }
+      for (const keyed of this.throttlers.values()) keyed.sweep();
+    }
+  }
+}
+
+function keyOverrideLimit(keyed: KeyedThrottler, key: string): { limit: number | null } {
+  return { limit: keyed.configFor(key).limit };
+}
