@@ -56,10 +56,12 @@ export class RetryingQuotaRemote implements QuotaRemote, PacedQuotaRemote {
   async acquire(amount: number, signal: AbortSignal): Promise<void> {
     // A smooth throttler answers at most one reach of slots (a client that is not pacing may still
     // ask it: smooth was just turned on); the rest is asked for again, so this resolves with all.
-    for (let left = amount; left > 1e-9 * Math.max(1, amount); ) {
+    // The first request always goes out: the controller refuses NaN, negative and infinite amounts.
+    for (let left = amount; ; ) {
       const { granted } = await this.acquirePaced(left, signal);
-      if (granted === undefined || granted >= left) return;
+      if (granted === undefined || !(granted < left)) return;
       left -= granted;
+      if (left <= 1e-9 * Math.max(1, amount)) return;
     }
   }
 
