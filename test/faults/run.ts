@@ -15,6 +15,7 @@ import { FAULT_KINDS, HistoryWriter, readHistory, type FaultKind, type Throttler
 import type { LoadClientOptions } from "./load-client.ts";
 import { monitor } from "./monitor.ts";
 import { Nemesis, type FaultOutcome } from "./nemesis.ts";
+import { livenessTailMs } from "./liveness.ts";
 import { faultFigures, outcomesFromHistory, printReport } from "./report.ts";
 import { describeStep, faultSchedule, SESSION_TIMEOUT_MS } from "./schedule.ts";
 
@@ -64,10 +65,12 @@ const runDir = ensureDir(resolve(values["run-dir"] ?? join(ROOT, "test/artifacts
 print(`history and logs: ${runDir}`);
 
 const LOAD_MODULE = join(ROOT, "test/faults/load-module.mjs");
+/** The concurrency throttler's lease_timeout: short, so that its liveness after each fault is checked within a run. */
+const LEASE_TIMEOUT_MS = 10_000;
 const common = { request_period: "200ms", rpc_timeout: "2s" };
 const throttlers = (maxQueueSize: number) => ({
   rate: { limit: 40, period: "1s", max_queue_size: maxQueueSize, ...common },
-  slots: { kind: "concurrency", limit: 4, ...common },
+  slots: { kind: "concurrency", limit: 4, lease_timeout: `${LEASE_TIMEOUT_MS / 1000}s`, ...common },
   adaptive: {
     adaptive: { load: { module: LOAD_MODULE }, target: { low: 0.6, high: 0.8 }, initial_limit: 20, min_limit: 2, max_limit: 20, interval: "1s" },
     period: "1s",
@@ -76,7 +79,7 @@ const throttlers = (maxQueueSize: number) => ({
 });
 const infos: ThrottlerInfo[] = [
   { id: "rate", kind: "rate", limit: 40, periodMs: 1_000, smooth: false, requestPeriodMs: 200 },
-  { id: "slots", kind: "concurrency", limit: 4, periodMs: 1_000, smooth: false, requestPeriodMs: 200 },
+  { id: "slots", kind: "concurrency", limit: 4, periodMs: 1_000, smooth: false, requestPeriodMs: 200, leaseTimeoutMs: LEASE_TIMEOUT_MS },
   { id: "adaptive", kind: "rate", limit: null, periodMs: 1_000, smooth: false, requestPeriodMs: 200, maxLimit: 20 },
 ];
 
@@ -147,7 +150,8 @@ try {
     outcomes.push(outcome);
     if (outcome.failoverMs === null) unrecovered++;
   }
-  await new Promise((r) => setTimeout(r, 8_000));
+  // Long enough after the last fault for the checker to see the concurrency throttler grant again.
+  await new Promise((r) => setTimeout(r, livenessTailMs(LEASE_TIMEOUT_MS)));
   stopMonitor.abort();
   await monitoring;
   await Promise.all(
