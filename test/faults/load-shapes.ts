@@ -61,7 +61,7 @@ function mixed(): LoadShape {
 
 /** Tasks per second per throttler, over all client processes. */
 const TASKS_PER_SECOND = 50;
-const EIGHT_LIMIT = 16;
+const EIGHT_LIMIT = 64;
 const CALLERS_PER_CLIENT = 20;
 
 function eightConcurrency(clients: number): LoadShape {
