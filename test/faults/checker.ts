@@ -2,8 +2,9 @@
 // invariant is checked on its own and reports every violation it finds with the figures, so a
 // failed run says what broke, where and by how much.
 import { sortByTime, type HistoryEvent, type ThrottlerInfo } from "./history.ts";
+import { checkConcurrencyLiveness } from "./liveness.ts";
 
-export type Invariant = "rate-window" | "concurrency-held" | "spec-version" | "deadline";
+export type Invariant = "rate-window" | "concurrency-held" | "concurrency-liveness" | "spec-version" | "deadline";
 
 export interface Violation {
   readonly invariant: Invariant;
@@ -246,7 +247,7 @@ export function checkHistory(unordered: readonly HistoryEvent[], options: CheckO
     if (info.kind === "rate") violations.push(...checkRate(events, info, setup.clients));
     else {
       const result = checkConcurrency(events, info);
-      violations.push(...result.violations);
+      violations.push(...result.violations, ...checkConcurrencyLiveness(events, info));
       maxHeld[info.id] = result.maxHeld;
     }
   }

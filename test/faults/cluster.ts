@@ -140,10 +140,13 @@ export class FaultCluster {
     }
   }
 
-  /** The controller that answers DescribeThrottlers as the leader now (skipping `exclude`), with its snapshot. */
-  async leader(exclude: readonly string[] = [], sentAt?: { value: number }): Promise<{ slot: ControllerSlot; snapshot: LeaderSnapshot } | null> {
+  /**
+   * The controller that answers DescribeThrottlers as the leader now, with its snapshot, skipping
+   * `exclude`: addresses, or processes (a controller started again on the same address is another).
+   */
+  async leader(exclude: readonly (string | ChildProcess)[] = [], sentAt?: { value: number }): Promise<{ slot: ControllerSlot; snapshot: LeaderSnapshot } | null> {
     for (const slot of this.slots) {
-      if (exclude.includes(slot.address) || !this.isRunning(slot)) continue;
+      if (exclude.includes(slot.address) || (slot.process !== null && exclude.includes(slot.process)) || !this.isRunning(slot)) continue;
       // One channel per address for the whole run: a new one per poll costs a handshake, which a
       // loaded machine can stretch past the deadline. gRPC reconnects it after a restart.
       let client = this.probes.get(slot.address);
@@ -164,7 +167,7 @@ export class FaultCluster {
   }
 
   /** Polls until a controller other than `exclude` serves as leader; the time it took, or null after `timeoutMs`. */
-  async waitForLeader(exclude: readonly string[], timeoutMs: number): Promise<{ slot: ControllerSlot; at: number } | null> {
+  async waitForLeader(exclude: readonly (string | ChildProcess)[], timeoutMs: number): Promise<{ slot: ControllerSlot; at: number } | null> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
       const found = await this.leader(exclude);

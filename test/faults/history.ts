@@ -22,6 +22,8 @@ export interface ThrottlerInfo {
   readonly requestPeriodMs: number;
   /** Adaptive only: the highest limit the loop may set (the bound when no reading is near). */
   readonly maxLimit?: number;
+  /** Concurrency only: its lease_timeout, which bounds how soon it grants again after a fault (liveness.ts). */
+  readonly leaseTimeoutMs?: number;
 }
 
 export type HistoryEvent =

@@ -22,6 +22,8 @@ export interface LoadClientOptions {
   readonly deadlineMs: number;
   /** A concurrency unit is held for a time in [low, high] ms. */
   readonly holdMs: readonly [number, number];
+  /** A caller starts at most one call per this many ms (a paced load); none: back to back. */
+  readonly paceMs?: number;
 }
 
 const options = JSON.parse(process.argv[2] ?? "{}") as LoadClientOptions;
@@ -88,7 +90,14 @@ async function take(handle: ThrottlerHandle, throttler: string): Promise<boolean
 }
 
 async function caller(throttler: string, concurrency: boolean): Promise<void> {
+  // Paced callers start spread over one interval, so the load is even from the start.
+  let nextStart = Date.now() + (options.paceMs ?? 0) * random();
   while (!stop.signal.aborted) {
+    if (options.paceMs !== undefined) {
+      await sleep(Math.max(0, nextStart - Date.now()));
+      nextStart = Math.max(nextStart + options.paceMs, Date.now() - options.paceMs);
+      if (stop.signal.aborted) break;
+    }
     const handle = throttlers.tryGetThrottler(throttler);
     if (handle === null) {
       await sleep(200);

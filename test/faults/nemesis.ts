@@ -1,6 +1,7 @@
 // The nemesis (docs/design.md §5.3): it carries out one step of the schedule against the cluster, records
 // when the fault started and ended, and measures the failover: how long until a controller serves
 // as leader again (one other than the faulted leader, for the faults that take the leader away).
+import type { ChildProcess } from "node:child_process";
 import type { ControllerSlot, FaultCluster } from "./cluster.ts";
 import type { FaultKind, HistoryWriter } from "./history.ts";
 import type { FaultStep } from "./schedule.ts";
@@ -66,16 +67,20 @@ export class Nemesis {
     return { index, kind, startedAt, endedAt, target, detail, failoverMs, newLeader: found?.address ?? null };
   }
 
-  private async successor(exclude: string, timeoutMs: number): Promise<{ at: number; address: string } | null> {
-    const found = await this.cluster.waitForLeader([exclude], timeoutMs);
+  private async successor(exclude: string | ChildProcess | null, timeoutMs: number): Promise<{ at: number; address: string } | null> {
+    const found = await this.cluster.waitForLeader(exclude === null ? [] : [exclude], timeoutMs);
     return found ? { at: found.at, address: found.slot.address } : null;
   }
 
   private async killLeader(step: FaultStep, index: number, leader: ControllerSlot): Promise<FaultOutcome> {
     const detail = `SIGKILL pid ${leader.process?.pid}, replacement after ${step.restartAfterMs} ms`;
     const startedAt = this.begin(index, "kill-leader", leader.address, detail);
+    const killed = leader.process;
     this.cluster.signal(leader, "SIGKILL");
-    const measuring = this.successor(leader.address, RECOVERY_TIMEOUT_MS);
+    // Any leader but the killed process: a survivor, or the replacement on the killed one's port
+    // (excluding the port waited for a survivor only, until the recovery timeout, when the
+    // replacement won the election).
+    const measuring = this.successor(killed, RECOVERY_TIMEOUT_MS);
     await sleep(step.restartAfterMs);
     await this.cluster.stopController(leader, 1_000);
     this.cluster.startController(leader);
@@ -121,7 +126,7 @@ export class Nemesis {
     const startedAt = this.begin(index, "cut-connection", target.address, detail);
     await this.cluster.toxiproxy.setEnabled(target.proxyName, false);
     // A follower's cut moves no leadership: the figure is then how soon a leader answers during it.
-    const measured = await this.successor(role === "leader" ? target.address : "", step.cutMs);
+    const measured = await this.successor(role === "leader" ? target.address : null, step.cutMs);
     await sleep(Math.max(0, startedAt + step.cutMs - Date.now()));
     await this.cluster.toxiproxy.setEnabled(target.proxyName, true);
     return this.finish(index, "cut-connection", target.address, detail, startedAt, [], measured);

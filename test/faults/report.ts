@@ -2,6 +2,7 @@
 // the over-grant against the bound; then the invariants' verdict.
 import { iso, rateWindows, type CheckResult } from "./checker.ts";
 import type { HistoryEvent } from "./history.ts";
+import { resumedAfterMs } from "./liveness.ts";
 import type { FaultOutcome } from "./nemesis.ts";
 
 /** How long after a fault ends (or the group recovers) its over-grant and grant pause are still counted as its own. */
@@ -13,6 +14,8 @@ export interface FaultFigures {
   readonly grantGapMs: number;
   /** Per rate throttler: the worst window near the fault, over the no-fault bound, and what restores and slack allow. */
   readonly overGrant: { throttler: string; granted: number; base: number; over: number; allowedOver: number; at: number }[];
+  /** Per concurrency throttler: from the fault's end or recovery (the later) to its first grant; null = none before the next fault. */
+  readonly resumed: { throttler: string; ms: number | null }[];
 }
 
 /** The faults as the nemesis recorded them (start, end, recovery), so a stored history can be reported again. */
@@ -57,7 +60,11 @@ export function faultFigures(events: readonly HistoryEvent[], outcomes: readonly
           ? { throttler: info.id, granted: worst.granted, base: worst.base, over: Math.max(0, worst.granted - worst.base), allowedOver: worst.allowed - worst.base, at: worst.start }
           : { throttler: info.id, granted: 0, base: 0, over: 0, allowedOver: 0, at: outcome.startedAt };
       });
-    return { outcome, grantGapMs: gap, overGrant };
+    const over = { endedAt: outcome.endedAt, recoveredAt: outcome.failoverMs === null ? null : outcome.startedAt + outcome.failoverMs };
+    const resumed = (setup?.throttlers ?? [])
+      .filter((t) => t.kind === "concurrency")
+      .map((info) => ({ throttler: info.id, ms: resumedAfterMs(events, info.id, over, Math.min(next, runEnd)) }));
+    return { outcome, grantGapMs: gap, overGrant, resumed };
   });
 }
 
@@ -77,6 +84,7 @@ export function printReport(seed: number, figures: readonly FaultFigures[], resu
           `over-grant ${round(g.over)} (allowed ${round(g.allowedOver)}: restores + two refills per client)${g.over > g.allowedOver + 1e-9 ? "  ← OVER" : ""}`,
       );
     }
+    for (const r of f.resumed) print(`    ${r.throttler}: ${r.ms === null ? "no grant before the next fault" : `granting again ${r.ms} ms after the fault was over`}`);
   }
   print("");
   print("== summary ==");
@@ -85,16 +93,18 @@ export function printReport(seed: number, figures: readonly FaultFigures[], resu
   for (const [kind, list] of byKind) {
     const failovers = list.map((f) => f.outcome.failoverMs).filter((ms): ms is number => ms !== null);
     const worstOver = Math.max(0, ...list.flatMap((f) => f.overGrant.map((g) => g.over)));
+    const resumed = list.flatMap((f) => f.resumed.map((r) => r.ms)).filter((ms): ms is number => ms !== null);
     print(
       `${kind}: ${list.length}×, failover ${failovers.length > 0 ? `${Math.min(...failovers)}–${Math.max(...failovers)} ms` : "never"}, ` +
-        `longest grant pause ${Math.max(...list.map((f) => f.grantGapMs))} ms, worst over-grant ${round(worstOver)} units`,
+        `longest grant pause ${Math.max(...list.map((f) => f.grantGapMs))} ms, worst over-grant ${round(worstOver)} units` +
+        (resumed.length > 0 ? `, concurrency granting again ≤ ${Math.max(...resumed)} ms after` : ""),
     );
   }
   const failures = Object.entries(result.failures).map(([code, n]) => `${code} ${n}`).join(", ") || "none";
   print(`grants per throttler: ${Object.entries(result.grantsByThrottler).map(([id, n]) => `${id} ${n}`).join(", ")}`);
   print(`${result.grants} grants, ${result.releases} releases, failed calls: ${failures}; most concurrency units held: ${JSON.stringify(result.maxHeld)}`);
   if (result.violations.length === 0) {
-    print("invariants: all hold (rate windows, concurrency held ≤ limit, spec version never backwards, deadlines answered)");
+    print("invariants: all hold (rate windows, concurrency held ≤ limit, concurrency grants again after each fault, spec version never backwards, deadlines answered)");
     return;
   }
   const counts = new Map<string, number>();

@@ -57,7 +57,7 @@ export class ConcurrencyClient implements Throttler {
    * The controller may count units this client does not hold: a release it never received (it was
    * away). Renewals go on, even with nothing held, until one shows the counts agree (or, with
    * nothing held or owed, until `doubtUntil`); each one gives the excess back (`giveBackUnheld`). Without them those units would stay counted until
-   * lease_timeout after the latest takeover, which restores leases for a full lease_timeout.
+   * the controller's lease ran out, and a takeover does not count the time nobody led against it.
    */
   private doubt = false;
   /**

@@ -17,7 +17,13 @@ export const PERSISTED_HOLDERS_MAX_BYTES = 1024 * 1024;
 export const PERSISTED_REQUEST_IDS_MAX = 1_000;
 /** JSON bytes the request ids of one record may take. */
 export const PERSISTED_REQUEST_IDS_MAX_BYTES = 512 * 1024;
-/** The most JSON bytes of one record: the two budgets above plus room for the rest (adaptive state, balance). */
+/**
+ * JSON bytes the holders' silences (`silentMs`) of one record may take: the longest silences are
+ * kept (the holders nearest to losing their lease); a holder whose silence is left out gets a full
+ * lease_timeout from the successor, as every holder did before silences were persisted.
+ */
+export const PERSISTED_SILENCES_MAX_BYTES = 256 * 1024;
+/** The most JSON bytes of one record: the three budgets above plus room for the rest (adaptive state, balance). */
 export const STATE_RECORD_MAX_BYTES = 2 * 1024 * 1024;
 
 /**
@@ -29,7 +35,9 @@ export const UNLISTED_HOLDER = "\u0000unlisted";
 
 /** The leases of one throttler within the bounds: the largest holders by name, the rest summed; the newest request ids. */
 export function boundedLeases(leases: PersistedLeases): PersistedLeases {
-  return { holders: boundedHolders(leases.holders), requestIds: boundedRequestIds(leases.requestIds) };
+  const holders = boundedHolders(leases.holders);
+  const silentMs = leases.silentMs ? boundedSilences(leases.holders, holders, leases.silentMs) : undefined;
+  return { holders, requestIds: boundedRequestIds(leases.requestIds), ...(silentMs ? { silentMs } : {}) };
 }
 
 function boundedHolders(holders: PersistedLeases["holders"]): PersistedLeases["holders"] {
@@ -52,6 +60,40 @@ function boundedHolders(holders: PersistedLeases["holders"]): PersistedLeases["h
   // The unlisted holder's classes are the throttler's own (few): its entry fits the 4 KiB kept for it.
   if (unlisted.size > 0) listed.push([UNLISTED_HOLDER, Object.fromEntries(unlisted)]);
   return Object.fromEntries(listed);
+}
+
+/**
+ * The silences of the listed holders, longest first within their budget. The unlisted holder gets
+ * the shortest silence of those it stands for (the longest lease any of them has left).
+ */
+function boundedSilences(
+  all: PersistedLeases["holders"],
+  listedHolders: PersistedLeases["holders"],
+  silentMs: Readonly<Record<string, number>>,
+): Record<string, number> | undefined {
+  const silenceOf = (clientId: string) => (Object.hasOwn(silentMs, clientId) ? (silentMs[clientId] ?? 0) : 0);
+  const listed: [string, number][] = [];
+  for (const clientId of Object.keys(listedHolders)) {
+    const silence = clientId === UNLISTED_HOLDER && !Object.hasOwn(all, UNLISTED_HOLDER) ? unlistedSilence(all, listedHolders, silenceOf) : silenceOf(clientId);
+    if (silence > 0) listed.push([clientId, silence]);
+  }
+  if (listed.length === 0) return undefined;
+  if (jsonBytes(Object.fromEntries(listed)) <= PERSISTED_SILENCES_MAX_BYTES) return Object.fromEntries(listed);
+  listed.sort((a, b) => b[1] - a[1]);
+  const kept: [string, number][] = [];
+  let bytes = 2;
+  for (const [clientId, silence] of listed) {
+    bytes += jsonBytes(clientId) + jsonBytes(silence) + 2;
+    if (bytes > PERSISTED_SILENCES_MAX_BYTES) break;
+    kept.push([clientId, silence]);
+  }
+  return kept.length > 0 ? Object.fromEntries(kept) : undefined;
+}
+
+function unlistedSilence(all: PersistedLeases["holders"], listedHolders: PersistedLeases["holders"], silenceOf: (clientId: string) => number): number {
+  let shortest = Number.POSITIVE_INFINITY;
+  for (const clientId of Object.keys(all)) if (!Object.hasOwn(listedHolders, clientId)) shortest = Math.min(shortest, silenceOf(clientId));
+  return Number.isFinite(shortest) ? shortest : 0;
 }
 
 function boundedRequestIds(ids: readonly PersistedRequestId[]): readonly PersistedRequestId[] {

@@ -4,7 +4,8 @@ import { finite, isObject, positive } from "./controller-state-values.ts";
 // The `leases` of the `buckets` record of `<pipeline>.controller-state` (docs/design.md §11.2, §5.2), in the
 // spec's snake_case like the rest of the record:
 //   "leases": { "<throttler>": { "holders": { "<client>": { "<class>": units } },
-//               "request_ids": [{ "request_id", "client_id", "amount", "waited_ms", "expires_at_ms" }] } }
+//               "request_ids": [{ "request_id", "client_id", "amount", "waited_ms", "expires_at_ms" }],
+//               "silent_ms": { "<client>": ms } } }   (silent_ms only where a holder has been silent)
 
 export function encodeLeases(leases: Readonly<Record<string, PersistedLeases>>): Record<string, unknown> | undefined {
   const out: Record<string, unknown> = {};
@@ -18,6 +19,7 @@ export function encodeLeases(leases: Readonly<Record<string, PersistedLeases>>):
         waited_ms: r.waitedMs,
         expires_at_ms: r.expiresAtMs,
       })),
+      ...(state.silentMs && Object.keys(state.silentMs).length > 0 ? { silent_ms: state.silentMs } : {}),
     };
   }
   return Object.keys(out).length > 0 ? out : undefined;
@@ -44,7 +46,11 @@ export function decodeLeases(raw: unknown): Record<string, PersistedLeases> | un
       if (typeof requestId !== "string" || typeof clientId !== "string" || !positive(amount) || !finite(waitedMs) || !finite(expiresAtMs)) continue;
       requestIds.push({ requestId, clientId, amount, waitedMs, expiresAtMs });
     }
-    out[id] = { holders, requestIds };
+    // A silence for a holder not listed, or not a finite number ≥ 0, is left out (that holder gets a full lease).
+    const silences = Object.entries(isObject(value["silent_ms"]) ? value["silent_ms"] : {}).filter(
+      (entry): entry is [string, number] => Object.hasOwn(holders, entry[0]) && finite(entry[1]) && entry[1] > 0,
+    );
+    out[id] = { holders, requestIds, ...(silences.length > 0 ? { silentMs: Object.fromEntries(silences) } : {}) };
   }
   return out;
 }

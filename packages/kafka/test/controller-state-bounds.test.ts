@@ -7,6 +7,7 @@ import {
   PERSISTED_HOLDERS_MAX,
   PERSISTED_HOLDERS_MAX_BYTES,
   PERSISTED_REQUEST_IDS_MAX,
+  PERSISTED_SILENCES_MAX_BYTES,
   STATE_RECORD_MAX_BYTES,
   UNLISTED_HOLDER,
   type PersistedLeases,
@@ -39,6 +40,25 @@ describe("bounds of a controller-state record", () => {
     assert.ok(record.leases!.requestIds.length < 5_000 && record.leases!.requestIds.at(-1)?.requestId === leases.requestIds.at(-1)?.requestId, "the newest request ids are kept");
     const bytes = Buffer.byteLength(encodeThrottler(record));
     assert.ok(bytes <= STATE_RECORD_MAX_BYTES, `${bytes} bytes ≤ ${STATE_RECORD_MAX_BYTES}`);
+  });
+
+  it("past the bound with every holder silent, the silences keep to their budget: the longest kept, the stand-in holder gets the shortest it stands for", () => {
+    const leases = leasesOf(20_000, 1_024, 5_000);
+    const ids = Object.keys(leases.holders);
+    // Holder i has been silent (i % 10 + 1) × 300 ms.
+    const silentMs = Object.fromEntries(ids.map((id, i) => [id, ((i % 10) + 1) * 300]));
+    const record = concurrencyRecord({ ...leases, silentMs });
+    const silences = record.leases!.silentMs!;
+    assert.ok(Buffer.byteLength(JSON.stringify(silences)) <= PERSISTED_SILENCES_MAX_BYTES, `${Buffer.byteLength(JSON.stringify(silences))} bytes of silences`);
+    for (const id of Object.keys(silences)) assert.ok(Object.hasOwn(record.leases!.holders, id), "only listed holders have a silence");
+    const kept = Object.values(silences);
+    assert.ok(Math.min(...kept) >= 300 && kept.includes(3_000), "the longest silences are kept");
+    if (Object.hasOwn(silences, UNLISTED_HOLDER)) assert.equal(silences[UNLISTED_HOLDER], 300, "the shortest silence of the holders it stands for");
+    const bytes = Buffer.byteLength(encodeThrottler(record));
+    assert.ok(bytes <= STATE_RECORD_MAX_BYTES, `${bytes} bytes ≤ ${STATE_RECORD_MAX_BYTES}`);
+    // Within the bounds nothing is dropped.
+    const few = concurrencyRecord({ holders: { a: { default: 1 }, b: { default: 2 } }, requestIds: [], silentMs: { a: 900 } });
+    assert.deepEqual(few.leases!.silentMs, { a: 900 });
   });
 
   it("1,000 throttlers are 1,000 small records, each the size of one bucket", () => {

@@ -51,6 +51,18 @@ describe("controller state records", () => {
     });
   });
 
+  it("round-trip the holders' silences (time leaders served without hearing from them); a silence of no listed holder, or not a number > 0, is dropped", () => {
+    const leases = { holders: { a: { default: 2 }, b: { default: 1 } }, requestIds: [], silentMs: { a: 900 } };
+    const tasks = throttler("tasks", { leases });
+    assert.match(encodeThrottler(tasks), /"silent_ms":\{"a":900\}/);
+    assert.deepEqual(roundTrip(tasks), { kind: "throttler", record: tasks });
+    assert.doesNotMatch(encodeThrottler(throttler("tasks", { leases: { ...leases, silentMs: {} } })), /silent_ms/);
+    const bad = JSON.stringify({ throttler: "tasks", leases: { holders: { a: { default: 1 }, b: { default: 1 } }, request_ids: [], silent_ms: { a: -5, b: "9", c: 300, __proto__: 1 } } });
+    const decoded = decodeStateRecord("bucket/tasks", bad);
+    assert.equal(decoded.kind, "throttler");
+    assert.deepEqual(decoded.kind === "throttler" ? decoded.record.leases : null, { holders: { a: { default: 1 }, b: { default: 1 } }, requestIds: [] });
+  });
+
   it("round-trip an adaptive loop's state, every field of the law; malformed optional fields read as absent", () => {
     const law = {
       limit: 10,

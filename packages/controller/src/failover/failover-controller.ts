@@ -156,15 +156,16 @@ export class FailoverController implements QuotaServiceHandler {
   }
 
   /**
-   * Renewals change no persisted state (a successor gives every restored lease a full lease_timeout),
-   * so nothing waits for a write.
+   * A renewal changes persisted state only when its holder had been silent long enough for its
+   * silence to be persisted (after a takeover, or overdue): that renewal is answered once persisted,
+   * or a successor would carry the silence on and end the lease early. Others wait for nothing.
    */
-  renewLeases(call: RenewLeasesCall, context: CallContext): Promise<{ held: number }> {
-    try {
-      return this.serving().renewLeases(call, context);
-    } catch (error) {
-      return Promise.reject(error);
-    }
+  async renewLeases(call: RenewLeasesCall, context: CallContext): Promise<{ held: number }> {
+    const inner = this.serving();
+    const before = inner.leaseRenewalsToPersist;
+    const result = await inner.renewLeases(call, context);
+    if (inner.leaseRenewalsToPersist !== before) await this.writes.durable(inner, `the renewal of client ${JSON.stringify(call.clientId)}'s leases`);
+    return result;
   }
 
   watchDynamicSpec(clientId: string, emit: (update: DynamicSpecUpdate) => void, context: CallContext): Promise<void> {
@@ -249,7 +250,7 @@ export class FailoverController implements QuotaServiceHandler {
     });
     if (state === null || transition !== this.transition) return;
     const { spec, version, origin } = specInForce(state, this.options.dynamicSpec, this.options.computations, this.log);
-    const inner = buildLeaderController(this.options, spec, version, (leading) => void this.writes.persistAdaptive(leading));
+    const inner = buildLeaderController(this.options, spec, version, (leading) => void this.writes.persistChanges(leading));
     const buckets = restorePersistedState(inner, state.throttlers, this.clock.now());
     this.writes.tookOver(state.throttlers);
     this.inner = inner;

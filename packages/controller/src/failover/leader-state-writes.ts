@@ -93,8 +93,8 @@ export class LeaderStateWrites {
     if (leadership.inner() !== inner || leadership.validGeneration(clock.now()) === null) throw leadership.notLeader();
   }
 
-  /** Persists after an adaptive decision while this controller leads with `inner`; a failed write waits for the next. */
-  async persistAdaptive(inner: Controller): Promise<void> {
+  /** Persists after an adaptive decision or a lease change while this controller leads with `inner`; a failed write waits for the next. */
+  async persistChanges(inner: Controller): Promise<void> {
     const { leadership } = this.options;
     if (leadership.inner() !== inner || !leadership.serving()) return;
     await this.commit.flush().catch(() => {}); // logged and counted by write()

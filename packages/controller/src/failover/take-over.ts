@@ -42,14 +42,14 @@ export async function readStateForTakeover(options: {
 
 /**
  * The Controller a new leader serves with: the group's options and the dynamic_spec in force.
- * `onAdaptiveDecision` is told of every decision of an adaptive loop, because such a decision changes
- * persisted state even when no grant does.
+ * `onStateChanged` is told of every decision of an adaptive loop and of every ended lease or grown
+ * silence of a concurrency holder, because these change persisted state even when no grant does.
  */
 export function buildLeaderController(
   options: FailoverControllerOptions,
   spec: DynamicSpec,
   version: number,
-  onAdaptiveDecision: (inner: Controller) => void,
+  onStateChanged: (inner: Controller) => void,
 ): Controller {
   const inner: Controller = new Controller({
     dynamicSpec: spec,
@@ -61,7 +61,8 @@ export function buildLeaderController(
     ...(options.detachedGraceMs !== undefined ? { detachedGraceMs: options.detachedGraceMs } : {}),
     ...(options.baseDir !== undefined ? { baseDir: options.baseDir } : {}),
     ...(options.loadSourceOf ? { loadSourceOf: options.loadSourceOf } : {}),
-    onAdaptiveDecision: () => onAdaptiveDecision(inner),
+    onAdaptiveDecision: () => onStateChanged(inner),
+    onLeasesChanged: () => onStateChanged(inner),
   });
   return inner;
 }

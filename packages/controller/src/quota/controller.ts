@@ -61,6 +61,8 @@ export interface ControllerOptions {
   readonly loadSourceOf?: (throttlerId: string, load: LoadSpec) => LoadSource;
   /** Called after every decision of an adaptive loop (a failover leader persists their state then). */
   readonly onAdaptiveDecision?: () => void;
+  /** Called when a concurrency lease ended or a silent holder's persisted silence grew (a failover leader persists then). */
+  readonly onLeasesChanged?: () => void;
   /** Watermark alignment: how long a partition no worker reports any more keeps holding its group (default 10 s). */
   readonly alignmentEntryTtlMs?: number;
 }
@@ -123,6 +125,7 @@ export class Controller implements QuotaServiceHandler {
       holdUnits: (id, amount, classId) => this.drivers.get(id)?.holdRestoredUnits(amount, classId),
       // Never shorter than the bucket's own memory of granted ids, which a replay would otherwise reach.
       rememberMs: this.detachedGraceMs,
+      ...(options.onLeasesChanged ? { persistedChanged: options.onLeasesChanged } : {}),
     });
     this.keyed = new KeyedThrottlers({ clock: this.clock, log: this.log, detachedGraceMs: this.detachedGraceMs });
     for (const [id, throttler] of Object.entries(options.dynamicSpec.throttlers)) {
@@ -275,6 +278,11 @@ export class Controller implements QuotaServiceHandler {
     if (!keyed) return false;
     keyed.restoreBalance(key, balance, atMs);
     return true;
+  }
+
+  /** Renewals that changed the persisted leases (a silent holder heard from again): a failover leader persists them before answering. */
+  get leaseRenewalsToPersist(): number {
+    return this.leases.silencesEnded;
   }
 
   /** The concurrency throttlers' leases, persisted beside the balances by a failover leader (docs/design.md §5.2). */

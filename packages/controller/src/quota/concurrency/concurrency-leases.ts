@@ -32,6 +32,12 @@ export interface ConcurrencyLeasesOptions {
   readonly holdUnits: (throttlerId: string, amount: number, classId: string) => void;
   /** How long a granted request id is answered again rather than granted again: at least the bucket's detachedGraceMs. */
   readonly rememberMs: number;
+  /**
+   * What `persisted()` would give changed without a grant or a release: a lease ended, or a silent
+   * holder's silence grew by a step. A failover leader persists then, so a successor does not give
+   * those holders a longer lease than they have left.
+   */
+  readonly persistedChanged?: () => void;
 }
 
 /**
@@ -101,6 +107,14 @@ export class ConcurrencyLeases {
     return released;
   }
 
+  /**
+   * Renewals that ended a holder's persisted silence: a failover leader persists before answering
+   * such a renewal, or a successor would carry the silence on and end a lease that was renewed.
+   */
+  get silencesEnded(): number {
+    return this.table.silencesEnded;
+  }
+
   renew(clientId: string, throttlerIds: readonly string[]): number {
     return this.table.renew(clientId, throttlerIds, this.options.clock.now(), (id) => this.options.leaseMsOf(id) ?? 0);
   }
@@ -130,15 +144,21 @@ export class ConcurrencyLeases {
     const now = this.options.clock.now();
     // Built in Maps and turned into objects with Object.fromEntries (own properties): a holder or
     // throttler called "__proto__" is one like any other, where `record[id] = …` would drop it.
-    const out = new Map<string, { holders: [string, Record<string, number>][]; requestIds: PersistedLeases["requestIds"][number][] }>();
+    const out = new Map<
+      string,
+      { holders: [string, Record<string, number>][]; requestIds: PersistedLeases["requestIds"][number][]; silentMs?: Map<string, number> }
+    >();
     const entry = (id: string) => {
       let leases = out.get(id);
       if (!leases) out.set(id, (leases = { holders: [], requestIds: [] }));
       return leases;
     };
     for (const id of this.table.throttlerIds()) {
-      const holders = entry(id).holders;
-      for (const { clientId, byClass } of this.table.holdersOf(id)) holders.push([clientId, Object.fromEntries(byClass)]);
+      const leases = entry(id);
+      for (const { clientId, byClass } of this.table.holdersOf(id)) leases.holders.push([clientId, Object.fromEntries(byClass)]);
+      const leaseMs = this.options.leaseMsOf(id);
+      const silent = leaseMs === null ? null : this.table.silenceToPersist(id, now, leaseMs).silentMs;
+      if (silent && silent.size > 0) leases.silentMs = silent;
     }
     for (const grant of this.requestIds.live(now)) {
       entry(grant.throttlerId).requestIds.push({
@@ -152,14 +172,24 @@ export class ConcurrencyLeases {
     for (const leases of out.values()) {
       if (leases.requestIds.length > PERSISTED_REQUEST_IDS_MAX) leases.requestIds.splice(0, leases.requestIds.length - PERSISTED_REQUEST_IDS_MAX);
     }
-    return Object.fromEntries([...out].map(([id, leases]) => [id, { holders: Object.fromEntries(leases.holders), requestIds: leases.requestIds }]));
+    return Object.fromEntries(
+      [...out].map(([id, leases]) => [
+        id,
+        {
+          holders: Object.fromEntries(leases.holders),
+          requestIds: leases.requestIds,
+          ...(leases.silentMs ? { silentMs: Object.fromEntries(leases.silentMs) } : {}),
+        },
+      ]),
+    );
   }
 
   /**
-   * Takes over a predecessor's leases: their units count as in use at once, each holder gets a full
-   * lease_timeout from now to renew with this controller (it could not while nobody led), and the
-   * recent request ids are answered as replays. Throttlers no longer of kind concurrency are skipped.
-   * Returns the units restored per throttler.
+   * Takes over a predecessor's leases: their units count as in use at once, each holder's lease goes
+   * on for what is left of lease_timeout after the time leaders served without hearing from it (the
+   * time nobody led does not count: it could not renew then), and the recent request ids are
+   * answered as replays. Throttlers no longer of kind concurrency are skipped. Returns the units
+   * restored per throttler.
    */
   restore(leases: Readonly<Record<string, PersistedLeases>>): Record<string, number> {
     const now = this.options.clock.now();
@@ -176,6 +206,8 @@ export class ConcurrencyLeases {
           this.options.holdUnits(throttlerId, amount, classId);
           units += amount;
         }
+        const silentMs = state.silentMs && Object.hasOwn(state.silentMs, clientId) ? state.silentMs[clientId] : 0;
+        this.table.restoredSilence(throttlerId, clientId, silentMs ?? 0, now, leaseMs);
       }
       for (const r of state.requestIds) {
         if (r.expiresAtMs <= now) continue;
@@ -204,7 +236,9 @@ export class ConcurrencyLeases {
       } catch {
         return;
       }
-      for (const lease of this.table.expire(this.options.clock.now())) {
+      const now = this.options.clock.now();
+      const expired = this.table.expire(now);
+      for (const lease of expired) {
         const counts = this.expired.get(lease.throttlerId) ?? { leases: 0, units: 0 };
         counts.leases += 1;
         counts.units += lease.units;
@@ -215,6 +249,16 @@ export class ConcurrencyLeases {
             `(lease_timeout ${this.options.leaseMsOf(lease.throttlerId) ?? "?"}ms); ${lease.units} units given back`,
         );
       }
+      if (this.options.persistedChanged && (expired.length > 0 || this.silenceChanged(now))) this.options.persistedChanged();
     }
+  }
+
+  private silenceChanged(now: number): boolean {
+    let changed = false;
+    for (const id of this.table.throttlerIds()) {
+      const leaseMs = this.options.leaseMsOf(id);
+      if (leaseMs !== null && this.table.silenceToPersist(id, now, leaseMs).changed) changed = true;
+    }
+    return changed;
   }
 }

@@ -2,6 +2,13 @@
 // `now`. A holder's lease covers all the units it holds on one throttler and ends `leaseMs` after
 // its last grant or renewal; the controller gives an ended lease's units back to the bucket, so a
 // crashed holder never leaks capacity for good.
+//
+// Across failovers a lease's time is the time some leader served without hearing from its holder
+// (its silence): nobody could renew while nobody led, so that time does not count, but each
+// leader's serving time does. A successor restores each holder's silence (persisted by
+// `silenceToPersist`) and ends its lease when the silence reaches leaseMs, however short each
+// leadership was: a fresh lease_timeout per takeover kept a silent holder's units for good once
+// failovers came faster than lease_timeout.
 
 export interface ExpiredLease {
   readonly throttlerId: string;
@@ -17,11 +24,26 @@ interface Lease {
   readonly byClass: Map<string, number>;
   units: number;
   expiresAt: number;
+  /** When this leader last heard from the holder (a grant or a renewal), or restored the lease. */
+  heardAt: number;
+  /** Silence carried over from predecessors (0 once heard from here). */
+  silentBefore: number;
+  /** Restored and not heard from since: its silence is persisted at every step, so it adds up across short leaderships. */
+  restored: boolean;
+  /** The silence last handed out for persisting (see silenceToPersist). */
+  persistedSilence: number;
 }
+
+/** Silence is persisted in steps of this part of leaseMs: a leader rewrites a silent holder's record at most this often. */
+const SILENCE_STEPS_PER_LEASE = 10;
+/** A holder heard from here has its silence persisted once it is this part of leaseMs overdue (it renews every third). */
+const OVERDUE_PART = 0.5;
 
 export class LeaseTable {
   private readonly throttlers = new Map<string, Map<string, Lease>>();
   private nextLeaseId = 1;
+  /** Renewals that ended a silence already handed out for persisting: each changes what a successor would restore. */
+  silencesEnded = 0;
 
   /** Returns the id of the lease that now covers the units (0 when nothing was granted). */
   grant(throttlerId: string, clientId: string, classId: string, amount: number, now: number, leaseMs: number): number {
@@ -33,13 +55,48 @@ export class LeaseTable {
     }
     let lease = holders.get(clientId);
     if (!lease) {
-      lease = { id: this.nextLeaseId++, byClass: new Map(), units: 0, expiresAt: now + leaseMs };
+      lease = { id: this.nextLeaseId++, byClass: new Map(), units: 0, expiresAt: now + leaseMs, heardAt: now, silentBefore: 0, restored: false, persistedSilence: 0 };
       holders.set(clientId, lease);
     }
     lease.byClass.set(classId, (lease.byClass.get(classId) ?? 0) + amount);
     lease.units += amount;
-    lease.expiresAt = Math.max(lease.expiresAt, now + leaseMs);
+    heard(lease, now, leaseMs);
     return lease.id;
+  }
+
+  /**
+   * A predecessor's holder, restored with `grant`: its lease goes on from the silence the
+   * predecessor persisted, so it ends once leaders served leaseMs in all without hearing from it.
+   */
+  restoredSilence(throttlerId: string, clientId: string, silentMs: number, now: number, leaseMs: number): void {
+    const lease = this.throttlers.get(throttlerId)?.get(clientId);
+    if (!lease) return;
+    const carried = Number.isFinite(silentMs) && silentMs > 0 ? silentMs : 0;
+    lease.silentBefore = carried;
+    lease.heardAt = now;
+    lease.restored = true;
+    lease.persistedSilence = quantized(carried, leaseMs);
+    lease.expiresAt = now + Math.max(0, leaseMs - carried);
+  }
+
+  /**
+   * Each holder's silence to persist now, where it is not 0: every step of a restored lease not
+   * heard from since, and of an overdue one. `changed` says whether any differs from the last call,
+   * so a leader rewrites the record only when a successor would restore something different.
+   */
+  silenceToPersist(throttlerId: string, now: number, leaseMs: number): { silentMs: Map<string, number>; changed: boolean } {
+    const silentMs = new Map<string, number>();
+    let changed = false;
+    for (const [clientId, lease] of this.throttlers.get(throttlerId) ?? []) {
+      const silence = lease.silentBefore + Math.max(0, now - lease.heardAt);
+      const persisted = lease.restored || silence >= leaseMs * OVERDUE_PART ? quantized(silence, leaseMs) : 0;
+      if (persisted !== lease.persistedSilence) {
+        lease.persistedSilence = persisted;
+        changed = true;
+      }
+      if (persisted > 0) silentMs.set(clientId, persisted);
+    }
+    return { silentMs, changed };
   }
 
   /** The id of `clientId`'s lease on a throttler now, or 0 when it holds none. */
@@ -79,7 +136,8 @@ export class LeaseTable {
     for (const id of throttlerIds) {
       const lease = this.throttlers.get(id)?.get(clientId);
       if (!lease) continue;
-      lease.expiresAt = Math.max(lease.expiresAt, now + leaseMsOf(id));
+      if (lease.persistedSilence > 0) this.silencesEnded += 1;
+      heard(lease, now, leaseMsOf(id));
       held += lease.units;
     }
     return held;
@@ -120,4 +178,18 @@ export class LeaseTable {
   forget(throttlerId: string): void {
     this.throttlers.delete(throttlerId);
   }
+}
+
+/** The holder spoke (a grant or a renewal): a full lease from now, and no silence carried any more. */
+function heard(lease: Lease, now: number, leaseMs: number): void {
+  lease.heardAt = now;
+  lease.silentBefore = 0;
+  lease.restored = false;
+  lease.expiresAt = Math.max(lease.expiresAt, now + leaseMs);
+}
+
+/** Silence rounded down to a step (rounding down only lengthens a successor's lease). */
+function quantized(silence: number, leaseMs: number): number {
+  const step = leaseMs / SILENCE_STEPS_PER_LEASE;
+  return step > 0 ? Math.floor(silence / step + 1e-9) * step : 0;
 }
