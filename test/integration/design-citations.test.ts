@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync } from "node:fs";
+import { type Dirent, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, it } from "node:test";
@@ -14,7 +14,7 @@ const ROOTS = ["packages", "test", "scripts", "clients", "bench", "examples", "t
 const SKIP = new Set(["node_modules", "dist", ".tools", "artifacts", "__pycache__"]);
 
 function sourceFiles(dir: string): string[] {
-  let entries;
+  let entries: Dirent[];
   try {
     entries = readdirSync(dir, { withFileTypes: true });
   } catch {
