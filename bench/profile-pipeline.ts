@@ -110,7 +110,15 @@ async function runPipeline(variant: string, address: string, round: number, brok
       ...windowProfile(variant, round),
       ...(broker
         ? {}
-        : { prefill: Array.from({ length: PARTITIONS }, (_, partition) => ({ stream: "input", partition, count: rows / PARTITIONS, firstTimestampMs: Date.now(), stepMs: 0 })) }),
+        : {
+            prefill: Array.from({ length: PARTITIONS }, (_, partition) => ({
+              stream: "input",
+              partition,
+              count: rows / PARTITIONS,
+              firstTimestampMs: Date.now(),
+              stepMs: 0,
+            })),
+          }),
     },
     profiled(variant, round),
   );

@@ -16,8 +16,6 @@ const subjects = (args.length > 0 ? args : ["sluice smooth", "sluice plain"]) as
 
 for (const subject of subjects) {
   const dir = `${profDir}/${subject.replace(/\s+/g, "-")}`;
-  const figures = await measure(null, subject, windowMs, 1_000, (role) =>
-    profDir ? ["--cpu-prof", `--cpu-prof-dir=${dir}/${role}`] : [],
-  );
+  const figures = await measure(null, subject, windowMs, 1_000, (role) => (profDir ? ["--cpu-prof", `--cpu-prof-dir=${dir}/${role}`] : []));
   console.log(`${subject}: ${JSON.stringify(figures)}`);
 }

@@ -27,15 +27,26 @@ lines.push(
   "|---|---|---|",
 );
 for (const group of results.groups) {
-  for (const goal of group.goals) lines.push(`| ${cell(goal.text)} | ${cell(goal.measured)} | ${goal.met === null ? "not measured" : goal.met ? "yes" : "**no**"} |`);
+  for (const goal of group.goals)
+    lines.push(`| ${cell(goal.text)} | ${cell(goal.measured)} | ${goal.met === null ? "not measured" : goal.met ? "yes" : "**no**"} |`);
 }
 for (const group of results.groups) {
-  lines.push("", `### ${group.title}`, "", `Status: ${group.status}, ${formatNumber(group.durationS)} s.`, "", "| figure | subject | median (min–max of runs) | Sluice ÷ subject |", "|---|---|---|---|");
+  lines.push(
+    "",
+    `### ${group.title}`,
+    "",
+    `Status: ${group.status}, ${formatNumber(group.durationS)} s.`,
+    "",
+    "| figure | subject | median (min–max of runs) | Sluice ÷ subject |",
+    "|---|---|---|---|",
+  );
   for (const figure of group.figures) {
     const arrow = figure.better === "lower" ? "lower is better" : "higher is better";
     lines.push(`| ${cell(figure.label)} (${arrow}) | **Sluice** | ${cell(formatStat(figure.sluice, figure.unit))} | |`);
     for (const [name, peer] of Object.entries(figure.peers)) {
-      lines.push(`| | ${cell(name)}${peer.note ? ` — ${cell(peer.note)}` : ""} | ${cell(formatStat(peer.value, figure.unit))} | ${peer.ratio ? formatRatio(peer.ratio) : ""} |`);
+      lines.push(
+        `| | ${cell(name)}${peer.note ? ` — ${cell(peer.note)}` : ""} | ${cell(formatStat(peer.value, figure.unit))} | ${peer.ratio ? formatRatio(peer.ratio) : ""} |`,
+      );
     }
     for (const [name, text] of Object.entries(figure.published ?? {})) lines.push(`| | ${cell(name)} (published, not measured here) | ${cell(text)} | |`);
   }

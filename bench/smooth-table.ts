@@ -69,7 +69,11 @@ async function measure(pdf: Record<string, unknown>): Promise<Figures> {
     const code = await new Promise<number | null>((done) => child.on("exit", (exitCode) => done(exitCode)));
     process.off("SIGINT", stop).off("SIGTERM", stop);
     if (code !== 0) throw new Error(`sluice run exited with ${code}\n${stderr.slice(-3000)}`);
-    const times = readFileSync(callsFile, "utf8").split("\n").filter(Boolean).map(Number).sort((a, b) => a - b);
+    const times = readFileSync(callsFile, "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map(Number)
+      .sort((a, b) => a - b);
     if (times.length !== letters) throw new Error(`${times.length} calls for ${letters} letters\n${stderr.slice(-3000)}`);
     const first = times[0] ?? 0;
     const last = times[times.length - 1] ?? 0;
@@ -79,7 +83,10 @@ async function measure(pdf: Record<string, unknown>): Promise<Figures> {
       calls: times.length,
       callsPerSecond: ((times.length - 1) * 1000) / (last - first),
       mostIn1s: mostInClosedWindow(times, 1000),
-      mostIn1sAfter2s: mostInClosedWindow(times.filter((t) => t >= first + 2000), 1000),
+      mostIn1sAfter2s: mostInClosedWindow(
+        times.filter((t) => t >= first + 2000),
+        1000,
+      ),
       mostInPeriod: mostInClosedWindow(times, periodMs),
       periodMs,
     };
@@ -117,7 +124,9 @@ for (const [index, row] of ROWS.entries()) {
   const plain = await measure(row.pdf);
   console.error(`${row.label} plain: ${plain.callsPerSecond.toFixed(2)} calls/s, most in 1 s ${plain.mostIn1s} (${plain.mostIn1sAfter2s} after 2 s)`);
   const smooth = await measure({ ...row.pdf, smooth: true });
-  console.error(`${row.label} smooth: ${smooth.callsPerSecond.toFixed(2)} calls/s, most in 1 s ${smooth.mostIn1s}, most in ${smooth.periodMs} ms ${smooth.mostInPeriod}`);
+  console.error(
+    `${row.label} smooth: ${smooth.callsPerSecond.toFixed(2)} calls/s, most in 1 s ${smooth.mostIn1s}, most in ${smooth.periodMs} ms ${smooth.mostInPeriod}`,
+  );
   lines.push(
     `| ${row.label} | ${plain.callsPerSecond.toFixed(2)} | ${plain.mostIn1s} (${plain.mostIn1sAfter2s}) | ${smooth.callsPerSecond.toFixed(2)} | **${smooth.mostIn1s}** | ${smooth.mostInPeriod} (limit × period ${(10 * smooth.periodMs) / 1000}) |`,
   );

@@ -13,9 +13,15 @@ import { publishablePackages } from "./publishable-packages.mjs";
 const root = resolve(fileURLToPath(import.meta.url), "../..");
 
 /** Files the compiled code reads next to itself (new URL("./…", import.meta.url)). */
-const ASSETS = ["dashboard.html", "dashboard.css", "dashboard-format.js", "dashboard-charts.js", "dashboard-panels.js", "dashboard-epoch-parts.js", "dashboard.js"].map(
-  (file) => ["controller", `status/${file}`],
-);
+const ASSETS = [
+  "dashboard.html",
+  "dashboard.css",
+  "dashboard-format.js",
+  "dashboard-charts.js",
+  "dashboard-panels.js",
+  "dashboard-epoch-parts.js",
+  "dashboard.js",
+].map((file) => ["controller", `status/${file}`]);
 
 export function buildPackages() {
   const packages = publishablePackages(root);

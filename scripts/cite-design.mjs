@@ -12,36 +12,36 @@ const root = resolve(fileURLToPath(import.meta.url), "../..");
 
 /** Section of the contract → section of docs/design.md. */
 const SECTIONS = {
-  "1": "1", // glossary → vocabulary
-  "2": "2", // layout and dependency direction → packages and their arrows
-  "2.1": "3", // one Process iteration
-  "3": "8", // the pipeline spec
-  "3.1": "8.1",
-  "3.2": "8.2",
-  "4": "9", // throttler semantics; §4.N is its rule N
-  "4.1": "9.1",
-  "4.2": "9.2",
-  "4.3": "9.3",
-  "4.4": "9.4",
-  "4.5": "9.5",
-  "4.6": "9.6",
-  "4.7": "9.7",
-  "4.8": "9.8",
-  "4.9": "9.9",
+  1: "1", // glossary → vocabulary
+  2: "2", // layout and dependency direction → packages and their arrows
+  2.1: "3", // one Process iteration
+  3: "8", // the pipeline spec
+  3.1: "8.1",
+  3.2: "8.2",
+  4: "9", // throttler semantics; §4.N is its rule N
+  4.1: "9.1",
+  4.2: "9.2",
+  4.3: "9.3",
+  4.4: "9.4",
+  4.5: "9.5",
+  4.6: "9.6",
+  4.7: "9.7",
+  4.8: "9.8",
+  4.9: "9.9",
   "4.10": "9.10",
-  "5": "4", // the wire contract
-  "6": "10", // the user API
-  "7": "11",
-  "7.1": "11.1", // smooth
-  "7.2": "11.2", // concurrency
-  "7.3": "11.3", // adaptive
-  "7.4": "5.2", // controller failover
-  "7.5": "12", // lag timestamp, stream_delay, alignment
-  "7.6": "13", // exactly-once
-  "7.7": "14", // installable, standalone client
-  "9.1": "5.3", // fenced controller state
-  "9.2": "11.4", // keyed throttlers
-  "9.3": "15", // epoch parts and traces
+  5: "4", // the wire contract
+  6: "10", // the user API
+  7: "11",
+  7.1: "11.1", // smooth
+  7.2: "11.2", // concurrency
+  7.3: "11.3", // adaptive
+  7.4: "5.2", // controller failover
+  7.5: "12", // lag timestamp, stream_delay, alignment
+  7.6: "13", // exactly-once
+  7.7: "14", // installable, standalone client
+  9.1: "5.3", // fenced controller state
+  9.2: "11.4", // keyed throttlers
+  9.3: "15", // epoch parts and traces
 };
 
 /**
@@ -50,14 +50,14 @@ const SECTIONS = {
  * is its conventions; the one file that cites it means the retry rule.
  */
 const BY_FILE = {
-  "packages/protocol/src/error-mapping.ts": { "4.1": "4.5" },
-  "packages/protocol/proto/sluice/throttler/v1/quota.proto": { "4.1": "4.5" },
-  "packages/protocol/test/error-mapping.test.ts": { "4.1": "4.5" },
-  "packages/controller/test/hostile-wire.test.ts": { "4.1": "4.5" },
-  "packages/core/src/sluice-error.ts": { "4.1": "4.5" },
-  "test/e2e/python-client.test.ts": { "4.1": "4.5" },
-  "clients/python/sluice_client/errors.py": { "4.1": "4.5" },
-  "packages/client/test/abort-while-unreachable.test.ts": { "8": "9.8" },
+  "packages/protocol/src/error-mapping.ts": { 4.1: "4.5" },
+  "packages/protocol/proto/sluice/throttler/v1/quota.proto": { 4.1: "4.5" },
+  "packages/protocol/test/error-mapping.test.ts": { 4.1: "4.5" },
+  "packages/controller/test/hostile-wire.test.ts": { 4.1: "4.5" },
+  "packages/core/src/sluice-error.ts": { 4.1: "4.5" },
+  "test/e2e/python-client.test.ts": { 4.1: "4.5" },
+  "clients/python/sluice_client/errors.py": { 4.1: "4.5" },
+  "packages/client/test/abort-while-unreachable.test.ts": { 8: "9.8" },
 };
 
 /** Bare "§N" that continue a sentence begun with a contract citation, rewritten as they stand. */

@@ -109,12 +109,10 @@ async function jaegerAnswers() {
   }
 }
 
-
 /** SIGTERM this pid only, wait up to graceMs, then SIGKILL this pid only. */
 function stopPid(pid, graceMs = 10_000) {
   return stopOwnPid(pid, { graceMs, pollMs: 50, say, fail });
 }
-
 
 /** A cross-process lock, so that two callers never build or start at once. */
 function withLock(dir, maxWaitMs, fn) {
@@ -245,7 +243,6 @@ async function startOrReuse({ tiedToThisProcess }) {
     return { otlpHttpEndpoint: OTLP_HTTP_ENDPOINT, queryUrl: QUERY_URL, stop };
   });
 }
-
 
 async function cli(command) {
   switch (command) {

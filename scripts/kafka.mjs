@@ -61,13 +61,7 @@ const lockDir = join(home, ".lock");
 
 const HOST = "127.0.0.1";
 const READY_MARKER = "Kafka Server started";
-const DEFAULT_JAVA_OPTS = [
-  "-Xms128m",
-  "-Xmx512m",
-  "-XX:+UseSerialGC",
-  "-XX:+ExitOnOutOfMemoryError",
-  "-Djava.awt.headless=true",
-];
+const DEFAULT_JAVA_OPTS = ["-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true"];
 
 const port = () => intEnv("KAFKA_PORT", 19092);
 const controllerPort = () => intEnv("KAFKA_CONTROLLER_PORT", port() + 1);
@@ -106,13 +100,10 @@ function run(cmd, args, what) {
   }
   if (res.status !== 0) {
     const out = tailOfText(`${res.stdout ?? ""}\n${res.stderr ?? ""}`);
-    throw fail(
-      `${what} failed (exit ${res.status ?? res.signal})\n  command: ${line}\n  last lines of its output:\n${indent(out)}`,
-    );
+    throw fail(`${what} failed (exit ${res.status ?? res.signal})\n  command: ${line}\n  last lines of its output:\n${indent(out)}`);
   }
   return res.stdout;
 }
-
 
 /** Fetch the broker jars into .tools/kafka/lib unless the ones for this pom.xml are already there. */
 function fetchJars() {
@@ -252,11 +243,10 @@ function javaOpts() {
 }
 
 function launchBroker() {
-  return spawnService(
-    javaCommand(),
-    [...javaOpts(), `-Dlog4j2.configurationFile=${log4jFile}`, "-cp", join(libDir, "*"), "kafka.Kafka", propsFile],
-    { cwd: home, logFile },
-  );
+  return spawnService(javaCommand(), [...javaOpts(), `-Dlog4j2.configurationFile=${log4jFile}`, "-cp", join(libDir, "*"), "kafka.Kafka", propsFile], {
+    cwd: home,
+    logFile,
+  });
 }
 
 /** The innermost "Caused by:" of the broker log, as a one-line summary (or ""). */
@@ -367,7 +357,6 @@ async function startOrReuse({ tiedToThisProcess }) {
     return { brokers, stop };
   });
 }
-
 
 async function cli(command) {
   switch (command) {

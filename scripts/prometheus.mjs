@@ -194,9 +194,7 @@ async function startServer(p, listenPort, freshData = true) {
   const pid = child.pid;
   if (pid === undefined) {
     await sleep(50);
-    throw fail(
-      `could not start ${binary()}: ${state.spawnError?.message ?? "no pid"} (install it: apt-get install -y prometheus)`,
-    );
+    throw fail(`could not start ${binary()}: ${state.spawnError?.message ?? "no pid"} (install it: apt-get install -y prometheus)`);
   }
   const record = serverPid(p.home);
   record.write(pid);

@@ -188,7 +188,9 @@ export async function runTestFiles(files, { slots, env = process.env, label, bat
         }
         const what = job.files.length === 1 ? job.files[0] : `${job.files.length} files of ${dirname(job.files[0])} in one process`;
         const head = `${ok ? "✔" : "✖"} ${what} (${secs(ms)}${cpuText}${job.alone ? ", alone" : job.heavy ? ", heavy" : ""}; load average ${loadavg()[0].toFixed(1)})`;
-        console.log(`\n${head}\n${output}\n${ok ? "" : `✖ ${what} FAILED: exit ${exit}${signal ? ` (${signal})` : ""}${jobCounts ? "" : ", no test summary printed"}\n`}`);
+        console.log(
+          `\n${head}\n${output}\n${ok ? "" : `✖ ${what} FAILED: exit ${exit}${signal ? ` (${signal})` : ""}${jobCounts ? "" : ", no test summary printed"}\n`}`,
+        );
         done();
       });
     });

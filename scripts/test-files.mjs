@@ -44,7 +44,11 @@ export function declaredServices(file, text = readFileSync(file, "utf8")) {
     if (trimmed === "") continue;
     if (!trimmed.startsWith("//")) return undefined;
     const match = DECLARATION.exec(trimmed);
-    if (match) return (match[1] ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "");
+    if (match)
+      return (match[1] ?? "")
+        .split(",")
+        .map((s) => s.trim())
+        .filter((s) => s !== "");
   }
   return undefined;
 }
@@ -71,19 +75,25 @@ export function classify(files) {
   const problems = [];
   for (const file of files) {
     if (/^test\/[^/]+\.test\.ts$/.test(file)) {
-      problems.push(`${file}: tests under test/ live in a folder by kind (git mv it): test/e2e/ against processes and services, test/simulation/ on virtual time, test/integration/ in one process on the real clock`);
+      problems.push(
+        `${file}: tests under test/ live in a folder by kind (git mv it): test/e2e/ against processes and services, test/simulation/ on virtual time, test/integration/ in one process on the real clock`,
+      );
       continue;
     }
     const text = readFileSync(file, "utf8");
     const services = declaredServices(file, text);
     if (services === undefined) {
       if (file.startsWith("test/e2e/")) {
-        problems.push(`${file}: an end-to-end test declares what it needs on a line of its opening comment, e.g. \`// services: processes, kafka\` (one or more of ${Object.keys(SERVICES).join(", ")})`);
+        problems.push(
+          `${file}: an end-to-end test declares what it needs on a line of its opening comment, e.g. \`// services: processes, kafka\` (one or more of ${Object.keys(SERVICES).join(", ")})`,
+        );
         continue;
       }
       const needs = [...new Set(NEEDS_A_SERVICE.filter(([pattern]) => pattern.test(text)).map(([, service]) => service))];
       if (needs.length > 0) {
-        problems.push(`${file}: imports what needs ${needs.join(", ")} but declares no services, so it would run in the unit lane; add \`// services: ${needs.join(", ")}\` to its opening comment (and see CONTRIBUTING.md for where it goes)`);
+        problems.push(
+          `${file}: imports what needs ${needs.join(", ")} but declares no services, so it would run in the unit lane; add \`// services: ${needs.join(", ")}\` to its opening comment (and see CONTRIBUTING.md for where it goes)`,
+        );
         continue;
       }
       unit.push(file);
@@ -91,7 +101,9 @@ export function classify(files) {
     }
     const unknown = services.filter((s) => !(s in SERVICES));
     if (services.length === 0 || unknown.length > 0) {
-      problems.push(`${file}: \`// services:\` names ${unknown.length > 0 ? `unknown ${unknown.join(", ")}` : "nothing"}; the services are ${Object.keys(SERVICES).join(", ")}`);
+      problems.push(
+        `${file}: \`// services:\` names ${unknown.length > 0 ? `unknown ${unknown.join(", ")}` : "nothing"}; the services are ${Object.keys(SERVICES).join(", ")}`,
+      );
       continue;
     }
     e2e.push({ file, services });

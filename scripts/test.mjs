@@ -45,7 +45,10 @@ if (problems.length > 0) {
 }
 
 const secs = (ms) => `${(ms / 1000).toFixed(1)} s`;
-const load = () => loadavg().map((l) => l.toFixed(1)).join(" ");
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ");
 const timings = [];
 
 async function step(name, run) {
@@ -89,7 +92,9 @@ if (lane !== "unit" && e2e.length > 0) {
 console.log(`\n== slowest files\n${slowSummaries.join("\n")}`);
 if (failedFiles.length > 0) console.log(`\n== failed files\n  ${failedFiles.join("\n  ")}`);
 console.log(`\n== summary\n${timings.join("\n")}`);
-console.log(`ℹ tests ${totals.tests}\nℹ pass ${totals.pass}\nℹ fail ${totals.fail}\nℹ cancelled ${totals.cancelled}\nℹ skipped ${totals.skipped}\nℹ todo ${totals.todo}`);
+console.log(
+  `ℹ tests ${totals.tests}\nℹ pass ${totals.pass}\nℹ fail ${totals.fail}\nℹ cancelled ${totals.cancelled}\nℹ skipped ${totals.skipped}\nℹ todo ${totals.todo}`,
+);
 // The closing line CI reads (the plain form any runner may print); a file that failed without a
 // failing test (a crash, a hang) counts as one failure.
 console.log(`tests: ${totals.pass} passed, ${Math.max(totals.fail, failedFiles.length)} failed`);
@@ -165,7 +170,12 @@ async function runE2e(tests) {
     const concurrency = Number(process.env.SLUICE_E2E_CONCURRENCY ?? 4);
     const names = [...needed].sort().join(", ");
     return await step(`end-to-end lane: ${tests.length} files, ${concurrency} slots (${names})`, () =>
-      runLane("end-to-end lane", tests.map((t) => t.file), concurrency, { env }),
+      runLane(
+        "end-to-end lane",
+        tests.map((t) => t.file),
+        concurrency,
+        { env },
+      ),
     );
   } finally {
     for (const service of services.reverse()) await service.stop();

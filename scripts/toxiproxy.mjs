@@ -159,7 +159,9 @@ async function startToxiproxy() {
     toxiproxyPid.remove(pid);
     throw err;
   }
-  say(`Toxiproxy ${toxiproxyVersion()} pid ${pid} ready in ${secs(Date.now() - t0)} s (${built ? `build ${secs(buildMs)} s, ` : ""}API ${apiUrl()}); log ${rel(logFile)}`);
+  say(
+    `Toxiproxy ${toxiproxyVersion()} pid ${pid} ready in ${secs(Date.now() - t0)} s (${built ? `build ${secs(buildMs)} s, ` : ""}API ${apiUrl()}); log ${rel(logFile)}`,
+  );
   return pid;
 }
 

@@ -112,12 +112,18 @@ export async function fetchZipkin() {
       const mvn = process.env.MVN || "mvn";
       const res = spawnSync(mvn, args, { cwd: root, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
       const line = [mvn, ...args].join(" ");
-      if (res.error) throw fail(`fetching the Zipkin jar failed: cannot run ${mvn}: ${res.error.message}${res.error.code === "ENOENT" ? " (is Maven installed and on PATH?)" : ""}\n  command: ${line}`);
+      if (res.error)
+        throw fail(
+          `fetching the Zipkin jar failed: cannot run ${mvn}: ${res.error.message}${res.error.code === "ENOENT" ? " (is Maven installed and on PATH?)" : ""}\n  command: ${line}`,
+        );
       if (res.status !== 0) {
-        throw fail(`fetching the Zipkin jar failed (exit ${res.status ?? res.signal})\n  command: ${line}\n  last lines of its output:\n${indent(tailOfText(`${res.stdout}\n${res.stderr}`))}`);
+        throw fail(
+          `fetching the Zipkin jar failed (exit ${res.status ?? res.signal})\n  command: ${line}\n  last lines of its output:\n${indent(tailOfText(`${res.stdout}\n${res.stderr}`))}`,
+        );
       }
       const jars = existsSync(tmp) ? readdirSync(tmp).filter((f) => f.endsWith(".jar")) : [];
-      if (!jars.includes(`zipkin-server-${zipkinVersion()}-exec.jar`)) throw fail(`Maven finished but ${rel(tmp)} has no zipkin-server exec jar (found: ${jars.join(", ") || "nothing"})`);
+      if (!jars.includes(`zipkin-server-${zipkinVersion()}-exec.jar`))
+        throw fail(`Maven finished but ${rel(tmp)} has no zipkin-server exec jar (found: ${jars.join(", ") || "nothing"})`);
       writeFileSync(join(tmp, ".pom.sha256"), `${pomHash}\n`);
       rmSync(libDir, { recursive: true, force: true });
       renameSync(tmp, libDir);
@@ -140,14 +146,7 @@ function launch(p) {
   // for the code under test. One listener, on 127.0.0.1 only (Armeria's port list, replaced whole).
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("OTEL_")));
   Object.assign(env, { STORAGE_TYPE: "mem", SELF_TRACING_ENABLED: "false", QUERY_PORT: String(p) });
-  const args = [
-    ...javaOpts(),
-    "-jar",
-    jarFile(),
-    `--armeria.ports[0].ip=${HOST}`,
-    `--armeria.ports[0].port=${p}`,
-    "--armeria.ports[0].protocols=http",
-  ];
+  const args = [...javaOpts(), "-jar", jarFile(), `--armeria.ports[0].ip=${HOST}`, `--armeria.ports[0].port=${p}`, "--armeria.ports[0].protocols=http"];
   return spawnService(javaCommand(), args, { cwd: home, env, logFile });
 }
 
@@ -182,7 +181,9 @@ async function startZipkin() {
     zipkinPid.remove(pid);
     throw err;
   }
-  say(`Zipkin ${zipkinVersion()} pid ${pid} ready on ${urlOf(p)} in ${secs(Date.now() - t0)} s (${fetched ? `fetch ${secs(tStart - t0)} s, ` : ""}start ${secs(Date.now() - tStart)} s); log ${rel(logFile)}`);
+  say(
+    `Zipkin ${zipkinVersion()} pid ${pid} ready on ${urlOf(p)} in ${secs(Date.now() - t0)} s (${fetched ? `fetch ${secs(tStart - t0)} s, ` : ""}start ${secs(Date.now() - tStart)} s); log ${rel(logFile)}`,
+  );
   return pid;
 }
 
@@ -210,7 +211,9 @@ async function startOrReuse({ tiedToThisProcess }) {
     const recorded = await awaitRecorded(zipkinPid, () => zipkinAnswers(), { tries: 120, pollMs: 250 });
     if (recorded.answered) return reused;
     if (recorded.still()) {
-      throw fail(`a Zipkin (pid ${recorded.pid}, from ${rel(pidFile)}) is running but ${url}/health does not answer UP; stop it with \`node scripts/zipkin.mjs stop\` (log: ${rel(logFile)})`);
+      throw fail(
+        `a Zipkin (pid ${recorded.pid}, from ${rel(pidFile)}) is running but ${url}/health does not answer UP; stop it with \`node scripts/zipkin.mjs stop\` (log: ${rel(logFile)})`,
+      );
     }
     const pid = await startZipkin();
     const stop = ownedServiceStop(pid, { stopPid, record: zipkinPid, tied: tiedToThisProcess, say, what: "Zipkin" });

@@ -56,7 +56,9 @@ if (config.mode === "sluice") {
     },
     QuotaStream: (call: ServerDuplexStream<WireStreamFrame, unknown>) => {
       call.on("data", (frame: WireStreamFrame) => {
-        const answers = frame.calls.flatMap((c) => (c.requestQuota ? [{ callId: c.callId, requestQuota: { granted: c.requestQuota.amount, waitedMs: 0 } }] : []));
+        const answers = frame.calls.flatMap((c) =>
+          c.requestQuota ? [{ callId: c.callId, requestQuota: { granted: c.requestQuota.amount, waitedMs: 0 } }] : [],
+        );
         if (answers.length > 0) call.write({ answers });
       });
       call.on("end", () => call.end());

@@ -74,7 +74,10 @@ async function takers(): Promise<(() => Promise<unknown>)[]> {
     await watcher.start();
     const current = spec as DynamicSpec | null;
     if (!current) throw new Error("no dynamic_spec from the controller");
-    closers.push(() => watcher.close(), () => client.close());
+    closers.push(
+      () => watcher.close(),
+      () => client.close(),
+    );
     return config.clientIds.map((clientId) => {
       const factory = new DistributedThrottlerFactory({ computation: "Bench", clientId, client: () => client, clock: countingClock, onRpc: () => (rpcs += 1) });
       factory.reconfigure(current);

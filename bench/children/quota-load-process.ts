@@ -35,7 +35,9 @@ onCommands(async (command) => {
     run.transport === "stream" ? createStreamQuotaClient(run.address) : createGrpcQuotaClient(run.address),
   );
   // Connect every channel before the start (a first call each): connection setup is not load.
-  await Promise.all(channels.map((channel, i) => call(channel, run, `warm/${process.pid}/${i}`, `${config.name}-warm-${Date.now()}-${i}`).catch(() => undefined)));
+  await Promise.all(
+    channels.map((channel, i) => call(channel, run, `warm/${process.pid}/${i}`, `${config.name}-warm-${Date.now()}-${i}`).catch(() => undefined)),
+  );
   const result = run.mode === "closed" ? await closedLoop(run, channels) : await openLoop(run, channels);
   for (const channel of channels) channel.close();
   emit({ type: "result", ...result });

@@ -29,7 +29,9 @@ export async function measureCatchUp(g: GroupContext): Promise<CatchUpFigures> {
   const idealS = (backlog - capacity / 2) / limit;
   const fairS = (2 * backlog - capacity) / limit;
   const out: CatchUpFigures = { catchUpS: [], idealS, fairS, leadingRows: [] };
-  g.log(`catch-up: ${reps} runs, ${backlog} lagging and ${backlog} leading messages at ${limit}/s (ideal ${formatNumber(idealS)} s, fair split ${formatNumber(fairS)} s)`);
+  g.log(
+    `catch-up: ${reps} runs, ${backlog} lagging and ${backlog} leading messages at ${limit}/s (ideal ${formatNumber(idealS)} s, fair split ${formatNumber(fairS)} s)`,
+  );
   const now = Date.now();
   const spec = {
     pipeline: "bench-catch-up",

@@ -32,7 +32,9 @@ export async function measureClasses(g: GroupContext): Promise<ClassRunFigures> 
   const out: ClassRunFigures = { shareErrors: {}, grantedShareErrors: {}, switchMedianMs: [], switchMaxMs: [], chunkMs };
   const total = Object.values(WEIGHTS).reduce((sum, w) => sum + w, 0);
   const rowsPerStream = Math.ceil(((CLASS_LIMIT * (warmupMs + windowMs + 2000)) / 1000) * 1.2);
-  g.log(`classes: ${reps} runs, ${windowMs / 1000} s windows, limit ${CLASS_LIMIT}/s in chunks of ${CHUNK} (${formatNumber(chunkMs)} ms), ${probes} idle-class probes per run`);
+  g.log(
+    `classes: ${reps} runs, ${windowMs / 1000} s windows, limit ${CLASS_LIMIT}/s in chunks of ${CHUNK} (${formatNumber(chunkMs)} ms), ${probes} idle-class probes per run`,
+  );
   for (let rep = 0; rep < reps; rep++) {
     const spec = classesSpec(probes);
     const controller = BenchChild.start("controller-process.ts", { mode: "sluice", spec });
@@ -41,7 +43,13 @@ export async function measureClasses(g: GroupContext): Promise<ClassRunFigures> 
       spec,
       controller: address,
       prefill: Object.keys(WEIGHTS).flatMap((name) =>
-        Array.from({ length: PARTITIONS }, (_, partition) => ({ stream: streamOf(name), partition, count: Math.ceil(rowsPerStream / PARTITIONS), firstTimestampMs: Date.now(), stepMs: 0 })),
+        Array.from({ length: PARTITIONS }, (_, partition) => ({
+          stream: streamOf(name),
+          partition,
+          count: Math.ceil(rowsPerStream / PARTITIONS),
+          firstTimestampMs: Date.now(),
+          stepMs: 0,
+        })),
       ),
     });
     try {

@@ -36,7 +36,9 @@ export async function measureRateAccuracy(g: GroupContext): Promise<RateRunFigur
   const windowMs = g.pick(30_000, 2_000);
   const warmupMs = g.pick(3_000, 1_000);
   const out: RateRunFigures = { windowS: windowMs / 1000, consumedError: [], grantedError: [], rpcsPerPeriod: [], maxPool: [], maxClaimed: [] };
-  g.log(`rate: ${reps} runs of ${windowMs / 1000} s at ${RATE_LIMIT}/s, ${PROCESSES * JOBS_PER_PROCESS} jobs in ${PROCESSES} processes (throttle(${AMOUNT}) in a loop)`);
+  g.log(
+    `rate: ${reps} runs of ${windowMs / 1000} s at ${RATE_LIMIT}/s, ${PROCESSES * JOBS_PER_PROCESS} jobs in ${PROCESSES} processes (throttle(${AMOUNT}) in a loop)`,
+  );
   for (let rep = 0; rep < reps; rep++) {
     const controller = BenchChild.start("controller-process.ts", {
       mode: "sluice",

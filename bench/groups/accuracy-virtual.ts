@@ -35,7 +35,10 @@ export async function runVirtual(demand: Demand, limit: number, durationMs: numb
   if (!spec) throw new Error("no throttler t");
   const controller = new Controller({ dynamicSpec: parsed.value, computations: [], clock });
   const transport = createInMemoryQuotaClient(controller, { clock });
-  const clients = Array.from({ length: CLIENTS }, (_, i) => new InstrumentedClient({ client: () => transport, throttlerId: "t", clientId: `job${i}`, spec, clock }));
+  const clients = Array.from(
+    { length: CLIENTS },
+    (_, i) => new InstrumentedClient({ client: () => transport, throttlerId: "t", clientId: `job${i}`, spec, clock }),
+  );
   const stop = new AbortController();
   let consumedAfterWarmup = 0;
   let rpcsAtWarmup = 0;
@@ -101,7 +104,9 @@ export async function measureVirtual(g: GroupContext): Promise<Map<Demand, Virtu
     for (const [demand, limit] of scenarios) {
       const run = await runVirtual(demand, limit, durationMs, warmupMs, 17 + rep);
       out.set(demand, [...(out.get(demand) ?? []), run]);
-      g.log(`run ${rep + 1} ${demand} (limit ${limit}/s): ${formatNumber(run.rpcsPerPeriod)} RPCs per client per request_period, largest pool ×${formatNumber(run.maxPool)} of limit × request_period`);
+      g.log(
+        `run ${rep + 1} ${demand} (limit ${limit}/s): ${formatNumber(run.rpcsPerPeriod)} RPCs per client per request_period, largest pool ×${formatNumber(run.maxPool)} of limit × request_period`,
+      );
     }
   }
   return out;

@@ -37,7 +37,14 @@ export const accuracy: BenchGroup = {
       sluice: (virtual.get("backlogged") ?? []).map((run) => Math.abs(run.rateError) * 100),
       note: "the client algorithm and a real Controller on a ManualClock: no process or machine noise",
     });
-    g.goal({ id: "accuracy.rate", text: "rate error ≤ 1 % over 30 s at 1,000/s (8 jobs, 2 processes)", figure: rateFigure, value: rateFigure.sluice?.median ?? null, target: 1, compare: "<=" });
+    g.goal({
+      id: "accuracy.rate",
+      text: "rate error ≤ 1 % over 30 s at 1,000/s (8 jobs, 2 processes)",
+      figure: rateFigure,
+      value: rateFigure.sluice?.median ?? null,
+      target: 1,
+      compare: "<=",
+    });
 
     // Class shares.
     const total = Object.values(CLASS_WEIGHTS).reduce((sum, w) => sum + w, 0);
@@ -64,7 +71,14 @@ export const accuracy: BenchGroup = {
       peers: { "granted at the controller": worstRuns(classes.grantedShareErrors) },
       withoutRatios: true,
     });
-    g.goal({ id: "accuracy.classes.shares", text: "5:3:1 backlogged class shares within ±2 % of the weights, end to end", figure: shareFigure, value: shareFigure.sluice?.median ?? null, target: 2, compare: "<=" });
+    g.goal({
+      id: "accuracy.classes.shares",
+      text: "5:3:1 backlogged class shares within ±2 % of the weights, end to end",
+      figure: shareFigure,
+      value: shareFigure.sluice?.median ?? null,
+      target: 2,
+      compare: "<=",
+    });
 
     // Class switch.
     const switchBound = 2 * classes.chunkMs + 20;
@@ -106,8 +120,22 @@ export const accuracy: BenchGroup = {
       peers: { "backlogged clients (virtual time)": (virtual.get("backlogged") ?? []).map((run) => run.rpcsPerPeriod) },
       note: `${VIRTUAL_CLIENTS} clients each taking 10 units every 100 ms under a 1,000,000/s limit; request_period ${VIRTUAL_REQUEST_PERIOD_MS} ms; counted after the warm-up`,
     });
-    g.goal({ id: "accuracy.rpcs.binding", text: "≤ 1.5 RPCs per client per request_period in steady state (quota binding)", figure: rpcBound, value: rpcBound.sluice?.median ?? null, target: 1.5, compare: "<=" });
-    g.goal({ id: "accuracy.rpcs.not_binding", text: "≤ 1.5 RPCs per client per request_period in steady state (quota not binding)", figure: rpcPaced, value: rpcPaced.sluice?.median ?? null, target: 1.5, compare: "<=" });
+    g.goal({
+      id: "accuracy.rpcs.binding",
+      text: "≤ 1.5 RPCs per client per request_period in steady state (quota binding)",
+      figure: rpcBound,
+      value: rpcBound.sluice?.median ?? null,
+      target: 1.5,
+      compare: "<=",
+    });
+    g.goal({
+      id: "accuracy.rpcs.not_binding",
+      text: "≤ 1.5 RPCs per client per request_period in steady state (quota not binding)",
+      figure: rpcPaced,
+      value: rpcPaced.sluice?.median ?? null,
+      target: 1.5,
+      compare: "<=",
+    });
 
     // Over-grant.
     const overReal = g.add({
@@ -158,8 +186,14 @@ export const accuracy: BenchGroup = {
       better: "lower",
       sluice: catchUp.catchUpS,
       peers: {
-        "model: strict lag priority": { runs: catchUp.catchUpS.map(() => catchUp.idealS), note: "(backlog − half the initial bucket, which goes to both on arrival) ÷ limit" },
-        "model: fair split, no lag priority": { runs: catchUp.catchUpS.map(() => catchUp.fairS), note: "what a static split (Flink's r/parallelism) or FIFO sharing takes" },
+        "model: strict lag priority": {
+          runs: catchUp.catchUpS.map(() => catchUp.idealS),
+          note: "(backlog − half the initial bucket, which goes to both on arrival) ÷ limit",
+        },
+        "model: fair split, no lag priority": {
+          runs: catchUp.catchUpS.map(() => catchUp.fairS),
+          note: "what a static split (Flink's r/parallelism) or FIFO sharing takes",
+        },
       },
       note: `leading partition's rows processed meanwhile: ${catchUp.leadingRows.join(", ")}`,
     });

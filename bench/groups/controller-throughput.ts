@@ -69,14 +69,20 @@ export async function measureControllerThroughput(g: GroupContext): Promise<void
   const echo = BenchChild.start("controller-process.ts", { mode: "grpc-echo" });
   const generators = Array.from({ length: GENERATORS }, (_, i) => BenchChild.start("quota-load-process.ts", { name: `g${i}` }));
   try {
-    const [sluiceReady, echoReady] = await Promise.all([sluice.waitForType("ready", 30_000), echo.waitForType("ready", 30_000), ...generators.map((child) => child.waitForType("ready", 30_000))]);
+    const [sluiceReady, echoReady] = await Promise.all([
+      sluice.waitForType("ready", 30_000),
+      echo.waitForType("ready", 30_000),
+      ...generators.map((child) => child.waitForType("ready", 30_000)),
+    ]);
     const servers: Server[] = [
       { name: "Sluice", child: sluice, address: String(sluiceReady["address"]) },
       { name: ECHO, child: echo, address: String(echoReady["address"]) },
     ];
     const samples = new Map<string, Sample[]>();
     const record = (key: string, sample: Sample) => samples.set(key, [...(samples.get(key) ?? []), sample]);
-    g.log(`${reps} runs × ${LEVELS.length} levels × 2 servers, closed loop from ${GENERATORS} load processes, ${windowMs} ms windows after ${warmupMs} ms warm-up`);
+    g.log(
+      `${reps} runs × ${LEVELS.length} levels × 2 servers, closed loop from ${GENERATORS} load processes, ${windowMs} ms windows after ${warmupMs} ms warm-up`,
+    );
     for (let rep = 0; rep < reps; rep++) {
       for (const clients of LEVELS) {
         for (const server of rep % 2 === 0 ? servers : [...servers].reverse()) {
@@ -97,10 +103,19 @@ export async function measureControllerThroughput(g: GroupContext): Promise<void
     const capacity = Math.min(sustained, perCore);
     const openRate = Math.max(100, Math.round((Number.isFinite(capacity) ? capacity : 2_000) / 2));
     const openClients = 64;
-    g.log(`open loop: ${formatNumber(openRate)} requests/s (half of ${formatNumber(capacity)}: min of ${formatNumber(sustained)} sustained and ${formatNumber(perCore)} per controller CPU-second), ${openClients} client ids`);
+    g.log(
+      `open loop: ${formatNumber(openRate)} requests/s (half of ${formatNumber(capacity)}: min of ${formatNumber(sustained)} sustained and ${formatNumber(perCore)} per controller CPU-second), ${openClients} client ids`,
+    );
     for (let rep = 0; rep < reps; rep++) {
       for (const server of rep % 2 === 0 ? servers : [...servers].reverse()) {
-        const sample = await measure(g, server, generators, { mode: "open", clients: openClients, ratePerS: openRate, warmupMs, windowMs, timed: server.child === sluice });
+        const sample = await measure(g, server, generators, {
+          mode: "open",
+          clients: openClients,
+          ratePerS: openRate,
+          warmupMs,
+          windowMs,
+          timed: server.child === sluice,
+        });
         record(`${server.name}@open`, sample);
         g.log(
           `run ${rep + 1} ${server.name} open loop at ${formatNumber(openRate)}/s: ${formatNumber(sample.grantsPerS)} answered/s, p50 ${formatNumber(sample.p50Ms)} ms, p99 ${formatNumber(sample.p99Ms)} ms (generator lag p99 ${formatNumber(sample.lagP99Ms)} ms${sample.controllerP99Ms !== undefined ? `; inside the controller p99 ${formatNumber(sample.controllerP99Ms)} ms, event-loop delay p99 ${formatNumber(sample.controllerLoopDelayP99Ms ?? NaN)} ms, longest GC pause ${formatNumber(sample.controllerGcMaxMs ?? NaN)} ms` : ""}), server at ${formatNumber(sample.serverCpu * 100)} % of a core; ${describeCores(sample)}`,
@@ -150,9 +165,14 @@ export async function measure(
     };
     const seen = child.events.length;
     child.send({ type: "run", run });
-    return child.waitFor((event) => event.type === "result" && child.events.indexOf(event) >= seen, 60_000 + windowTo - Date.now(), `result of a ${plan.mode}-loop run`);
+    return child.waitFor(
+      (event) => event.type === "result" && child.events.indexOf(event) >= seen,
+      60_000 + windowTo - Date.now(),
+      `result of a ${plan.mode}-loop run`,
+    );
   });
-  const usage = (at: number) => new Promise<ChildEvent>((resolve, reject) => setTimeout(() => server.child.request({ type: "usage" }).then(resolve, reject), Math.max(0, at - Date.now())));
+  const usage = (at: number) =>
+    new Promise<ChildEvent>((resolve, reject) => setTimeout(() => server.child.request({ type: "usage" }).then(resolve, reject), Math.max(0, at - Date.now())));
   const at = (when: number, type: string) =>
     new Promise<ChildEvent>((resolve, reject) => setTimeout(() => server.child.request({ type }).then(resolve, reject), Math.max(0, when - Date.now())));
   const timing = plan.timed ? Promise.all([at(windowFrom, "timing-reset"), at(windowTo, "timing")]) : null;
@@ -168,7 +188,10 @@ export async function measure(
   const outcomes = await Promise.all(results);
   const calls = outcomes.reduce((sum, o) => sum + Number(o["calls"]), 0);
   const errors = outcomes.reduce((sum, o) => sum + Number(o["errors"]), 0);
-  if (errors > 0) g.note(`${server.name}, ${plan.mode} loop, ${plan.clients} clients: ${errors} failed calls (first: ${String(outcomes.find((o) => o["firstError"])?.["firstError"])})`);
+  if (errors > 0)
+    g.note(
+      `${server.name}, ${plan.mode} loop, ${plan.clients} clients: ${errors} failed calls (first: ${String(outcomes.find((o) => o["firstError"])?.["firstError"])})`,
+    );
   const latencies = outcomes.flatMap((o) => o["latenciesMs"] as number[]);
   const lags = outcomes.flatMap((o) => o["lagsMs"] as number[]);
   const [p50 = NaN, p99 = NaN] = percentiles(latencies, [0.5, 0.99]);
@@ -201,7 +224,11 @@ export async function measure(
   };
 }
 
-function addFigures(g: GroupContext, samples: Map<string, Sample[]>, open: { readonly openRate: number; readonly capacity: number; readonly openClients: number }): void {
+function addFigures(
+  g: GroupContext,
+  samples: Map<string, Sample[]>,
+  open: { readonly openRate: number; readonly capacity: number; readonly openClients: number },
+): void {
   const runsOf = (name: string, level: number | "open", pick: (s: Sample) => number) => (samples.get(`${name}@${level}`) ?? []).map(pick);
   const published = {
     Gubernator: ">2,000 req/s per node in production (README)",

@@ -42,7 +42,14 @@ export const deliveryCost: BenchGroup = {
   },
 };
 
-function relaySpec(name: string, brokers: readonly string[], input: string, output: string, delivery: Delivery, maxRowsPerBatch: number): Record<string, unknown> {
+function relaySpec(
+  name: string,
+  brokers: readonly string[],
+  input: string,
+  output: string,
+  delivery: Delivery,
+  maxRowsPerBatch: number,
+): Record<string, unknown> {
   return {
     pipeline: name,
     kafka: { brokers, session_timeout: "10s" },

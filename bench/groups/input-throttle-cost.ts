@@ -43,7 +43,13 @@ export async function measureInputThrottle(g: GroupContext): Promise<void> {
   // controller at once. 100 + 100 units per iteration never empty it within the group.
   factory.getThrottlerOrThrow("rows").release(POOL);
   factory.getThrottlerOrThrow("bytes").release(POOL);
-  const input = new InputThrottle({ computationName: "Bench", throttlers: factory, dynamicSpec: () => spec, clock: systemClock, stats: new ComputationStats("Bench") });
+  const input = new InputThrottle({
+    computationName: "Bench",
+    throttlers: factory,
+    dynamicSpec: () => spec,
+    clock: systemClock,
+    stats: new ComputationStats("Bench"),
+  });
   const job = new AbortController();
   const source = new AbortController();
   const batchLinks = new SharedLinks(job.signal);
@@ -75,7 +81,15 @@ export async function measureInputThrottle(g: GroupContext): Promise<void> {
   await sluice(iterations / 10);
   await baseline(iterations / 10);
   for (let rep = 0; rep < reps; rep++) {
-    for (const [name, work] of rep % 2 === 0 ? ([["Sluice", sluice], [BASELINE, baseline]] as const) : ([[BASELINE, baseline], ["Sluice", sluice]] as const)) {
+    for (const [name, work] of rep % 2 === 0
+      ? ([
+          ["Sluice", sluice],
+          [BASELINE, baseline],
+        ] as const)
+      : ([
+          [BASELINE, baseline],
+          ["Sluice", sluice],
+        ] as const)) {
       const startedAt = process.hrtime.bigint();
       await work(iterations);
       runs.get(name)?.push(Number(process.hrtime.bigint() - startedAt) / 1000 / iterations);
@@ -95,5 +109,7 @@ export async function measureInputThrottle(g: GroupContext): Promise<void> {
     peers: { [BASELINE]: runs.get(BASELINE) ?? [] },
     note: `the job's InputThrottle (runtime/src/job/input-throttle.ts): the Input.Throttle span from the global no-op tracer, its attributes, rows and bytes handles answering from their pools; ${ITERATIONS_PER_BATCH} iterations per delivered batch`,
   });
-  g.log(`Input.Throttle per iteration: ${formatNumber(figure.sluice?.median ?? NaN)} µs (${BASELINE}: ${formatNumber(figure.peers[BASELINE]?.value.median ?? NaN)} µs)`);
+  g.log(
+    `Input.Throttle per iteration: ${formatNumber(figure.sluice?.median ?? NaN)} µs (${BASELINE}: ${formatNumber(figure.peers[BASELINE]?.value.median ?? NaN)} µs)`,
+  );
 }

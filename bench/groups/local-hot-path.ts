@@ -71,7 +71,10 @@ export const localHotPath: BenchGroup = {
     const burstCalls = new Map<Subject, number>();
     for (const subject of subjects) {
       seqCalls.set(subject, await calibrate((n) => sequential(subject.call, n), targetMs, 1, subject.maxCalls));
-      burstCalls.set(subject, await calibrate((n) => bursts(subject.call, n, subject.burstSize), targetMs, subject.burstSize, Math.max(subject.maxCalls, subject.burstSize)));
+      burstCalls.set(
+        subject,
+        await calibrate((n) => bursts(subject.call, n, subject.burstSize), targetMs, subject.burstSize, Math.max(subject.maxCalls, subject.burstSize)),
+      );
     }
     const syncCalls = new Map<SyncSubject, number>();
     for (const subject of syncSubjects) syncCalls.set(subject, await calibrate(async (n) => synchronous(subject.call, n), targetMs, 1000, Infinity));
@@ -88,7 +91,9 @@ export const localHotPath: BenchGroup = {
       for (const subject of rotate(syncSubjects, rep)) {
         push(sync, subject.name, await timePerCall(async (n) => synchronous(subject.call, n), syncCalls.get(subject) ?? 1));
       }
-      g.log(`run ${rep + 1}/${reps}: Sluice throttle ${formatNumber(seq.get("Sluice")?.at(-1) ?? NaN)} µs sequential, ${formatNumber(burst.get("Sluice")?.at(-1) ?? NaN)} µs in bursts; tryAcquire ${formatNumber(sync.get("Sluice")?.at(-1) ?? NaN)} µs`);
+      g.log(
+        `run ${rep + 1}/${reps}: Sluice throttle ${formatNumber(seq.get("Sluice")?.at(-1) ?? NaN)} µs sequential, ${formatNumber(burst.get("Sluice")?.at(-1) ?? NaN)} µs in bursts; tryAcquire ${formatNumber(sync.get("Sluice")?.at(-1) ?? NaN)} µs`,
+      );
     }
 
     const timersSeq = new Map<string, number[]>();
@@ -139,7 +144,9 @@ export const localHotPath: BenchGroup = {
       better: "lower",
       sluice: timersSeq.get("Sluice") ?? null,
       peers: Object.fromEntries(
-        subjects.filter((s) => s.name !== "Sluice").map((s) => [s.name, { runs: timersSeq.get(s.name) ?? [], note: `in a burst: ${formatNumber(timersBurst.get(s.name)?.[0] ?? NaN)}/call` }]),
+        subjects
+          .filter((s) => s.name !== "Sluice")
+          .map((s) => [s.name, { runs: timersSeq.get(s.name) ?? [], note: `in a burst: ${formatNumber(timersBurst.get(s.name)?.[0] ?? NaN)}/call` }]),
       ),
       withoutRatios: true,
       note: `counted with async_hooks (Timeout and Immediate resources), one pass each; Sluice in a burst: ${formatNumber(timersBurst.get("Sluice")?.[0] ?? NaN)}/call; tryAcquire: ${formatNumber(timersSync)}/call`,
@@ -150,9 +157,30 @@ export const localHotPath: BenchGroup = {
     sluice.close();
     core.close();
 
-    g.goal({ id: "local.throttle.sequential", text: "≤ 0.3 µs per awaited throttle(1) (one at a time)", figure: sequentialFigure, value: sequentialFigure.sluice?.median ?? null, target: 0.3, compare: "<=" });
-    g.goal({ id: "local.throttle.burst", text: "≤ 0.3 µs per awaited throttle(1) (bursts of 10,000)", figure: burstFigure, value: burstFigure.sluice?.median ?? null, target: 0.3, compare: "<=" });
-    g.goal({ id: "local.tryAcquire", text: "≤ 0.05 µs per tryAcquire(1)", figure: tryFigure, value: tryFigure.sluice?.median ?? null, target: 0.05, compare: "<=" });
+    g.goal({
+      id: "local.throttle.sequential",
+      text: "≤ 0.3 µs per awaited throttle(1) (one at a time)",
+      figure: sequentialFigure,
+      value: sequentialFigure.sluice?.median ?? null,
+      target: 0.3,
+      compare: "<=",
+    });
+    g.goal({
+      id: "local.throttle.burst",
+      text: "≤ 0.3 µs per awaited throttle(1) (bursts of 10,000)",
+      figure: burstFigure,
+      value: burstFigure.sluice?.median ?? null,
+      target: 0.3,
+      compare: "<=",
+    });
+    g.goal({
+      id: "local.tryAcquire",
+      text: "≤ 0.05 µs per tryAcquire(1)",
+      figure: tryFigure,
+      value: tryFigure.sluice?.median ?? null,
+      target: 0.05,
+      compare: "<=",
+    });
     const worstTimers = Math.max(timersSeq.get("Sluice")?.[0] ?? NaN, timersBurst.get("Sluice")?.[0] ?? NaN, timersSync);
     await measureInputThrottle(g);
 
@@ -257,7 +285,7 @@ async function calibrate(work: (n: number) => Promise<void>, targetMs: number, s
     await work(n);
     const elapsed = performance.now() - startedAt;
     if (elapsed >= targetMs / 4 || n >= max) {
-      const scaled = Math.ceil(((n * targetMs) / Math.max(elapsed, 0.001)) / step) * step;
+      const scaled = Math.ceil((n * targetMs) / Math.max(elapsed, 0.001) / step) * step;
       return Math.max(step, Math.min(max, scaled));
     }
     n = Math.min(max, n * 4);
@@ -280,4 +308,3 @@ function rotate<T>(items: readonly T[], by: number): T[] {
   const k = by % items.length;
   return [...items.slice(k), ...items.slice(0, k)];
 }
-

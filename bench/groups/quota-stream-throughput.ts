@@ -38,7 +38,11 @@ export async function measureStreamThroughput(g: GroupContext): Promise<void> {
   const record = (key: string, sample: Sample) => samples.set(key, [...(samples.get(key) ?? []), sample]);
   let openRate = 0;
   try {
-    const [sluiceReady, echoReady] = await Promise.all([sluice.waitForType("ready", 30_000), echo.waitForType("ready", 30_000), ...generators.map((child) => child.waitForType("ready", 30_000))]);
+    const [sluiceReady, echoReady] = await Promise.all([
+      sluice.waitForType("ready", 30_000),
+      echo.waitForType("ready", 30_000),
+      ...generators.map((child) => child.waitForType("ready", 30_000)),
+    ]);
     const sluiceServer: Server = { name: "Sluice", child: sluice, address: String(sluiceReady["address"]) };
     const echoServer: Server = { name: ECHO, child: echo, address: String(echoReady["address"]) };
     const subjects: Subject[] = [
@@ -47,7 +51,9 @@ export async function measureStreamThroughput(g: GroupContext): Promise<void> {
       { name: STREAM_ECHO, server: echoServer, transport: "stream" },
       { name: ECHO, server: echoServer, transport: "unary" },
     ];
-    g.log(`${reps} runs × ${LEVELS.length} levels × ${subjects.length} subjects, closed loop from ${GENERATORS} load processes, ${windowMs} ms windows after ${warmupMs} ms warm-up`);
+    g.log(
+      `${reps} runs × ${LEVELS.length} levels × ${subjects.length} subjects, closed loop from ${GENERATORS} load processes, ${windowMs} ms windows after ${warmupMs} ms warm-up`,
+    );
     for (let rep = 0; rep < reps; rep++) {
       for (const clients of LEVELS) {
         for (const subject of rep % 2 === 0 ? subjects : [...subjects].reverse()) {
@@ -64,21 +70,38 @@ export async function measureStreamThroughput(g: GroupContext): Promise<void> {
     const at256 = samples.get(`${STREAM}@256`) ?? [];
     const capacity = Math.min(median(finite(at256.map((s) => s.grantsPerS))), median(finite(at256.map((s) => s.grantsPerCpuS))));
     openRate = Math.max(100, Math.round((Number.isFinite(capacity) ? capacity : 2_000) / 2));
-    g.log(`open loop: ${formatNumber(openRate)} requests/s on streams (half of ${formatNumber(capacity)}, the lower of the stream's sustained grants/s and grants per CPU-second at 256)`);
+    g.log(
+      `open loop: ${formatNumber(openRate)} requests/s on streams (half of ${formatNumber(capacity)}, the lower of the stream's sustained grants/s and grants per CPU-second at 256)`,
+    );
     // Also a quarter of capacity: whether a miss at half is the controller's or the generators' shows
     // in how the two rates compare (the generators share the 2 cores and send late under load).
-    for (const [level, rate] of [["open", openRate], ["quarter", Math.round(openRate / 2)]] as const) {
+    for (const [level, rate] of [
+      ["open", openRate],
+      ["quarter", Math.round(openRate / 2)],
+    ] as const) {
       for (let rep = 0; rep < reps; rep++) {
         for (const subject of rep % 2 === 0 ? [subjects[0], subjects[2]] : [subjects[2], subjects[0]]) {
           if (!subject) continue;
           const timed = subject.server === sluiceServer;
-          const sample = await measure(g, subject.server, generators, { mode: "open", clients: OPEN_CLIENTS, ratePerS: rate, warmupMs, windowMs, transport: "stream", timed });
+          const sample = await measure(g, subject.server, generators, {
+            mode: "open",
+            clients: OPEN_CLIENTS,
+            ratePerS: rate,
+            warmupMs,
+            windowMs,
+            transport: "stream",
+            timed,
+          });
           record(`${subject.name}@${level}`, sample);
           g.log(
             `run ${rep + 1} ${subject.name} open loop at ${formatNumber(rate)}/s: ${formatNumber(sample.grantsPerS)} answered/s, p50 ${formatNumber(sample.p50Ms)} ms, p99 ${formatNumber(sample.p99Ms)} ms ` +
-              `(generator send lag p99 ${formatNumber(sample.lagP99Ms)} ms${timed ? `; inside the controller: handler → answer written p50 ${formatNumber(sample.controllerP50Ms ?? NaN)} ms, p99 ${formatNumber(sample.controllerP99Ms ?? NaN)} ms; ` +
-                `event-loop delay p99 ${formatNumber(sample.controllerLoopDelayP99Ms ?? NaN)} ms, max ${formatNumber(sample.controllerLoopDelayMaxMs ?? NaN)} ms; ` +
-                `GC pauses max ${formatNumber(sample.controllerGcMaxMs ?? NaN)} ms, ${formatNumber((sample.controllerGcShare ?? NaN) * 100)} % of the window` : ""}), ` +
+              `(generator send lag p99 ${formatNumber(sample.lagP99Ms)} ms${
+                timed
+                  ? `; inside the controller: handler → answer written p50 ${formatNumber(sample.controllerP50Ms ?? NaN)} ms, p99 ${formatNumber(sample.controllerP99Ms ?? NaN)} ms; ` +
+                    `event-loop delay p99 ${formatNumber(sample.controllerLoopDelayP99Ms ?? NaN)} ms, max ${formatNumber(sample.controllerLoopDelayMaxMs ?? NaN)} ms; ` +
+                    `GC pauses max ${formatNumber(sample.controllerGcMaxMs ?? NaN)} ms, ${formatNumber((sample.controllerGcShare ?? NaN) * 100)} % of the window`
+                  : ""
+              }), ` +
               `server at ${formatNumber(sample.serverCpu * 100)} % of a core; ${describeCores(sample)}`,
           );
         }
@@ -110,12 +133,33 @@ function addFigures(g: GroupContext, samples: Map<string, Sample[]>, openRate: n
       note: "grants/s ÷ the server process's CPU time per second; the load generators run in their own processes, sharing the 2 cores",
     });
     if (clients === 256) perCpu256 = perCpu;
-    g.add({ id: `stream.rpc.throughput.${clients}`, label: `RequestQuota grants/s, ${label}`, unit: "grants/s", better: "higher", sluice: runsOf(STREAM, clients, (s) => s.grantsPerS), peers: peersOf(clients, (s) => s.grantsPerS) });
-    g.add({ id: `stream.rpc.p99.${clients}`, label: `RequestQuota p99 latency, ${label}`, unit: "ms", better: "lower", sluice: runsOf(STREAM, clients, (s) => s.p99Ms), peers: peersOf(clients, (s) => s.p99Ms) });
+    g.add({
+      id: `stream.rpc.throughput.${clients}`,
+      label: `RequestQuota grants/s, ${label}`,
+      unit: "grants/s",
+      better: "higher",
+      sluice: runsOf(STREAM, clients, (s) => s.grantsPerS),
+      peers: peersOf(clients, (s) => s.grantsPerS),
+    });
+    g.add({
+      id: `stream.rpc.p99.${clients}`,
+      label: `RequestQuota p99 latency, ${label}`,
+      unit: "ms",
+      better: "lower",
+      sluice: runsOf(STREAM, clients, (s) => s.p99Ms),
+      peers: peersOf(clients, (s) => s.p99Ms),
+    });
   }
   const openLabel = `open loop at ${formatNumber(openRate)} requests/s on streams (half of the stream's capacity)`;
   const echoPeer = (pick: (s: Sample) => number) => ({ [STREAM_ECHO]: runsOf(STREAM_ECHO, "open", pick) });
-  g.add({ id: "stream.rpc.open_loop.p50", label: `RequestQuota p50 latency, ${openLabel}`, unit: "ms", better: "lower", sluice: runsOf(STREAM, "open", (s) => s.p50Ms), peers: echoPeer((s) => s.p50Ms) });
+  g.add({
+    id: "stream.rpc.open_loop.p50",
+    label: `RequestQuota p50 latency, ${openLabel}`,
+    unit: "ms",
+    better: "lower",
+    sluice: runsOf(STREAM, "open", (s) => s.p50Ms),
+    peers: echoPeer((s) => s.p50Ms),
+  });
   const openP99 = g.add({
     id: "stream.rpc.open_loop.p99",
     label: `RequestQuota p99 latency at the caller, ${openLabel}`,

@@ -58,7 +58,15 @@ async function measureWaiting(g: GroupContext): Promise<void> {
   const of = (subject: string, pick: (run: WaitingRun) => number) => (runs.get(subject) ?? []).map(pick);
   const label = `${streamRequests.toLocaleString("en-US")} waiting requests on QuotaStreams (unary: ${unaryRequests.toLocaleString("en-US")})`;
   const figure = (id: string, what: string, unit: string, pick: (run: WaitingRun) => number, note?: string) =>
-    g.add({ id: `stream.waiting.${id}`, label: `${what}, ${label}`, unit, better: "lower", sluice: of(STREAM, pick), peers: { [UNARY]: of(UNARY, pick) }, ...(note ? { note } : {}) });
+    g.add({
+      id: `stream.waiting.${id}`,
+      label: `${what}, ${label}`,
+      unit,
+      better: "lower",
+      sluice: of(STREAM, pick),
+      peers: { [UNARY]: of(UNARY, pick) },
+      ...(note ? { note } : {}),
+    });
   const heap = figure(
     "heap",
     "controller heap per waiting request",
@@ -80,13 +88,19 @@ async function measureWaiting(g: GroupContext): Promise<void> {
 }
 
 async function holdWaiting(requests: number, callsPerClient: number, connect: Connect): Promise<WaitingRun> {
-  const child = BenchChild.start("controller-process.ts", { mode: "sluice", spec: controllerSpec({ held: { limit: 0, max_queue_size: requests * 2 } }) }, { nodeArgs: ["--expose-gc"] });
+  const child = BenchChild.start(
+    "controller-process.ts",
+    { mode: "sluice", spec: controllerSpec({ held: { limit: 0, max_queue_size: requests * 2 } }) },
+    { nodeArgs: ["--expose-gc"] },
+  );
   const clients: QuotaServiceClient[] = [];
   try {
     const address = String((await child.waitForType("ready", 30_000))["address"]);
     for (let i = 0; i < Math.ceil(requests / callsPerClient); i++) clients.push(connect(address));
     // One call first on each client, so that connecting (and opening the stream) is not counted.
-    await Promise.all(clients.map((client) => client.releaseQuota({ throttlerId: "held", clientId: "warm-up", amount: 0, quotaClassId: "" }).catch(() => undefined)));
+    await Promise.all(
+      clients.map((client) => client.releaseQuota({ throttlerId: "held", clientId: "warm-up", amount: 0, quotaClassId: "" }).catch(() => undefined)),
+    );
     const base = await usage(child, true);
     const deadlineAt = systemClock.now() + 120_000;
     const calls: Promise<unknown>[] = [];

@@ -53,10 +53,7 @@ function unthrottled(spec: Record<string, unknown>): Record<string, unknown> {
   return { ...spec, dynamic_spec: { throttlers: { rows: {}, bytes: {} }, computations: {} } };
 }
 
-async function runPipeline(
-  config: { spec: Record<string, unknown>; controller: string; rows: number; prefill?: boolean },
-  timeoutMs: number,
-): Promise<number> {
+async function runPipeline(config: { spec: Record<string, unknown>; controller: string; rows: number; prefill?: boolean }, timeoutMs: number): Promise<number> {
   const child = BenchChild.start("pipeline-process.ts", {
     spec: config.spec,
     controller: config.controller,
@@ -89,7 +86,9 @@ async function measureMemory(g: GroupContext, address: string): Promise<void> {
   const rows = g.pick(1_000_000, 8_000);
   const variants: Variant[] = [UNTHROTTLED, GRPC, EMBEDDED];
   const rates = new Map<Variant, number[]>();
-  g.log(`memory log: ${reps} runs × ${variants.length} variants, ${rows.toLocaleString("en-US")} messages over ${PARTITIONS} partitions, max_rows_per_batch ${MAX_ROWS_PER_BATCH}`);
+  g.log(
+    `memory log: ${reps} runs × ${variants.length} variants, ${rows.toLocaleString("en-US")} messages over ${PARTITIONS} partitions, max_rows_per_batch ${MAX_ROWS_PER_BATCH}`,
+  );
   for (let rep = 0; rep < reps; rep++) {
     for (const variant of rotate(variants, rep)) {
       const spec = pipelineSpec(`bench-memory-${rep}`, null);
@@ -102,7 +101,14 @@ async function measureMemory(g: GroupContext, address: string): Promise<void> {
     }
   }
   const note = `a worker process over the memory log (${PARTITIONS} partitions, max_rows_per_batch ${MAX_ROWS_PER_BATCH}); a computation that only counts; from worker.start() until the last message was processed`;
-  g.add({ id: "runtime.memory.unthrottled", label: "memory log, no throttler", unit: "messages/s", better: "higher", sluice: rates.get(UNTHROTTLED) ?? [], note });
+  g.add({
+    id: "runtime.memory.unthrottled",
+    label: "memory log, no throttler",
+    unit: "messages/s",
+    better: "higher",
+    sluice: rates.get(UNTHROTTLED) ?? [],
+    note,
+  });
   g.add({
     id: "runtime.memory.grpc",
     label: "memory log, unlimited rows + bytes throttlers, controller over gRPC",
@@ -158,7 +164,10 @@ async function measureKafka(g: GroupContext, address: string): Promise<void> {
           }
         } else {
           const spec = pipelineSpec(name, broker.brokers, topic, subject === LARGE_BATCHES ? LARGE_BATCH_ROWS : MAX_ROWS_PER_BATCH);
-          rate = await runPipeline({ spec: subject === UNTHROTTLED ? unthrottled(spec) : spec, controller: subject === UNTHROTTLED ? "embedded" : address, rows }, 180_000);
+          rate = await runPipeline(
+            { spec: subject === UNTHROTTLED ? unthrottled(spec) : spec, controller: subject === UNTHROTTLED ? "embedded" : address, rows },
+            180_000,
+          );
         }
         rates.set(subject, [...(rates.get(subject) ?? []), rate]);
         g.log(`run ${rep + 1} ${subject}: ${formatNumber(rate)} messages/s`);

@@ -59,17 +59,39 @@ async function measureWaiting(g: GroupContext): Promise<void> {
       peers: { [HOLD]: of(HOLD, pick) },
       ...(note ? { note } : {}),
     });
-  figure("heap", "controller heap per waiting request", "bytes", (r) => r.heapPerRequestBytes, "heap used after a full GC, holding minus before, ÷ requests; each request has a 120 s deadline and its own client id; one gRPC channel per 1,000 calls");
+  figure(
+    "heap",
+    "controller heap per waiting request",
+    "bytes",
+    (r) => r.heapPerRequestBytes,
+    "heap used after a full GC, holding minus before, ÷ requests; each request has a 120 s deadline and its own client id; one gRPC channel per 1,000 calls",
+  );
   figure("rss", "controller RSS", "MiB", (r) => r.rssMiB);
   figure("admit_cpu", "controller CPU to admit one request", "µs", (r) => r.admitCpuUsPerRequest);
-  figure("idle_cpu", "controller CPU while they wait", "% of a core", (r) => r.idleCpuShare * 100, "nothing polls: the controller sleeps until a grant, deadline or request is due; read from 0.5 s after a full GC for the idle window");
-  figure("drain", "time to answer all once the limit is lifted", "ms", (r) => r.drainMs, "Sluice: UpdateDynamicSpec from limit 0 to unlimited; bare grpc-js: answer every held call; until the last caller has its answer");
+  figure(
+    "idle_cpu",
+    "controller CPU while they wait",
+    "% of a core",
+    (r) => r.idleCpuShare * 100,
+    "nothing polls: the controller sleeps until a grant, deadline or request is due; read from 0.5 s after a full GC for the idle window",
+  );
+  figure(
+    "drain",
+    "time to answer all once the limit is lifted",
+    "ms",
+    (r) => r.drainMs,
+    "Sluice: UpdateDynamicSpec from limit 0 to unlimited; bare grpc-js: answer every held call; until the last caller has its answer",
+  );
   figure("drain_cpu", "controller CPU per request answered when the limit is lifted", "µs", (r) => r.drainCpuUsPerRequest);
 }
 
 async function holdWaiting(sluice: boolean, clients: number, idleMs: number): Promise<WaitingRun> {
   const child = sluice
-    ? BenchChild.start("controller-process.ts", { mode: "sluice", spec: controllerSpec({ held: { limit: 0, max_queue_size: clients * 2 } }) }, { nodeArgs: ["--expose-gc"] })
+    ? BenchChild.start(
+        "controller-process.ts",
+        { mode: "sluice", spec: controllerSpec({ held: { limit: 0, max_queue_size: clients * 2 } }) },
+        { nodeArgs: ["--expose-gc"] },
+      )
     : BenchChild.start("controller-process.ts", { mode: "grpc-hold" }, { nodeArgs: ["--expose-gc"] });
   const channels: QuotaServiceClient[] = [];
   try {
@@ -142,7 +164,15 @@ async function measureThrottlers(g: GroupContext): Promise<void> {
   const runs = new Map<string, ThrottlersRun[]>();
   g.log(`throttlers: ${reps} runs, a controller with ${count} throttlers against one with 1`);
   for (let rep = 0; rep < reps; rep++) {
-    for (const [subject, n] of rep % 2 === 0 ? ([["Sluice", count], [ONE, 1]] as const) : ([[ONE, 1], ["Sluice", count]] as const)) {
+    for (const [subject, n] of rep % 2 === 0
+      ? ([
+          ["Sluice", count],
+          [ONE, 1],
+        ] as const)
+      : ([
+          [ONE, 1],
+          ["Sluice", count],
+        ] as const)) {
       const run = await throttlersRun(n, idleMs, windowMs);
       runs.set(subject, [...(runs.get(subject) ?? []), run]);
       g.log(
@@ -154,11 +184,33 @@ async function measureThrottlers(g: GroupContext): Promise<void> {
   const of = (subject: string, pick: (run: ThrottlersRun) => number) => (runs.get(subject) ?? []).map(pick);
   const label = `${count.toLocaleString("en-US")} throttlers`;
   const figure = (id: string, what: string, unit: string, better: "lower" | "higher", pick: (run: ThrottlersRun) => number, note?: string) =>
-    g.add({ id: `scale.throttlers.${id}`, label: `${what}, ${label}`, unit, better, sluice: of("Sluice", pick), peers: { [ONE]: of(ONE, pick) }, ...(note ? { note } : {}) });
+    g.add({
+      id: `scale.throttlers.${id}`,
+      label: `${what}, ${label}`,
+      unit,
+      better,
+      sluice: of("Sluice", pick),
+      peers: { [ONE]: of(ONE, pick) },
+      ...(note ? { note } : {}),
+    });
   figure("heap", "controller heap after start", "MiB", "lower", (r) => r.heapMiB, "after a full GC, no traffic yet");
   figure("rss", "controller RSS after start", "MiB", "lower", (r) => r.rssMiB);
-  figure("idle_cpu", "controller CPU with no traffic", "% of a core", "lower", (r) => r.idleCpuShare * 100, "the controller samples every throttler's counters every 250 ms for its granted-rate windows");
-  figure("throughput", "grants per controller CPU-second, 16 clients spread over all throttlers", "grants/CPU-s", "higher", (r) => r.grantsPerCpuS, "closed-loop RequestQuota, each call to a random throttler (unlimited)");
+  figure(
+    "idle_cpu",
+    "controller CPU with no traffic",
+    "% of a core",
+    "lower",
+    (r) => r.idleCpuShare * 100,
+    "the controller samples every throttler's counters every 250 ms for its granted-rate windows",
+  );
+  figure(
+    "throughput",
+    "grants per controller CPU-second, 16 clients spread over all throttlers",
+    "grants/CPU-s",
+    "higher",
+    (r) => r.grantsPerCpuS,
+    "closed-loop RequestQuota, each call to a random throttler (unlimited)",
+  );
   figure("describe", "DescribeThrottlers (snapshot of every throttler as JSON)", "ms", "lower", (r) => r.describeMs);
 }
 
@@ -197,7 +249,7 @@ async function throttlersRun(count: number, idleMs: number, windowMs: number): P
       heapMiB: Number(start["heapUsedBytes"]) / 2 ** 20,
       rssMiB: Number(start["rssBytes"]) / 2 ** 20,
       idleCpuShare: (Number(idle["cpuMs"]) - Number(quiet["cpuMs"])) / (Number(idle["at"]) - Number(quiet["at"])),
-      grantsPerCpuS: ((load.calls * 1000) / load.windowMs) / (cpuMs / wallMs),
+      grantsPerCpuS: (load.calls * 1000) / load.windowMs / (cpuMs / wallMs),
       describeMs,
     };
   } finally {

@@ -97,7 +97,17 @@ function bucketCostNs(n: number, classCount: number, grants: number, seed: numbe
   let seq = 0;
   // Each request has an id, as RPCs do: only those are remembered for the grace (anonymous ones are not idempotent).
   const submit = () =>
-    bucket.submit({ requestId: `r${seq++}`, clientId: "", amount: 1, timestampMs: Math.floor(random() * 1e9), classId: classIds[Math.floor(random() * classIds.length)] ?? "", deadlineAt: null }, now);
+    bucket.submit(
+      {
+        requestId: `r${seq++}`,
+        clientId: "",
+        amount: 1,
+        timestampMs: Math.floor(random() * 1e9),
+        classId: classIds[Math.floor(random() * classIds.length)] ?? "",
+        deadlineAt: null,
+      },
+      now,
+    );
   bucket.submit({ requestId: "", clientId: "", amount: 1000, timestampMs: 0, classId: "", deadlineAt: null }, now);
   bucket.poll(now);
   for (let i = 0; i < n; i++) submit();

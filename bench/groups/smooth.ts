@@ -48,7 +48,9 @@ export const smooth: BenchGroup = {
     const reps = g.pick(2, 1);
     const windowMs = g.pick(10_000, 1_500);
     const warmupMs = g.pick(2_000, 1_000);
-    g.log(`${reps} runs of ${windowMs / 1000} s per subject at ${SMOOTH_LIMIT}/s, ${PROCESSES * JOBS_PER_PROCESS} jobs in ${PROCESSES} processes (throttle(1) in a loop)`);
+    g.log(
+      `${reps} runs of ${windowMs / 1000} s per subject at ${SMOOTH_LIMIT}/s, ${PROCESSES * JOBS_PER_PROCESS} jobs in ${PROCESSES} processes (throttle(1) in a loop)`,
+    );
     const runs = new Map<Subject, RunFigures[]>(SUBJECTS.map((subject) => [subject, []]));
     for (let rep = 0; rep < reps; rep++) {
       // The order rotates from run to run, so that no subject always runs on a warmer machine.
@@ -124,7 +126,14 @@ export const smooth: BenchGroup = {
       withoutRatios: true,
       note: "the paced rate is 96 % of the limit; what the controller granted beside what reached callers shows where the rest went",
     });
-    g.goal({ id: "smooth.utilisation", text: "a backlogged smooth throttler delivers ≥ 95 % of limit", figure: utilisation, value: utilisation.sluice?.median ?? null, target: 95, compare: ">=" });
+    g.goal({
+      id: "smooth.utilisation",
+      text: "a backlogged smooth throttler delivers ≥ 95 % of limit",
+      figure: utilisation,
+      value: utilisation.sluice?.median ?? null,
+      target: 95,
+      compare: ">=",
+    });
     const rpcs = g.add({
       id: "smooth.rpcs",
       label: `RPCs per client per request_period (${SMOOTH_REQUEST_PERIOD_MS} ms)`,
@@ -134,7 +143,14 @@ export const smooth: BenchGroup = {
       peers: peers((run) => run.rpcsPerPeriod, ["sluice plain"]),
       withoutRatios: true,
     });
-    g.goal({ id: "smooth.rpcs", text: "≤ 1.5 RPCs per client per request_period at 1,000 units/s, smooth", figure: rpcs, value: rpcs.sluice?.median ?? null, target: 1.5, compare: "<=" });
+    g.goal({
+      id: "smooth.rpcs",
+      text: "≤ 1.5 RPCs per client per request_period at 1,000 units/s, smooth",
+      figure: rpcs,
+      value: rpcs.sluice?.median ?? null,
+      target: 1.5,
+      compare: "<=",
+    });
     const cpu = g.add({
       id: "smooth.cpu",
       label: "CPU per 1,000 units (jobs' processes + controller)",
@@ -192,7 +208,14 @@ function addSeedRows(g: GroupContext, runs: ReadonlyMap<Subject, RunFigures[]>):
     },
     withoutRatios: true,
   });
-  g.goal({ id: "smooth.seed.utilisation", text: `a backlogged smooth throttler delivers ≥ 95 % of limit at ${SEED_LIMIT}/s`, figure: utilisation, value: utilisation.sluice?.median ?? null, target: 95, compare: ">=" });
+  g.goal({
+    id: "smooth.seed.utilisation",
+    text: `a backlogged smooth throttler delivers ≥ 95 % of limit at ${SEED_LIMIT}/s`,
+    figure: utilisation,
+    value: utilisation.sluice?.median ?? null,
+    target: 95,
+    compare: ">=",
+  });
   g.add({
     id: "smooth.seed.rpcs",
     label: `at ${SEED_LIMIT}/s: RPCs per client per request_period (${SMOOTH_REQUEST_PERIOD_MS} ms)`,
@@ -223,22 +246,30 @@ export async function measure(
 ): Promise<RunFigures> {
   const sluice = subject === "sluice smooth" || subject === "sluice plain";
   const controller = sluice
-    ? BenchChild.start("controller-process.ts", {
-        mode: "sluice",
-        spec: controllerSpec({
-          paced: { limit, period: `${PERIOD_MS}ms`, request_period: `${SMOOTH_REQUEST_PERIOD_MS}ms`, smooth: subject === "sluice smooth" },
-        }),
-      }, { nodeArgs: nodeArgsFor("controller") })
+    ? BenchChild.start(
+        "controller-process.ts",
+        {
+          mode: "sluice",
+          spec: controllerSpec({
+            paced: { limit, period: `${PERIOD_MS}ms`, request_period: `${SMOOTH_REQUEST_PERIOD_MS}ms`, smooth: subject === "sluice smooth" },
+          }),
+        },
+        { nodeArgs: nodeArgsFor("controller") },
+      )
     : null;
   const address = controller ? String((await controller.waitForType("ready", 90_000))["address"]) : "";
   const processes = Array.from({ length: PROCESSES }, (_, p) =>
-    BenchChild.start("paced-jobs-process.ts", {
-      mode: sluice ? "sluice" : subject,
-      clientIds: Array.from({ length: JOBS_PER_PROCESS }, (_, j) => `p${p}/job${j}`),
-      controller: address,
-      throttlerId: "paced",
-      ratePerProcess: limit / PROCESSES,
-    }, { nodeArgs: nodeArgsFor(`jobs-${p}`) }),
+    BenchChild.start(
+      "paced-jobs-process.ts",
+      {
+        mode: sluice ? "sluice" : subject,
+        clientIds: Array.from({ length: JOBS_PER_PROCESS }, (_, j) => `p${p}/job${j}`),
+        controller: address,
+        throttlerId: "paced",
+        ratePerProcess: limit / PROCESSES,
+      },
+      { nodeArgs: nodeArgsFor(`jobs-${p}`) },
+    ),
   );
   try {
     await Promise.all(processes.map((child) => child.waitForType("ready", 90_000)));

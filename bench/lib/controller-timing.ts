@@ -53,7 +53,16 @@ export class ControllerTiming {
   }
 
   /** Ends the timed window; milliseconds. */
-  read(): { count: number; handlerP50Ms: number; handlerP99Ms: number; loopDelayP99Ms: number; loopDelayMaxMs: number; gcCount: number; gcTotalMs: number; gcMaxMs: number } {
+  read(): {
+    count: number;
+    handlerP50Ms: number;
+    handlerP99Ms: number;
+    loopDelayP99Ms: number;
+    loopDelayMaxMs: number;
+    gcCount: number;
+    gcTotalMs: number;
+    gcMaxMs: number;
+  } {
     this.on = false;
     this.loop.disable();
     this.gc.disconnect();

@@ -73,7 +73,9 @@ export function processTimes(pid: number): ProcessTimes | null {
 
 export function machineTimes(): MachineTimes | null {
   try {
-    const line = readFileSync("/proc/stat", "utf8").split("\n").find((l) => l.startsWith("cpu "));
+    const line = readFileSync("/proc/stat", "utf8")
+      .split("\n")
+      .find((l) => l.startsWith("cpu "));
     if (!line) return null;
     const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = line.trim().split(/\s+/).slice(1).map(Number);
     const busyTicks = user + nice + system + irq + softirq + steal;

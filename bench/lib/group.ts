@@ -50,7 +50,14 @@ export class GroupContext {
   }
 
   goal(input: GoalInput): void {
-    const met = input.value === null || !Number.isFinite(input.value) ? null : input.compare === "<" ? input.value < input.target : input.compare === "<=" ? input.value <= input.target : input.value >= input.target;
+    const met =
+      input.value === null || !Number.isFinite(input.value)
+        ? null
+        : input.compare === "<"
+          ? input.value < input.target
+          : input.compare === "<="
+            ? input.value <= input.target
+            : input.value >= input.target;
     const stat = input.figure.sluice;
     const measured =
       input.describe ??

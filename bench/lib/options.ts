@@ -27,7 +27,8 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       if (next === undefined || next.startsWith("--")) throw new UsageError(`${arg} needs a value`);
       return next;
     };
-    if (arg === "--") continue; // what `pnpm bench -- --quick` passes through
+    if (arg === "--")
+      continue; // what `pnpm bench -- --quick` passes through
     else if (arg === "--quick") quick = true;
     else if (arg === "--out") out = value();
     else if (arg?.startsWith("--out=")) out = arg.slice("--out=".length);

@@ -46,7 +46,9 @@ function report(waitedMs: number): void {
   if (now - reportedAt < 1_000) return;
   reportedAt = now;
   const t = ((now - startedAt) / 1000).toFixed(0).padStart(3);
-  console.log(`t=${t}s generated ${String(local.generated).padStart(4)}, in the last 1 s ${local.inWindow(now)}, most in any 1 s ${busiest}, refused ${local.refusals}, this letter waited ${waitedMs} ms`);
+  console.log(
+    `t=${t}s generated ${String(local.generated).padStart(4)}, in the last 1 s ${local.inWindow(now)}, most in any 1 s ${busiest}, refused ${local.refusals}, this letter waited ${waitedMs} ms`,
+  );
 }
 
 /** Generates one letter's PDF: in this process, or at the shared service when PDF_GENERATOR_URL is set. */

@@ -15,10 +15,14 @@ export async function lookUpCustomer(customerId: string, signal?: AbortSignal): 
   const hash = [...customerId].reduce((h, c) => (h * 31 + c.charCodeAt(0)) >>> 0, 7);
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(resolve, 20 + (hash % 41));
-    signal?.addEventListener("abort", () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    }, { once: true });
+    signal?.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
   });
   return { customerId, tier: TIERS[hash % TIERS.length] ?? "free", country: COUNTRIES[hash % COUNTRIES.length] ?? "DE" };
 }

@@ -52,7 +52,10 @@ function commandSection(command: Command, path: string): string[] {
 
 export function cliReferencePage(): string {
   const sluice = program();
-  const commands = sluice.createHelp().visibleCommands(sluice).filter((c) => c.name() !== "help");
+  const commands = sluice
+    .createHelp()
+    .visibleCommands(sluice)
+    .filter((c) => c.name() !== "help");
   return page("CLI reference", [
     [
       `\`sluice\`: ${sluice.description()}. Every command prints this with \`sluice <command> --help\`.`,

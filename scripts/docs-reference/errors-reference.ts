@@ -1,6 +1,12 @@
 import { ERROR_ACTIONS, ERROR_CODES, SLUICE_ERROR_CODES } from "../../packages/core/src/index.ts";
 import { KAFKA_IO_ERROR_CODES, KAFKA_IO_ERROR_GUIDE, type KafkaIoErrorCode } from "../../packages/kafka/src/index.ts";
-import { ERROR_CODE_METADATA_KEY, ERROR_DETAILS_METADATA_KEY, GRPC_STATUS_BY_CODE, grpcStatusName, LEADER_METADATA_KEY } from "../../packages/protocol/src/index.ts";
+import {
+  ERROR_CODE_METADATA_KEY,
+  ERROR_DETAILS_METADATA_KEY,
+  GRPC_STATUS_BY_CODE,
+  grpcStatusName,
+  LEADER_METADATA_KEY,
+} from "../../packages/protocol/src/index.ts";
 import { code, page, table } from "./markdown.ts";
 
 // docs/reference/errors.md from the error tables: core's ERROR_CODES and ERROR_ACTIONS, protocol's
@@ -18,14 +24,21 @@ export function errorsReferencePage(): string {
       "was wrong, where and the figures: `QUEUE_FULL: <text>`. Over gRPC each code travels as the status",
       `below, with the code itself in the trailer ${code(ERROR_CODE_METADATA_KEY)}, the figures as JSON in`,
       `${code(ERROR_DETAILS_METADATA_KEY)} and, on a follower's refusal, the leader's address in ${code(LEADER_METADATA_KEY)}.`,
-      "A gRPC status of — marks a code a client raises itself and no server sends. \"Quota consumed\" says",
+      'A gRPC status of — marks a code a client raises itself and no server sends. "Quota consumed" says',
       "whether units granted to the failed request stay spent.",
     ].join("\n"),
     table(
       ["code", "gRPC status", "retriable", "quota consumed", "meaning", "what to do"],
       SLUICE_ERROR_CODES.map((c) => {
         const status = GRPC_STATUS_BY_CODE[c];
-        return [code(c), status === null ? "—" : grpcStatusName(status), yesNo(ERROR_CODES[c].retriable), ERROR_CODES[c].quotaConsumed, ERROR_CODES[c].meaning, ERROR_ACTIONS[c]];
+        return [
+          code(c),
+          status === null ? "—" : grpcStatusName(status),
+          yesNo(ERROR_CODES[c].retriable),
+          ERROR_CODES[c].quotaConsumed,
+          ERROR_CODES[c].meaning,
+          ERROR_ACTIONS[c],
+        ];
       }),
     ),
     "## KafkaIoError",

@@ -62,7 +62,12 @@ export function workerMetricFamilies(): MetricFamily[] {
 function familyTable(families: readonly MetricFamily[]): string {
   return table(
     ["name", "type", "labels", "help"],
-    families.map((f) => [code(f.name), f.bounds ? `histogram (le: ${f.bounds.join(", ")})` : f.type, f.labels === null ? "(unknown)" : f.labels.map((l) => code(l)).join(", "), f.help]),
+    families.map((f) => [
+      code(f.name),
+      f.bounds ? `histogram (le: ${f.bounds.join(", ")})` : f.type,
+      f.labels === null ? "(unknown)" : f.labels.map((l) => code(l)).join(", "),
+      f.help,
+    ]),
   );
 }
 

@@ -107,7 +107,8 @@ function walk(raw: Schema, path: string, into: SpecField[], defs: Schema, depth 
 export function typeOf(schema: Schema): string {
   const variants = [...schemas(schema["anyOf"]), ...schemas(schema["oneOf"])];
   if (variants.length > 0) {
-    const isDuration = variants.some((v) => typeof v["pattern"] === "string" && v["pattern"].includes(DURATION_PATTERN)) && variants.some((v) => v["type"] === "integer");
+    const isDuration =
+      variants.some((v) => typeof v["pattern"] === "string" && v["pattern"].includes(DURATION_PATTERN)) && variants.some((v) => v["type"] === "integer");
     if (isDuration) return 'duration ("500ms", "1.5s", "2m", "1h" or integer ms)';
     return [...new Set(variants.map(typeOf))].join(" or ");
   }
@@ -169,8 +170,8 @@ export function specReferencePage(): string {
       "A pipeline spec is one JSON file (`sluice validate <spec.json>` checks it, `sluice schema` prints its",
       "JSON Schema for editors). This page lists every field the schema accepts, with the description the",
       "schema carries. `<name>` stands for a key you choose (a stream, computation, throttler or class id);",
-      "`[]` for an element of an array. Durations are a string with a unit (`\"500ms\"`, `\"1.5s\"`, `\"2m\"`,",
-      "`\"1h\"`) or whole milliseconds. Cross-references (a computation's input names a declared stream, a",
+      '`[]` for an element of an array. Durations are a string with a unit (`"500ms"`, `"1.5s"`, `"2m"`,',
+      '`"1h"`) or whole milliseconds. Cross-references (a computation\'s input names a declared stream, a',
       "throttler id is declared, …) are checked by `sluice validate`, not by the JSON Schema.",
     ].join("\n"),
     `Top-level description: ${typeof pipeline["description"] === "string" ? pipeline["description"] : "(none)"}`,

@@ -57,8 +57,7 @@ let demandTimer: NodeJS.Timeout | undefined;
 /** Inside [low, high]; with slack, within `slack` of it — never a saturated reading (≥ 1.0 is an overload). */
 /** How far one Prometheus reading of the simulated cluster moves with timer lateness alone. */
 const READING_NOISE = 0.02;
-const inBand = (load: number | null, slack = 0) =>
-  load !== null && load >= LOW - slack && (slack === 0 ? load <= HIGH : load < Math.min(1, HIGH + slack));
+const inBand = (load: number | null, slack = 0) => load !== null && load >= LOW - slack && (slack === 0 ? load <= HIGH : load < Math.min(1, HIGH + slack));
 const fmt = (n: number | null) => (n === null ? "-" : n.toFixed(3));
 
 before(async () => {
@@ -126,7 +125,11 @@ describe("adaptive concurrency limit on a simulated cluster, load from a real Pr
     const seconds = (reached.at - startedAt) / 1000;
     const limits = sampler.decisions().map((d) => d.limit);
     console.log(`# slow start: band reached after ${seconds.toFixed(1)} s at limit ${reached.limit}; limits ${limits.join(" ")}`);
-    assert.match(run.stdout, /adaptive cluster_tasks: raise limit 4 -> \d+: load [\d.]+ below \[0\.9, 0\.95\], use \d+/, "each change is logged with its reading");
+    assert.match(
+      run.stdout,
+      /adaptive cluster_tasks: raise limit 4 -> \d+: load [\d.]+ below \[0\.9, 0\.95\], use \d+/,
+      "each change is logged with its reading",
+    );
   });
 
   it("holds the load in the band afterwards (≥ 80 % of readings, one reading's allowance), without a lasting overload", async () => {
@@ -150,7 +153,10 @@ describe("adaptive concurrency limit on a simulated cluster, load from a real Pr
     );
     assert.ok(readings.length >= 10, `only ${readings.length} decisions in 12 intervals`);
     // Stated tolerance: one reading of the run may fall outside beyond the goal's 20 %.
-    assert.ok((inside + 1) / readings.length >= 0.8, `only ${inside} of ${readings.length} readings inside the band ±${READING_NOISE} (${(share * 100).toFixed(0)} % strictly inside)`);
+    assert.ok(
+      (inside + 1) / readings.length >= 0.8,
+      `only ${inside} of ${readings.length} readings inside the band ±${READING_NOISE} (${(share * 100).toFixed(0)} % strictly inside)`,
+    );
     assert.ok(near === 1, `${(near * 100).toFixed(0)} % of readings within ±0.05 of the band`);
     assert.ok(overloadMs <= INTERVAL_MS, `overload lasted ${overloadMs} ms (> one interval)`);
   });
@@ -164,7 +170,11 @@ describe("adaptive concurrency limit on a simulated cluster, load from a real Pr
     const seen = await waitUntil("a reading above the band after the loss", 4 * INTERVAL_MS, () =>
       sampler?.decisions(lostAt).find((d) => (d.load ?? 0) > HIGH),
     );
-    const after = () => sampler?.decisions(lostAt).map((d) => `${fmt(d.load)}@${d.limit}`).join(" ");
+    const after = () =>
+      sampler
+        ?.decisions(lostAt)
+        .map((d) => `${fmt(d.load)}@${d.limit}`)
+        .join(" ");
     const back = await waitUntil("a reading inside the band after the loss", 8 * INTERVAL_MS, () =>
       sampler?.decisions((seen.lastDecisionAt ?? lostAt) + 1).find((d) => inBand(d.load)),
     ).catch((error: unknown) => {
@@ -198,7 +208,10 @@ describe("adaptive concurrency limit on a simulated cluster, load from a real Pr
     });
     const inForce = sampler.samples.filter((s) => s.at >= since).map((s) => s.limit);
     console.log(`# dry run: limit in force ${frozen}, suggested ${moved.adaptive?.suggestedLimit}`);
-    assert.ok(inForce.every((l) => l === frozen), `the limit in force moved under dry_run: ${[...new Set(inForce)].join(", ")}`);
+    assert.ok(
+      inForce.every((l) => l === frozen),
+      `the limit in force moved under dry_run: ${[...new Set(inForce)].join(", ")}`,
+    );
     assert.equal(moved.adaptive?.dryRun, true);
     await reconfigure({ dry_run: false });
     const applied = await sampler.now();
@@ -216,7 +229,10 @@ describe("adaptive concurrency limit on a simulated cluster, load from a real Pr
     console.log(`# Prometheus down: limit ${held} held for ${((fellAt - stoppedAt) / 1000).toFixed(1)} s, then min_limit`);
     assert.ok(during.length > 0 && during.every((l) => l === held), `the limit did not hold first: ${during.join(" ")}`);
     assert.ok(fellAt - stoppedAt >= 2 * INTERVAL_MS - 500, "it fell before two failed readings");
-    assert.match(run.stdout, /adaptive cluster_tasks: fallback limit [\d.]+ -> 3: 3 failed readings in a row \(Prometheus at http:\/\/127\.0\.0\.1:\d+ did not answer/);
+    assert.match(
+      run.stdout,
+      /adaptive cluster_tasks: fallback limit [\d.]+ -> 3: 3 failed readings in a row \(Prometheus at http:\/\/127\.0\.0\.1:\d+ did not answer/,
+    );
     const completed = cluster.stats().completed;
     await new Promise((done) => setTimeout(done, INTERVAL_MS));
     assert.ok(cluster.stats().completed > completed, "tasks keep completing at min_limit");

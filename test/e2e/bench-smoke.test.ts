@@ -56,6 +56,7 @@ describe("benchmark suite", () => {
     const kafkaMeasured = runtime?.figures.some((figure) => figure.id === "runtime.kafka.grpc") ?? false;
     // A skipped Kafka half must say so in the results, never silently.
     assert.ok(kafkaMeasured || runtime?.messages.some((message) => message.includes("SKIPPED")), "the Kafka figures are neither there nor reported as skipped");
-    for (const title of ["Local hot path", "Controller", "Runtime overhead", "Accuracy", "Scale", "Delivery", "Shaping", "QuotaStream", "Goals"]) assert.match(output, new RegExp(title));
+    for (const title of ["Local hot path", "Controller", "Runtime overhead", "Accuracy", "Scale", "Delivery", "Shaping", "QuotaStream", "Goals"])
+      assert.match(output, new RegExp(title));
   });
 });

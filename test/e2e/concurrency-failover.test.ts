@@ -32,7 +32,9 @@ const tasksOf = (snapshot: ControllerSnapshot) => {
   return t;
 };
 
-test("units in use survive a leader change: the successor counts the old holders' units and the cluster never runs more than limit tasks", { timeout: 300_000 }, async (t) => {
+test("units in use survive a leader change: the successor counts the old holders' units and the cluster never runs more than limit tasks", {
+  timeout: 300_000,
+}, async (t) => {
   const clusterUrl = await cluster.start(0);
   const pipeline = uniqueName("lease-failover");
   const addresses = (await freePorts(2)).map((port) => `127.0.0.1:${port}`);
@@ -69,7 +71,9 @@ test("units in use survive a leader change: the successor counts the old holders
   const successor = await servingLeader<ControllerSnapshot>({ addresses }, first.address, 20_000);
   const failoverMs = Date.now() - killedAt;
   const restored = tasksOf(successor.snapshot);
-  t.diagnostic(`successor ${successor.address} served ${failoverMs} ms after the SIGKILL with ${restored.inUse} units in use, ${restored.concurrency?.holders} holders`);
+  t.diagnostic(
+    `successor ${successor.address} served ${failoverMs} ms after the SIGKILL with ${restored.inUse} units in use, ${restored.concurrency?.holders} holders`,
+  );
   assert.equal(restored.inUse, LIMIT, "the successor starts with A's units in use, not free");
   assert.equal(restored.concurrency?.holders, 1);
 
@@ -78,7 +82,10 @@ test("units in use survive a leader change: the successor counts the old holders
   assert.ok(Date.now() + LEASE_MS < aEndsAt, "the run must outlast a lease_timeout after the failover (a loaded machine took too long)");
   while (Date.now() < aEndsAt - 1_000) {
     const running = cluster.stats().running;
-    assert.ok(running <= LIMIT, `the cluster runs ${running} tasks, limit ${LIMIT}, ${Date.now() - killedAt} ms after the SIGKILL; successor's log:\n${controllers.get(successor.address)?.stderr}${controllers.get(successor.address)?.stdout}\nA: ${a.stderr}`);
+    assert.ok(
+      running <= LIMIT,
+      `the cluster runs ${running} tasks, limit ${LIMIT}, ${Date.now() - killedAt} ms after the SIGKILL; successor's log:\n${controllers.get(successor.address)?.stderr}${controllers.get(successor.address)?.stdout}\nA: ${a.stderr}`,
+    );
     await new Promise((r) => setTimeout(r, 100));
   }
   assert.doesNotMatch(b.stdout, /"done"/, "B ran no task while A held every unit");

@@ -34,7 +34,9 @@ function holder(address: string, clientId: string) {
   const client: QuotaServiceClient = {
     ...grpc,
     renewLeases: (call, options) =>
-      state.cut ? Promise.reject(new SluiceError("CONTROLLER_UNAVAILABLE", "renewals cut by the test")) : (grpc.renewLeases?.(call, options) ?? Promise.reject(new Error("no renewLeases"))),
+      state.cut
+        ? Promise.reject(new SluiceError("CONTROLLER_UNAVAILABLE", "renewals cut by the test"))
+        : (grpc.renewLeases?.(call, options) ?? Promise.reject(new Error("no renewLeases"))),
   };
   const factory = new DistributedThrottlerFactory({ computation: "Admitter", clientId, client: () => client, clock: systemClock });
   factory.reconfigure(dynamicSpec());
@@ -80,8 +82,13 @@ it("a holder whose renewals stopped past lease_timeout gets LEASE_EXPIRED once t
     }
   }
   assert.ok(isSluiceError(outcome, "LEASE_EXPIRED"), `expected LEASE_EXPIRED, got ${String(outcome)}`);
-  assert.match((outcome as SluiceError).message, /throttler "slots": the controller no longer counts 2 of the units client "stalled\/0" held — a renewal answered that the controller counts 0/);
-  console.log(`LEASE_EXPIRED after the controller gave the units to another holder in ${handedOverMs} ms (lease_timeout ${LEASE_MS} ms): ${(outcome as SluiceError).message}`);
+  assert.match(
+    (outcome as SluiceError).message,
+    /throttler "slots": the controller no longer counts 2 of the units client "stalled\/0" held — a renewal answered that the controller counts 0/,
+  );
+  console.log(
+    `LEASE_EXPIRED after the controller gave the units to another holder in ${handedOverMs} ms (lease_timeout ${LEASE_MS} ms): ${(outcome as SluiceError).message}`,
+  );
   // The other holder is the one counted; the stalled one starts afresh and waits its turn.
   other.slots.release(2);
   await stalled.slots.throttle(1, { signal: AbortSignal.timeout(20_000) });

@@ -22,7 +22,9 @@ const ROWS = 400;
 const bed = concurrencyTestBed("lease-workers");
 const { cluster, children } = bed;
 
-test("two workers on one topic never have more than limit rows in flight; a SIGKILLed worker's units come back within lease_timeout", { timeout: 300_000 }, async (t) => {
+test("two workers on one topic never have more than limit rows in flight; a SIGKILLed worker's units come back within lease_timeout", {
+  timeout: 300_000,
+}, async (t) => {
   const clusterUrl = await cluster.start(0);
   const pipeline = uniqueName("lease-workers");
   const input = `${pipeline}-in`;
@@ -61,7 +63,10 @@ test("two workers on one topic never have more than limit rows in flight; a SIGK
     assert.ok(cluster.stats().running <= LIMIT, `${cluster.stats().running} rows in flight, limit ${LIMIT}`);
     await new Promise((r) => setTimeout(r, 50));
   }
-  assert.ok(workers.every((w) => /cluster tasks done: 20/.test(w.stdout)), `each worker ran 20 rows: ${workers.map((w) => w.stdout.split("\n").at(-2)).join(" / ")}`);
+  assert.ok(
+    workers.every((w) => /cluster tasks done: 20/.test(w.stdout)),
+    `each worker ran 20 rows: ${workers.map((w) => w.stdout.split("\n").at(-2)).join(" / ")}`,
+  );
   const busy = cluster.stats();
   t.diagnostic(`${busy.completed} rows done by both workers, at most ${busy.maxRunning} in flight at once (limit ${LIMIT})`);
   assert.ok(busy.maxRunning <= LIMIT, `${busy.maxRunning} rows in flight at once, limit ${LIMIT}`);

@@ -47,7 +47,10 @@ describe("the leader's lease on one time base", () => {
     const context = { deadlineAt: null, signal: new AbortController().signal, metadata: {} };
     for (let i = 0; i < 9; i++) {
       await new Promise((resolve) => setTimeout(resolve, 1_000));
-      const granted = await controller.requestQuota({ throttlerId: "rows", clientId: "c", amount: 1, timestampMs: 0, quotaClassId: "", requestId: `r${i}` }, context);
+      const granted = await controller.requestQuota(
+        { throttlerId: "rows", clientId: "c", amount: 1, timestampMs: 0, quotaClassId: "", requestId: `r${i}` },
+        context,
+      );
       assert.equal(granted.granted, 1, `second ${i + 1}: ${lines.join("\n")}`);
     }
     assert.ok(!lines.some((l) => l.includes("lapsed")), lines.join("\n"));

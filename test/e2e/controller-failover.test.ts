@@ -9,7 +9,7 @@ import { SluiceError } from "@sluice/core";
 import { FAILOVER_CHANNEL_OPTIONS, createGrpcQuotaClient, createLeaderFollowingClient, type QuotaServiceClient } from "@sluice/protocol";
 import { brokers, consumeAll, createTopic, produce, uniqueName, withAdmin } from "../support/kafka.ts";
 import { freePorts, servingLeader, startControllers } from "../support/failover-group.ts";
-import { Child, ROOT, sluice, writeSpec } from "../support/processes.ts";
+import { type Child, ROOT, sluice, writeSpec } from "../support/processes.ts";
 
 const RELAY = `${ROOT}/test/fixtures/relay-computation.ts`;
 const children: Child[] = [];
@@ -81,7 +81,10 @@ describe("controller failover on Kafka", { timeout: 300_000 }, () => {
     // Reconfigure through the group (version 2), before the failover.
     const admin = createLeaderFollowingClient(group.addresses, { connect: (a) => createGrpcQuotaClient(a) });
     clients.push(admin);
-    const reconfigured = { throttlers: { rows: { limit, period: "2s", request_period: "200ms", rpc_timeout: "2s", max_queue_size: 5000 } }, computations: { Relay: { input_rows_throttler_id: "rows" } } };
+    const reconfigured = {
+      throttlers: { rows: { limit, period: "2s", request_period: "200ms", rpc_timeout: "2s", max_queue_size: 5000 } },
+      computations: { Relay: { input_rows_throttler_id: "rows" } },
+    };
     assert.equal((await admin.updateDynamicSpec(JSON.stringify(reconfigured))).version, 2);
 
     const workers = ["w1", "w2"].map((id) => {
@@ -111,7 +114,10 @@ describe("controller failover on Kafka", { timeout: 300_000 }, () => {
       assert.equal(worker.process.exitCode, null, `worker exited: ${worker.stderr.slice(-2000)}`);
       assert.doesNotMatch(worker.stderr, /job \S+ failed|RETRIES_EXHAUSTED/, "no job failed");
     }
-    const { rows: worst, startsAt } = maxInWindow(out.map((m) => m.at), periodMs);
+    const { rows: worst, startsAt } = maxInWindow(
+      out.map((m) => m.at),
+      periodMs,
+    );
     const bound = limit * (periodMs / 1000) + limit * (periodMs / 1000);
     // Pay-after (docs/design.md §9.1): each of the 4 jobs' clients may overdraw the bucket by one refill of
     // ceil(limit × request_period) = 20, and rows of a pool filled just before a window opens are

@@ -148,7 +148,10 @@ it("controller /metrics agree with what the clients consumed and sent", { timeou
   // released before the process ended.
   const unused = total - released - consumed;
   assert.ok(released >= 2, `released_total ${released} counts the probe's release of 2`);
-  assert.ok(unused >= 0 && unused <= 3 * 2 * PREFETCH_CAP, `granted ${total} − released ${released} − consumed ${consumed} = ${unused}: outside 0…${3 * 2 * PREFETCH_CAP}, the clients' prefetch`);
+  assert.ok(
+    unused >= 0 && unused <= 3 * 2 * PREFETCH_CAP,
+    `granted ${total} − released ${released} − consumed ${consumed} = ${unused}: outside 0…${3 * 2 * PREFETCH_CAP}, the clients' prefetch`,
+  );
 
   const classGranted = (quotaClass: string) => end.value("sluice_controller_quota_class_granted_total", { ...api, quota_class: quotaClass });
   assert.equal(classGranted("gold") + classGranted("silver") + classGranted("default"), total, "class counters add up to the throttler's");

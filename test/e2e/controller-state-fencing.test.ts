@@ -55,7 +55,10 @@ describe("controller state on Kafka: fenced writes, offset order", () => {
     const raw = (await kafka()).producer({ transactionalId: `${pipeline}.controller`, idempotent: true, maxInFlightRequests: 1 });
     await raw.connect();
     const open = await raw.transaction();
-    await open.send({ topic: `${pipeline}.controller-state`, messages: [{ key: "bucket/rows", value: JSON.stringify({ throttler: "rows", balance: 99, at_ms: 1_000 }) }] });
+    await open.send({
+      topic: `${pipeline}.controller-state`,
+      messages: [{ key: "bucket/rows", value: JSON.stringify({ throttler: "rows", balance: 99, at_ms: 1_000 }) }],
+    });
 
     const successor = await store(pipeline);
     await successor.claimWriter();
@@ -109,7 +112,10 @@ describe("controller state on Kafka: fenced writes, offset order", () => {
     const pipeline = uniqueName("state-config");
     await store(pipeline);
     const configs = await withAdmin((admin) =>
-      admin.describeConfigs({ resources: [{ type: 2, name: `${pipeline}.controller-state`, configNames: Object.keys(STATE_TOPIC_CONFIG) }], includeSynonyms: false }),
+      admin.describeConfigs({
+        resources: [{ type: 2, name: `${pipeline}.controller-state`, configNames: Object.keys(STATE_TOPIC_CONFIG) }],
+        includeSynonyms: false,
+      }),
     );
     const got = Object.fromEntries((configs.resources[0]?.configEntries ?? []).map((e) => [e.configName, e.configValue]));
     assert.deepEqual(got, STATE_TOPIC_CONFIG);

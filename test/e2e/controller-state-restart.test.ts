@@ -8,7 +8,7 @@ import { after, describe, it } from "node:test";
 import { createGrpcQuotaClient, type QuotaServiceClient } from "@sluice/protocol";
 import { brokers, uniqueName } from "../support/kafka.ts";
 import { scrape } from "../support/prometheus.ts";
-import { Child, NOOP_COMPUTATION, sluice, writeSpec } from "../support/processes.ts";
+import { type Child, NOOP_COMPUTATION, sluice, writeSpec } from "../support/processes.ts";
 
 const children: Child[] = [];
 const clients: QuotaServiceClient[] = [];
@@ -58,7 +58,14 @@ describe("a single controller with Kafka restarts from its persisted state", { t
     const full = await snapshotOf(first.client);
     assert.equal(full.throttlers[0]?.capacity, 600);
     // Drain the bucket (pay-after: the whole 600 is granted at once).
-    const grant = await first.client.requestQuota({ throttlerId: "rows", clientId: "test", amount: 600, timestampMs: 0, quotaClassId: "", requestId: "drain-1" });
+    const grant = await first.client.requestQuota({
+      throttlerId: "rows",
+      clientId: "test",
+      amount: 600,
+      timestampMs: 0,
+      quotaClassId: "",
+      requestId: "drain-1",
+    });
     assert.equal(grant.granted, 600);
     const drainedAt = Date.now();
     first.child.kill("SIGKILL");

@@ -7,10 +7,10 @@
 import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import { after, describe, it } from "node:test";
-import { Subscription, takeUntil, timer } from "rxjs";
+import { type Subscription, takeUntil, timer } from "rxjs";
 import { FakePdfGenerator, MAX_PER_SECOND, ThroughputExceededError } from "../../examples/correspondence/fake-pdf-generator.ts";
 import publishers from "../../examples/correspondence/publishers.ts";
-import { Child, ROOT, sluice, startController, writeSpec } from "../support/processes.ts";
+import { type Child, ROOT, sluice, startController, writeSpec } from "../support/processes.ts";
 import { brokers, createTopic, kafka, uniqueName } from "../support/kafka.ts";
 
 const PDF_GENERATOR = `${ROOT}/examples/correspondence/pdf-generator.ts`;
@@ -108,7 +108,11 @@ describe("correspondence example (seed 003) on Kafka", { timeout: 300_000 }, () 
       `${sent.size} letters in ${PUBLISH_MS / 1000} s; generated ${pdf.ids.size} over ${span.toFixed(1)} s (${(pdf.acceptedAt.length / span).toFixed(2)}/s), ` +
         `most in any 1 s ${most}, refusals ${pdf.generator.refusals}, last letter ${((Math.max(...pdf.acceptedAt) - publishedAt) / 1000).toFixed(1)} s after publishing began`,
     );
-    assert.equal(pdf.generator.refusals, 0, `the PDF generator refused ${pdf.generator.refusals} calls\n${workers.map((w) => w.stderr.slice(-3000)).join("\n---\n")}`);
+    assert.equal(
+      pdf.generator.refusals,
+      0,
+      `the PDF generator refused ${pdf.generator.refusals} calls\n${workers.map((w) => w.stderr.slice(-3000)).join("\n---\n")}`,
+    );
     assert.equal(missing.length, 0, `${missing.length} of ${sent.size} letters not generated (first: ${missing.slice(0, 5).join(", ")})`);
     assert.ok(most <= MAX_PER_SECOND, `${most} calls in one second`);
     assert.ok(sent.size >= 140, `the publishers wrote ${sent.size} letters in 20 s (expected about 150: 80 steady, 8 per burst)`);

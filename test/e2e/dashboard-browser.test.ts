@@ -71,7 +71,7 @@ it("the dashboard of a running pipeline loads cleanly, moves, and shares the lim
   const batch = await share("batch");
   assert.ok(Math.abs(interactive - 0.75) <= 0.15, `interactive (weight 3 of 4) got ${(interactive * 100).toFixed(0)} % of the grants`);
   assert.ok(Math.abs(batch - 0.25) <= 0.15, `batch (weight 1 of 4) got ${(batch * 100).toFixed(0)} % of the grants`);
-  assert.equal(await api.locator('[data-chart="rate"] polygon').count() > 0, true, "the rate chart has drawn its areas");
+  assert.equal((await api.locator('[data-chart="rate"] polygon').count()) > 0, true, "the rate chart has drawn its areas");
   assert.equal(await page.locator("#state").innerText(), "live");
   assert.equal(await api.locator("[data-adaptive]").isVisible(), false, "no adaptive charts for a throttler without an adaptive loop");
 
@@ -124,7 +124,10 @@ it("a concurrency throttler's chart draws units in use and holders against the l
   const client = createGrpcQuotaClient(address);
   cleanups.push(() => client.close());
   const hold = (clientId: string, amount: number) =>
-    client.requestQuota({ throttlerId: "tasks", clientId, amount, timestampMs: Date.now(), quotaClassId: "", requestId: `${clientId}-1` }, { deadlineAt: Date.now() + 5_000 });
+    client.requestQuota(
+      { throttlerId: "tasks", clientId, amount, timestampMs: Date.now(), quotaClassId: "", requestId: `${clientId}-1` },
+      { deadlineAt: Date.now() + 5_000 },
+    );
   await hold("a", 3);
   await hold("b", 1);
 

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { createGrpcQuotaClient, type QuotaServiceClient } from "@sluice/protocol";
-import { Child, NOOP_COMPUTATION, sluice, startController, tsNode, writeSpec } from "../support/processes.ts";
+import { type Child, NOOP_COMPUTATION, sluice, startController, tsNode, writeSpec } from "../support/processes.ts";
 
 interface ClientResult {
   consumed: number;
@@ -33,9 +33,7 @@ function spec(throttlers: Record<string, unknown>, computations: Record<string, 
   return writeSpec({
     pipeline: "dt",
     streams: { input: { topic: "input" } },
-    computations: Object.fromEntries(
-      ["Reader", ...Object.keys(computations)].map((name) => [name, { module: NOOP_COMPUTATION, inputs: ["input"] }]),
-    ),
+    computations: Object.fromEntries(["Reader", ...Object.keys(computations)].map((name) => [name, { module: NOOP_COMPUTATION, inputs: ["input"] }])),
     dynamic_spec: { throttlers, computations },
   });
 }
@@ -119,7 +117,9 @@ describe("distributed throttler across processes", () => {
   it("three client processes share 200/s: the steady rate within ±2 % of the limit, nobody starved", async () => {
     const c = await controller(spec({ shared: { limit: 200, period: "1s", request_period: "200ms" } }));
     const runs = await Promise.all(
-      [0, 1, 2].map((i) => quotaClient({ controller: c.address, computation: "Reader", throttler: "shared", clientId: `p${i}`, durationMs: 10_500, amount: 1 })),
+      [0, 1, 2].map((i) =>
+        quotaClient({ controller: c.address, computation: "Reader", throttler: "shared", clientId: `p${i}`, durationMs: 10_500, amount: 1 }),
+      ),
     );
     const startAt = startTogether(runs);
     // Judged between two readings once the initial bucket is spent and every client has ramped up
@@ -144,7 +144,15 @@ describe("distributed throttler across processes", () => {
     const limit = 300; // one chunk every 33 ms
     const c = await controller(
       spec(
-        { weighted: { limit, period: "1s", request_period: "200ms", max_grant_amount: chunk, classes: { a: { weight: 5 }, b: { weight: 3 }, c: { weight: 1 }, late: { weight: 1 } } } },
+        {
+          weighted: {
+            limit,
+            period: "1s",
+            request_period: "200ms",
+            max_grant_amount: chunk,
+            classes: { a: { weight: 5 }, b: { weight: 3 }, c: { weight: 1 }, late: { weight: 1 } },
+          },
+        },
         {
           A: { input_rows_throttler_id: "weighted", input_rows_throttler_class_id: "a" },
           B: { input_rows_throttler_id: "weighted", input_rows_throttler_class_id: "b" },
@@ -154,7 +162,9 @@ describe("distributed throttler across processes", () => {
       ),
     );
     const runs = await Promise.all(
-      ["A", "B", "C"].map((computation) => quotaClient({ controller: c.address, computation, throttler: "weighted", clientId: computation, durationMs: 9000, amount: 5 })),
+      ["A", "B", "C"].map((computation) =>
+        quotaClient({ controller: c.address, computation, throttler: "weighted", clientId: computation, durationMs: 9000, amount: 5 }),
+      ),
     );
     const late = await quotaClient({ controller: c.address, computation: "Late", throttler: "weighted", clientId: "late", durationMs: 0, amount: 1, calls: 1 });
     const startAt = startTogether(runs);
@@ -165,9 +175,16 @@ describe("distributed throttler across processes", () => {
     const after = (await c.describe()).get("weighted");
     const delta = (id: string) => (after?.classes.find((k) => k.id === id)?.granted ?? 0) - (before?.classes.find((k) => k.id === id)?.granted ?? 0);
     const total = delta("a") + delta("b") + delta("c");
-    for (const [id, weight] of [["a", 5], ["b", 3], ["c", 1]] as const) {
+    for (const [id, weight] of [
+      ["a", 5],
+      ["b", 3],
+      ["c", 1],
+    ] as const) {
       const share = delta(id) / total;
-      assert.ok(Math.abs(share - weight / 9) <= 0.05 * (weight / 9) + 0.005, `class ${id}: share ${share.toFixed(4)}, expected ${(weight / 9).toFixed(4)} ± 5 %`);
+      assert.ok(
+        Math.abs(share - weight / 9) <= 0.05 * (weight / 9) + 0.005,
+        `class ${id}: share ${share.toFixed(4)}, expected ${(weight / 9).toFixed(4)} ± 5 %`,
+      );
     }
     const wake = await late.result;
     assert.equal(wake.error, null, JSON.stringify(wake.error));
@@ -178,7 +195,10 @@ describe("distributed throttler across processes", () => {
     // on a busy 2-core machine.
     const lateWait = (await c.describe()).get("weighted")?.classes.find((k) => k.id === "late")?.waitTime;
     assert.equal(lateWait?.count, 1, `the late class's one request: ${JSON.stringify(lateWait)}`);
-    assert.ok((lateWait?.maxMs ?? Infinity) <= 2 * chunkMs + 200, `waking class waited ${lateWait?.maxMs} ms in the queue; two chunk times are ${2 * chunkMs} ms`);
+    assert.ok(
+      (lateWait?.maxMs ?? Infinity) <= 2 * chunkMs + 200,
+      `waking class waited ${lateWait?.maxMs} ms in the queue; two chunk times are ${2 * chunkMs} ms`,
+    );
     await Promise.all(runs.map((r) => r.result));
   });
 
@@ -203,7 +223,16 @@ describe("distributed throttler across processes", () => {
   it("blocks while the controller is killed, and resumes by itself when it restarts on the same port", async () => {
     const specPath = spec({ slow: { limit: 5, period: "1s", request_period: "200ms", retrying_channel: { min_backoff: "100ms", max_backoff: "500ms" } } });
     const first = await controller(specPath);
-    const run = await quotaClient({ controller: first.address, computation: "Reader", throttler: "slow", clientId: "r", startAt: Date.now(), durationMs: 60_000, amount: 1, calls: 20 });
+    const run = await quotaClient({
+      controller: first.address,
+      computation: "Reader",
+      throttler: "slow",
+      clientId: "r",
+      startAt: Date.now(),
+      durationMs: 60_000,
+      amount: 1,
+      calls: 20,
+    });
     // The bucket (5) is gone and the client waits at 5/s: by the controller's counter, not a sleep
     // that a slow start of the client outlasts.
     await eventually(async () => (await first.reading("slow")).granted >= 6, "the client past the initial bucket");
@@ -221,9 +250,20 @@ describe("distributed throttler across processes", () => {
   });
 
   it("fails with RETRIES_EXHAUSTED when the controller stays away past a small retry budget", async () => {
-    const specPath = spec({ slow: { limit: 1, period: "1s", request_period: "200ms", retrying_channel: { retry_attempts: 3, min_backoff: "100ms", max_backoff: "200ms" } } });
+    const specPath = spec({
+      slow: { limit: 1, period: "1s", request_period: "200ms", retrying_channel: { retry_attempts: 3, min_backoff: "100ms", max_backoff: "200ms" } },
+    });
     const c = await controller(specPath);
-    const run = await quotaClient({ controller: c.address, computation: "Reader", throttler: "slow", clientId: "r", startAt: Date.now(), durationMs: 60_000, amount: 1, calls: 100 });
+    const run = await quotaClient({
+      controller: c.address,
+      computation: "Reader",
+      throttler: "slow",
+      clientId: "r",
+      startAt: Date.now(),
+      durationMs: 60_000,
+      amount: 1,
+      calls: 100,
+    });
     await new Promise((r) => setTimeout(r, 1000));
     c.child.kill("SIGKILL");
     const result = await run.result;
@@ -234,7 +274,16 @@ describe("distributed throttler across processes", () => {
   it("ends a throttle() waiting on a throttler that `sluice reconfigure` removes with THROTTLER_REMOVED, within one request_period", async () => {
     const specPath = spec({ kept: { limit: 10 }, gone: { limit: 1, period: "1s", request_period: "1s" } });
     const c = await controller(specPath);
-    const run = await quotaClient({ controller: c.address, computation: "Reader", throttler: "gone", clientId: "r", startAt: Date.now(), durationMs: 60_000, amount: 1, calls: 100 });
+    const run = await quotaClient({
+      controller: c.address,
+      computation: "Reader",
+      throttler: "gone",
+      clientId: "r",
+      startAt: Date.now(),
+      durationMs: 60_000,
+      amount: 1,
+      calls: 100,
+    });
     // The bucket is spent and the client waits at 1/s (the controller's counter, not a sleep).
     await eventually(async () => (await c.reading("gone")).granted >= 2, "the client past the initial bucket");
     const removing = writeSpec({ throttlers: { kept: { limit: 10 } } });

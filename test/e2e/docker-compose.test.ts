@@ -48,10 +48,12 @@ function service(name: string): Service {
 
 /** `host:container` mappings of a service. */
 function published(name: string): Map<number, number> {
-  return new Map((service(name).ports ?? []).map((mapping) => {
-    const [host, container] = mapping.split(":").map(Number);
-    return [container ?? 0, host ?? 0];
-  }));
+  return new Map(
+    (service(name).ports ?? []).map((mapping) => {
+      const [host, container] = mapping.split(":").map(Number);
+      return [container ?? 0, host ?? 0];
+    }),
+  );
 }
 
 describe("docker-compose.yml", () => {
@@ -152,14 +154,23 @@ describe("docker-compose.yml", () => {
     const spec = JSON.parse(readFileSync(join(ROOT, controller[1] ?? ""), "utf8")) as { kafka: { brokers: string[] }; controller: { addresses: string[] } };
     assert.deepEqual(spec.kafka.brokers, [`127.0.0.1:${external}`]);
     assert.equal(published("kafka").get(Number(external)), Number(external), "Kafka's host listener is published");
-    assert.deepEqual(spec.controller.addresses, hostGrpcPorts.map((port) => `127.0.0.1:${port}`));
+    assert.deepEqual(
+      spec.controller.addresses,
+      hostGrpcPorts.map((port) => `127.0.0.1:${port}`),
+    );
 
     const otlp = [...SLUICE_SERVICES.map((name) => flag(service(name).command ?? [], "--otlp"))];
     assert.deepEqual(new Set(otlp), new Set(["http://jaeger:4318"]), "every Sluice process exports to Jaeger's OTLP/HTTP port");
     assert.equal(published("jaeger").get(16686), 16686, "the Jaeger UI on 16686");
     assert.equal(published("jaeger").get(4318), 4318);
 
-    for (const text of ["docker compose up --build", "http://localhost:16686", ...hostHttpPorts.map((p) => `http://localhost:${p}/`), `localhost:${grpcPort}`, `localhost:${external}`]) {
+    for (const text of [
+      "docker compose up --build",
+      "http://localhost:16686",
+      ...hostHttpPorts.map((p) => `http://localhost:${p}/`),
+      `localhost:${grpcPort}`,
+      `localhost:${external}`,
+    ]) {
       assert.ok(jaegerSection.includes(text), `"See it in Jaeger" mentions ${text}`);
     }
   });

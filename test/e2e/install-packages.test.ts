@@ -28,7 +28,12 @@ after(() => {
 });
 
 function run(command: string, args: readonly string[], cwd: string, timeoutMs = 120_000): SpawnSyncReturns<string> {
-  const result = spawnSync(command, [...args], { cwd, encoding: "utf8", timeout: timeoutMs, env: { ...process.env, NO_COLOR: "1", npm_config_update_notifier: "false" } });
+  const result = spawnSync(command, [...args], {
+    cwd,
+    encoding: "utf8",
+    timeout: timeoutMs,
+    env: { ...process.env, NO_COLOR: "1", npm_config_update_notifier: "false" },
+  });
   if (result.error) throw new Error(`${command} ${args.join(" ")} in ${cwd}: ${result.error.message}\n${result.stdout}\n${result.stderr}`);
   return result;
 }
@@ -57,7 +62,7 @@ describe("the packed packages, installed with npm outside the repository", () =>
     ok(run(process.execPath, [SLUICE_BIN, "init", app], work), "sluice init");
     writeFileSync(join(app, "src/shout.mjs"), SHOUT_JS);
     // biome-ignore lint/suspicious/noTemplateCurlyInString: JavaScript source for a file, with a template literal of its own
-    writeFileSync(join(app, "src/words.mjs"), 'export default (index) => ({ key: String(index), value: `word ${index}` });\n');
+    writeFileSync(join(app, "src/words.mjs"), "export default (index) => ({ key: String(index), value: `word ${index}` });\n");
     writeFileSync(join(app, "js-pipeline.json"), JSON.stringify(JS_PIPELINE, null, 2));
     writeFileSync(join(app, "standalone-client.mjs"), STANDALONE_CLIENT_JS);
 
@@ -77,8 +82,14 @@ describe("the packed packages, installed with npm outside the repository", () =>
   });
 
   it("validates a spec, and names what is wrong in a broken one", () => {
-    assert.match(ok(npxSluice("validate", "pipeline.json"), "npx sluice validate"), /✓ app: 2 streams, 1 computation, 1 throttler \(orders_per_second: 100\/s\)/);
-    writeFileSync(join(app, "broken.json"), JSON.stringify({ ...JS_PIPELINE, computations: { Shout: { ...JS_PIPELINE.computations.Shout, inputs: ["wordz"] } } }));
+    assert.match(
+      ok(npxSluice("validate", "pipeline.json"), "npx sluice validate"),
+      /✓ app: 2 streams, 1 computation, 1 throttler \(orders_per_second: 100\/s\)/,
+    );
+    writeFileSync(
+      join(app, "broken.json"),
+      JSON.stringify({ ...JS_PIPELINE, computations: { Shout: { ...JS_PIPELINE.computations.Shout, inputs: ["wordz"] } } }),
+    );
     const broken = npxSluice("validate", "broken.json");
     assert.equal(broken.status, 1, broken.stdout + broken.stderr);
     assert.match(broken.stderr, /computations\.Shout\.inputs/);

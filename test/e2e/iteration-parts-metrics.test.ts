@@ -89,7 +89,9 @@ it("the iteration part histogram has every part of every computation, and its su
       const metricS = metrics.value(`${METRIC}_sum`, labels);
       const spanS = spansOf(c, part).reduce((sum, s) => sum + (s.endMs - s.startMs), 0) / 1000;
       const tolerance = 0.05 * spanS + 0.002 * iterations;
-      report.push(`${c} ${part}: metric ${(metricS * 1000).toFixed(3)} ms, spans ${(spanS * 1000).toFixed(3)} ms, diff ${((metricS - spanS) * 1000).toFixed(3)} ms (tolerance ${(tolerance * 1000).toFixed(1)} ms)`);
+      report.push(
+        `${c} ${part}: metric ${(metricS * 1000).toFixed(3)} ms, spans ${(spanS * 1000).toFixed(3)} ms, diff ${((metricS - spanS) * 1000).toFixed(3)} ms (tolerance ${(tolerance * 1000).toFixed(1)} ms)`,
+      );
       assert.ok(Math.abs(metricS - spanS) <= tolerance, report.join("\n"));
     }
   }

@@ -13,7 +13,7 @@ import { pathToFileURL } from "node:url";
 import { after, before, describe, it } from "node:test";
 import { queryJaegerTraces } from "../support/jaeger-query.ts";
 import type { CollectedSpan } from "../support/otlp-collector.ts";
-import { Child, ROOT, sluice, writeSpec, exitCodeWithin } from "../support/processes.ts";
+import { type Child, ROOT, sluice, writeSpec, exitCodeWithin } from "../support/processes.ts";
 import { checkThrottleTraces, type ThrottleTraceExpectation, type ThrottleTraceSummary } from "../support/throttle-traces.ts";
 import { otelEnv, THROTTLED_EXPECTATION, throttledSpec } from "../support/traced-pipeline.ts";
 

@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { Kafka, logLevel, type Admin } from "kafkajs";
-import { Child, sluice, startController } from "../support/processes.ts";
+import { type Child, sluice, startController } from "../support/processes.ts";
 import { PrivateKafka } from "../support/private-kafka.ts";
 import { exactlyOnceRelaySpec, exactlyOnceReport, readCommitted, type Relayed } from "../support/read-committed.ts";
 import { uniqueName } from "../support/kafka.ts";
@@ -26,7 +26,11 @@ after(async () => {
 
 /** The last lines a process wrote that are not kafkajs's own log (which repeats each retried request). */
 function sluiceLines(stderr: string): string {
-  return stderr.split("\n").filter((line) => !line.startsWith('{"level"')).slice(-25).join("\n");
+  return stderr
+    .split("\n")
+    .filter((line) => !line.startsWith('{"level"'))
+    .slice(-25)
+    .join("\n");
 }
 
 function track(child: Child): Child {
@@ -35,7 +39,9 @@ function track(child: Child): Child {
 }
 
 async function setUpTopics(kafka: Kafka, input: string, output: string, count: number): Promise<void> {
-  await admin(kafka, (a) => a.createTopics({ topics: [input, output].map((topic) => ({ topic, numPartitions: 6, replicationFactor: 1 })), waitForLeaders: true }));
+  await admin(kafka, (a) =>
+    a.createTopics({ topics: [input, output].map((topic) => ({ topic, numPartitions: 6, replicationFactor: 1 })), waitForLeaders: true }),
+  );
   // Idempotent: a plain producer's retry of a send to a freshly started broker can write the
   // inputs twice, which would read as duplicates of the relay.
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
@@ -70,11 +76,18 @@ async function committedTotal(kafka: Kafka, groupId: string, topic: string): Pro
 }
 
 describe("delivery exactly_once on Kafka across a broker restart", () => {
-  it("6 partitions, 2 workers, the broker SIGKILLed and started again mid-run: a read_committed reader sees every input exactly once", { timeout: 300_000 }, async (t) => {
+  it("6 partitions, 2 workers, the broker SIGKILLed and started again mid-run: a read_committed reader sees every input exactly once", {
+    timeout: 300_000,
+  }, async (t) => {
     process.env["KAFKAJS_NO_PARTITIONER_WARNING"] = "1";
     broker = await PrivateKafka.start();
     t.diagnostic(broker.startLines.join("\n"));
-    const kafka = new Kafka({ clientId: "sluice-e2e-restart", brokers: broker.brokers, logLevel: logLevel.NOTHING, retry: { retries: 30, maxRetryTime: 2000 } });
+    const kafka = new Kafka({
+      clientId: "sluice-e2e-restart",
+      brokers: broker.brokers,
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 30, maxRetryTime: 2000 },
+    });
     const name = uniqueName("eos-restart");
     const input = `${name}-in`;
     const output = `${name}-out`;
@@ -101,12 +114,20 @@ describe("delivery exactly_once on Kafka across a broker restart", () => {
     const out = await reading;
     const afterRestart = out.length - beforeRestart;
     const { missing, repeated } = exactlyOnceReport(out, count);
-    const copies = repeated.slice(0, 3).map(([id]) => out.filter((m) => m.id === id).map((m) => `${m.job} p${m.partition} at ${new Date(m.at ?? 0).toISOString()}`).join(" | "));
+    const copies = repeated.slice(0, 3).map(([id]) =>
+      out
+        .filter((m) => m.id === id)
+        .map((m) => `${m.job} p${m.partition} at ${new Date(m.at ?? 0).toISOString()}`)
+        .join(" | "),
+    );
     const context =
       `\nfirst repeated ids, each copy: ${copies.join("; ")}` +
       `\nw1 stderr:\n${sluiceLines(w1.stderr)}\nw2 stderr:\n${sluiceLines(w2.stderr)}\ncontroller stderr:\n${sluiceLines(controller.child.stderr)}`;
     t.diagnostic(`${out.length} outputs read (${afterRestart} after the restart); ${missing.length} missing, ${repeated.length} ids more than once`);
-    for (const [id, w] of [["w1", w1], ["w2", w2]] as const) {
+    for (const [id, w] of [
+      ["w1", w1],
+      ["w2", w2],
+    ] as const) {
       const lines = w.stderr.split("\n");
       const failures = lines.filter((line) => / failed \(\d+ in a row\)/.test(line)).length;
       const reclaims = lines.filter((line) => line.includes("claimed again")).length;
@@ -115,7 +136,10 @@ describe("delivery exactly_once on Kafka across a broker restart", () => {
     assert.ok(beforeRestart > 0 && beforeRestart < count, `the broker restarted mid-run (${beforeRestart} of ${count} outputs read before)${context}`);
     assert.equal(missing.length, 0, `missing ids (first ${missing.slice(0, 5).join(", ")})${context}`);
     assert.equal(repeated.length, 0, `ids seen more than once (first ${JSON.stringify(repeated.slice(0, 5))})${context}`);
-    for (const [id, w] of [["w1", w1], ["w2", w2]] as const) {
+    for (const [id, w] of [
+      ["w1", w1],
+      ["w2", w2],
+    ] as const) {
       assert.equal(w.process.exitCode, null, `worker ${id} still runs after the restart (exit ${w.process.exitCode})${context}`);
     }
     assert.equal(await committedTotal(kafka, `${name}.Relay`, input), count, "the offsets committed in the transactions cover the input");

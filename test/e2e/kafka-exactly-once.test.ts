@@ -4,10 +4,9 @@
 // input exactly once. Every process is started here and ended by its own pid.
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
-import { Child, sluice, startController } from "../support/processes.ts";
+import { type Child, sluice, startController } from "../support/processes.ts";
 import { brokers, committedTotal, createTopic, kafka, produce, uniqueName } from "../support/kafka.ts";
 import { exactlyOnceRelaySpec, exactlyOnceReport, readCommitted, type Relayed } from "../support/read-committed.ts";
-
 
 const children: Child[] = [];
 after(() => {

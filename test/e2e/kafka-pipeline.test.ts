@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { createGrpcQuotaClient } from "@sluice/protocol";
-import { Child, ROOT, sluice, startController, writeSpec } from "../support/processes.ts";
+import { type Child, ROOT, sluice, startController, writeSpec } from "../support/processes.ts";
 import { brokers, consumeAll, createTopic, produce, uniqueName, type ConsumedMessage } from "../support/kafka.ts";
 
 const RELAY = `${ROOT}/test/fixtures/relay-computation.ts`;
@@ -58,7 +58,10 @@ function steadyRate(times: number[]): number {
   return (after.length * 1000) / span;
 }
 
-async function kafkaSpec(name: string, fields: { streams: Record<string, unknown>; computations: Record<string, unknown>; dynamic_spec: unknown; controller?: string }) {
+async function kafkaSpec(
+  name: string,
+  fields: { streams: Record<string, unknown>; computations: Record<string, unknown>; dynamic_spec: unknown; controller?: string },
+) {
   return writeSpec({
     pipeline: name,
     kafka: { brokers: await brokers(), session_timeout: "6s" },
@@ -72,7 +75,11 @@ async function kafkaSpec(name: string, fields: { streams: Record<string, unknown
 function checkNothingLost(messages: Relayed[], count: number, context = ""): { duplicates: number } {
   const ids = new Set(messages.map((m) => m.id));
   const missing = Array.from({ length: count }, (_, i) => i).filter((i) => !ids.has(i));
-  assert.equal(missing.length, 0, `${missing.length} of ${count} messages missing (first: ${missing.slice(0, 5).join(", ")}); ${messages.length} received ${context}`);
+  assert.equal(
+    missing.length,
+    0,
+    `${missing.length} of ${count} messages missing (first: ${missing.slice(0, 5).join(", ")}); ${messages.length} received ${context}`,
+  );
   return { duplicates: messages.length - ids.size };
 }
 
@@ -114,7 +121,9 @@ describe("pipelines on a real Kafka broker", { timeout: 300_000 }, () => {
     for (const at of times) perHalfSecond[Math.floor((at - first) / 500)] = (perHalfSecond[Math.floor((at - first) / 500)] ?? 0) + 1;
     const steady = backloggedRate(out, 3000);
     t.diagnostic(`processed per 500 ms: ${Array.from(perHalfSecond, (n) => n ?? 0).join(" ")}`);
-    t.diagnostic(`rate while every partition had data (${steady.from}–${steady.to} ms): ${steady.rate.toFixed(1)}/s; after the first second to the last message: ${steadyRate(times).toFixed(1)}/s; duplicates ${duplicates}`);
+    t.diagnostic(
+      `rate while every partition had data (${steady.from}–${steady.to} ms): ${steady.rate.toFixed(1)}/s; after the first second to the last message: ${steadyRate(times).toFixed(1)}/s; duplicates ${duplicates}`,
+    );
     // Below: the rate, less 3 %. Above: the token bucket's own bound over the window, the rate plus
     // one bucket (capacity 2,000 = limit × period), plus 3 %. Rows are timed when processed, so a
     // worker that a loaded machine stalls lets the bucket refill and then catches up inside the
@@ -152,15 +161,23 @@ describe("pipelines on a real Kafka broker", { timeout: 300_000 }, () => {
       { throttlers: { bytes: { limit: 16_000, period: "1s", request_period: "200ms" } }, computations: { Relay: { input_bytes_throttler_id: "bytes" } } },
       6000,
     );
-    const byteRate = backloggedRate(first.flatMap((m) => Array.from({ length: m.bytes }, () => m)), 1000).rate;
+    const byteRate = backloggedRate(
+      first.flatMap((m) => Array.from({ length: m.bytes }, () => m)),
+      1000,
+    ).rate;
     t.diagnostic(`bytes rate ${byteRate.toFixed(0)} B/s (limit 16,000)`);
     assert.ok(Math.abs(byteRate - 16_000) <= 16_000 * 0.1, `bytes rate ${byteRate.toFixed(0)} B/s, expected 16,000 ± 10 %`);
 
-    const refused = track(sluice(["validate", await kafkaSpec(name, {
-      streams: { input: { topic: input } },
-      computations: { Relay: { module: RELAY, inputs: ["input"] } },
-      dynamic_spec: { throttlers: { both: { limit: 1 } }, computations: { Relay: { input_rows_throttler_id: "both", input_bytes_throttler_id: "both" } } },
-    })]));
+    const refused = track(
+      sluice([
+        "validate",
+        await kafkaSpec(name, {
+          streams: { input: { topic: input } },
+          computations: { Relay: { module: RELAY, inputs: ["input"] } },
+          dynamic_spec: { throttlers: { both: { limit: 1 } }, computations: { Relay: { input_rows_throttler_id: "both", input_bytes_throttler_id: "both" } } },
+        }),
+      ]),
+    );
     assert.equal((await refused.exited).code, 1);
     assert.match(refused.stderr, /referenced by both input_rows_throttler_id and input_bytes_throttler_id/);
   });
@@ -226,7 +243,10 @@ describe("pipelines on a real Kafka broker", { timeout: 300_000 }, () => {
       const pattern = new RegExp(`^${metric}\\{[^}]*\\} (\\d+)`, "m");
       const end = Date.now() + 120_000;
       for (;;) {
-        const text = await fetch(url).then((r) => r.text(), () => "");
+        const text = await fetch(url).then(
+          (r) => r.text(),
+          () => "",
+        );
         if (Number(pattern.exec(text)?.[1] ?? 0) > 0) return;
         assert.ok(Date.now() < end, `${what} within 120 s`);
         await new Promise((r) => setTimeout(r, 200));
@@ -245,8 +265,13 @@ describe("pipelines on a real Kafka broker", { timeout: 300_000 }, () => {
     const killedAt = Date.now();
     const out = relayed(await reading);
     const times = out.map((m) => m.at).sort((a, b) => a - b);
-    t.diagnostic(`first output ${((times[0] ?? 0) - killedAt) / 1000} s from the kill, last ${((times.at(-1) ?? 0) - killedAt) / 1000} s; all read ${(Date.now() - killedAt) / 1000} s after it`);
-    const gaps = times.slice(1).map((x, i) => [x - (times[i] ?? 0), (times[i] ?? 0) - killedAt]).filter(([gap]) => (gap ?? 0) > 2000);
+    t.diagnostic(
+      `first output ${((times[0] ?? 0) - killedAt) / 1000} s from the kill, last ${((times.at(-1) ?? 0) - killedAt) / 1000} s; all read ${(Date.now() - killedAt) / 1000} s after it`,
+    );
+    const gaps = times
+      .slice(1)
+      .map((x, i) => [x - (times[i] ?? 0), (times[i] ?? 0) - killedAt])
+      .filter(([gap]) => (gap ?? 0) > 2000);
     t.diagnostic(`gaps over 2 s (length, at): ${JSON.stringify(gaps)}`);
     const w3 = children.at(-1);
     const { duplicates } = checkNothingLost(out, 15_000, `\nw2 stderr:\n${w2.stderr.slice(-3000)}\nw3 stderr:\n${w3?.stderr.slice(-3000)}`);
@@ -274,7 +299,9 @@ describe("pipelines on a real Kafka broker", { timeout: 300_000 }, () => {
         Bulk: { module: RELAY, inputs: ["bulk"], outputs: ["out"], max_rows_per_batch: 20 },
       },
       dynamic_spec: {
-        throttlers: { shared: { limit: 600, period: "1s", request_period: "200ms", max_grant_amount: 20, classes: { vip: { weight: 5 }, bulk: { weight: 1 } } } },
+        throttlers: {
+          shared: { limit: 600, period: "1s", request_period: "200ms", max_grant_amount: 20, classes: { vip: { weight: 5 }, bulk: { weight: 1 } } },
+        },
         computations: {
           Vip: { input_rows_throttler_id: "shared", input_rows_throttler_class_id: "vip" },
           Bulk: { input_rows_throttler_id: "shared", input_rows_throttler_class_id: "bulk" },
@@ -284,8 +311,14 @@ describe("pipelines on a real Kafka broker", { timeout: 300_000 }, () => {
     const child = track(sluice(["run", spec, "--quiet"]));
     const out = relayed(await consumeAll(output, 6000, 90_000));
     child.kill("SIGTERM");
-    const vipTimes = out.filter((m) => m.computation === "Vip").map((m) => m.at).sort((a, b) => a - b);
-    const bulkTimes = out.filter((m) => m.computation === "Bulk").map((m) => m.at).sort((a, b) => a - b);
+    const vipTimes = out
+      .filter((m) => m.computation === "Vip")
+      .map((m) => m.at)
+      .sort((a, b) => a - b);
+    const bulkTimes = out
+      .filter((m) => m.computation === "Bulk")
+      .map((m) => m.at)
+      .sort((a, b) => a - b);
     const start = Math.min(vipTimes[0] ?? 0, bulkTimes[0] ?? 0) + 1000;
     const vipDone = vipTimes.at(-1) ?? 0;
     const inWindow = (times: number[], from: number, to: number) => times.filter((t) => t >= from && t < to).length;

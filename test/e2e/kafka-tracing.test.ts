@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { brokers, consumeAll, createTopic, produce, uniqueName } from "../support/kafka.ts";
 import { OtlpCollector } from "../support/otlp-collector.ts";
-import { Child, ROOT, sluice, writeSpec, exitCodeWithin } from "../support/processes.ts";
+import { type Child, ROOT, sluice, writeSpec, exitCodeWithin } from "../support/processes.ts";
 import { checkThrottleTraces } from "../support/throttle-traces.ts";
 import { otelEnv, THROTTLED_EXPECTATION } from "../support/traced-pipeline.ts";
 

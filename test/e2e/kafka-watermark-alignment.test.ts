@@ -32,7 +32,9 @@ interface Out {
   at: number;
 }
 
-async function runPipeline(aligned: boolean): Promise<{ outputs: Out[]; heldSeen: { worker: number; controller: number; groupWatermark: number; dashboard: number } }> {
+async function runPipeline(
+  aligned: boolean,
+): Promise<{ outputs: Out[]; heldSeen: { worker: number; controller: number; groupWatermark: number; dashboard: number } }> {
   const name = uniqueName(aligned ? "align" : "noalign");
   const input = `${name}-in`;
   const output = `${name}-out`;
@@ -66,9 +68,15 @@ async function runPipeline(aligned: boolean): Promise<{ outputs: Out[]; heldSeen
     while (reading) {
       const metrics = await scrape(`${base}/metrics`).catch(() => null);
       if (metrics) {
-        heldSeen.worker = Math.max(heldSeen.worker, metrics.find("sluice_worker_alignment_held_partitions", { computation_id: "Relay", alignment_group: "clicks" }) ?? 0);
+        heldSeen.worker = Math.max(
+          heldSeen.worker,
+          metrics.find("sluice_worker_alignment_held_partitions", { computation_id: "Relay", alignment_group: "clicks" }) ?? 0,
+        );
         heldSeen.controller = Math.max(heldSeen.controller, metrics.find("sluice_controller_alignment_held_partitions", { alignment_group: "clicks" }) ?? 0);
-        heldSeen.groupWatermark = Math.max(heldSeen.groupWatermark, metrics.find("sluice_controller_alignment_group_watermark_ms", { alignment_group: "clicks" }) ?? 0);
+        heldSeen.groupWatermark = Math.max(
+          heldSeen.groupWatermark,
+          metrics.find("sluice_controller_alignment_group_watermark_ms", { alignment_group: "clicks" }) ?? 0,
+        );
       }
       // What the dashboard's alignment table draws from.
       const snapshot = await get(`${base}/api/snapshot`).catch(() => null);
@@ -109,14 +117,22 @@ describe("watermark alignment on a real Kafka broker", { timeout: 300_000 }, () 
       if (o.partition !== 1 || o.id < PER_PARTITION + ROWS_PER_BATCH || o.at > lastBehindAt + 1_500) continue;
       worst = Math.max(worst, o.eventMs - behindMax);
     }
-    assert.ok(worst <= DRIFT_MS + SLACK_MS, `the partition ahead ran ${(worst / MIN).toFixed(1)} min ahead of the one behind (drift_bound 20 min, slack 5 min)`);
+    assert.ok(
+      worst <= DRIFT_MS + SLACK_MS,
+      `the partition ahead ran ${(worst / MIN).toFixed(1)} min ahead of the one behind (drift_bound 20 min, slack 5 min)`,
+    );
     // "Then both read": the partition ahead read while the one behind was still reading its last stretch.
     const overlap = ahead.filter((o) => o.at < lastBehindAt).length;
     assert.ok(overlap > ROWS_PER_BATCH, `${overlap} rows ahead read before the partition behind finished`);
     const afterIdle = ahead.filter((o) => o.at > lastBehindAt).length;
     assert.ok(afterIdle > 0 && ahead.at(-1)?.eventMs !== undefined, "the partition ahead finished once the other was idle");
-    t.diagnostic(`early ${early} rows, furthest ahead ${(worst / MIN).toFixed(1)} min, overlap ${overlap} rows, ${afterIdle} rows after the other finished; held seen worker ${heldSeen.worker} controller ${heldSeen.controller} dashboard ${heldSeen.dashboard}`);
-    assert.ok(heldSeen.worker >= 1 && heldSeen.controller >= 1, `held partitions seen in /metrics: worker ${heldSeen.worker}, controller ${heldSeen.controller}`);
+    t.diagnostic(
+      `early ${early} rows, furthest ahead ${(worst / MIN).toFixed(1)} min, overlap ${overlap} rows, ${afterIdle} rows after the other finished; held seen worker ${heldSeen.worker} controller ${heldSeen.controller} dashboard ${heldSeen.dashboard}`,
+    );
+    assert.ok(
+      heldSeen.worker >= 1 && heldSeen.controller >= 1,
+      `held partitions seen in /metrics: worker ${heldSeen.worker}, controller ${heldSeen.controller}`,
+    );
     assert.ok(heldSeen.groupWatermark > 0, "the group watermark was exported");
     assert.ok(heldSeen.dashboard >= 1, "the dashboard's snapshot showed the held partition");
   });

@@ -38,7 +38,19 @@ it("a worker's /metrics count what it processed and agree with the controller's"
   children.push(controllerChild);
   const port = Number((await controllerChild.waitFor(/listening on 127\.0\.0\.1:(\d+)/, 120_000))[1]);
   const controller = { child: controllerChild, address: `127.0.0.1:${port}` };
-  const worker = sluice(["worker", spec, "--quiet", "--worker-id", "w1", "--controller", controller.address, "--brokers", (await brokers()).join(","), "--metrics-port", "0"]);
+  const worker = sluice([
+    "worker",
+    spec,
+    "--quiet",
+    "--worker-id",
+    "w1",
+    "--controller",
+    controller.address,
+    "--brokers",
+    (await brokers()).join(","),
+    "--metrics-port",
+    "0",
+  ]);
   children.push(worker);
   const metrics = `http://127.0.0.1:${(await worker.waitFor(/sluice worker: metrics on http:\/\/127\.0\.0\.1:(\d+)\/metrics/))[1]}/metrics`;
   assert.equal((await get(metrics.replace(/metrics$/, "healthz"))).body, "ok\n", "healthz answers while the worker joins its group");
@@ -60,12 +72,17 @@ it("a worker's /metrics count what it processed and agree with the controller's"
   const { createGrpcQuotaClient } = await import("@sluice/protocol");
   const client = createGrpcQuotaClient(controller.address);
   try {
-    const snapshot = JSON.parse((await client.describeThrottlers()).snapshotJson) as { throttlers: { counters: { granted: number }; waitTime: { count: number } }[] };
+    const snapshot = JSON.parse((await client.describeThrottlers()).snapshotJson) as {
+      throttlers: { counters: { granted: number }; waitTime: { count: number } }[];
+    };
     const rows = snapshot.throttlers[0];
     assert.ok(rows);
     assert.ok(rows.counters.granted >= MESSAGES && rows.counters.granted <= MESSAGES + 2 * 2 * PREFETCH_CAP, `controller granted ${rows.counters.granted}`);
     // One wait per RequestQuota; a job's refill may be granted between the scrape and this describe.
-    assert.ok(rows.waitTime.count >= rpcs && rows.waitTime.count <= rpcs + 2, `controller recorded ${rows.waitTime.count} waits for ${rpcs} RequestQuota calls of 2 jobs`);
+    assert.ok(
+      rows.waitTime.count >= rpcs && rows.waitTime.count <= rpcs + 2,
+      `controller recorded ${rows.waitTime.count} waits for ${rpcs} RequestQuota calls of 2 jobs`,
+    );
   } finally {
     client.close();
   }

@@ -10,7 +10,7 @@ import { after, describe, it } from "node:test";
 import { connectThrottlers, type Throttlers } from "@sluice/client";
 import { isSluiceError } from "@sluice/core";
 import { createGrpcQuotaClient } from "@sluice/protocol";
-import { Child, NOOP_COMPUTATION, startController, writeSpec } from "../support/processes.ts";
+import { type Child, NOOP_COMPUTATION, startController, writeSpec } from "../support/processes.ts";
 
 const children: Child[] = [];
 const open: Throttlers[] = [];
@@ -105,11 +105,14 @@ describe("keyed throttler over gRPC", () => {
     });
     await few.forKey("a").throttle(1); // a live key is never dropped for a new one
 
-    assert.throws(() => throttlers.getThrottlerOrThrow("plain").forKey("acme"), (error: unknown) => {
-      assert.ok(isSluiceError(error, "INVALID_REQUEST"), String(error));
-      assert.match(error.message, /throttler "plain" is not keyed/);
-      return true;
-    });
+    assert.throws(
+      () => throttlers.getThrottlerOrThrow("plain").forKey("acme"),
+      (error: unknown) => {
+        assert.ok(isSluiceError(error, "INVALID_REQUEST"), String(error));
+        assert.match(error.message, /throttler "plain" is not keyed/);
+        return true;
+      },
+    );
     assert.throws(() => throttlers.getThrottlerOrThrow("per_customer").forKey(""), /the key is empty/);
     await throttlers.close();
   });

@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { OtlpCollector } from "../support/otlp-collector.ts";
-import { Child, sluice, writeSpec, exitCodeWithin } from "../support/processes.ts";
+import { type Child, sluice, writeSpec, exitCodeWithin } from "../support/processes.ts";
 import { checkThrottleTraces } from "../support/throttle-traces.ts";
 import { otelEnv, THROTTLED_EXPECTATION as EXPECTATION, throttledSpec } from "../support/traced-pipeline.ts";
 
@@ -27,7 +27,10 @@ describe("sluice processes export their spans by OTLP/HTTP", () => {
 
   it("sluice run with the embedded controller: two services in one process, RequestQuota under Input.Throttle", async (t) => {
     const pipeline = `otlp-embedded-${process.pid}`;
-    const run = sluice(["run", writeSpec(throttledSpec(pipeline)), "--drain", "--quiet", "--worker-id", "w-embedded", "--otlp", collector.endpoint], otelEnv(null));
+    const run = sluice(
+      ["run", writeSpec(throttledSpec(pipeline)), "--drain", "--quiet", "--worker-id", "w-embedded", "--otlp", collector.endpoint],
+      otelEnv(null),
+    );
     children.push(run);
     assert.equal(await exitCodeWithin(run, 120_000), 0, run.stderr);
     assert.match(run.stdout, /tracing to http:\/\/127\.0\.0\.1:\d+\/v1\/traces as sluice-worker and sluice-controller/);

@@ -28,7 +28,9 @@ function memoryOf(pid: number): { rss: number; peak: number } {
 
 it("a controller under 100,000 unread QuotaStream calls stays under 300 MB RSS and keeps serving another client", async () => {
   // A large dynamic_spec, so that every watch's answer is big (each carries the whole spec).
-  const throttlers = Object.fromEntries(Array.from({ length: 120 }, (_, i) => [`hostile_${i}`, { limit: 100 + i, period: "1s", classes: { gold: { weight: 2 } } }]));
+  const throttlers = Object.fromEntries(
+    Array.from({ length: 120 }, (_, i) => [`hostile_${i}`, { limit: 100 + i, period: "1s", classes: { gold: { weight: 2 } } }]),
+  );
   const spec = writeSpec({
     pipeline: "quota-stream-hostile",
     streams: { input: { topic: "input" } },
@@ -72,13 +74,20 @@ it("a controller under 100,000 unread QuotaStream calls stays under 300 MB RSS a
         ),
       ),
     ).catch(overFirst);
-    assert.equal(grants.reduce((sum, g) => sum + g.granted, 0), 50);
+    assert.equal(
+      grants.reduce((sum, g) => sum + g.granted, 0),
+      50,
+    );
     const watched = new AbortController();
     let version = 0;
-    const watching = client.watchDynamicSpec("good", (update) => {
-      version = update.version;
-      watched.abort();
-    }, watched.signal);
+    const watching = client.watchDynamicSpec(
+      "good",
+      (update) => {
+        version = update.version;
+        watched.abort();
+      },
+      watched.signal,
+    );
     await watching.catch(overFirst);
     assert.equal(version, 1, "the good client's watch got the spec");
     const servedMs = performance.now() - startedAt;

@@ -14,7 +14,12 @@ after(() => {
 });
 
 interface Described {
-  throttlers: { id: string; inUse?: number; classes: { id: string; granted?: number; counters?: unknown }[]; concurrency?: { holders: number; heldUnits: number } }[];
+  throttlers: {
+    id: string;
+    inUse?: number;
+    classes: { id: string; granted?: number; counters?: unknown }[];
+    concurrency?: { holders: number; heldUnits: number };
+  }[];
 }
 
 it("throttler, class and client ids named constructor, prototype and __proto__ work end to end", async () => {

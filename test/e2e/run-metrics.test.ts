@@ -38,12 +38,20 @@ it("sluice run serves the dashboard and the metrics of its controller and worker
   assert.match(page.type, /^text\/html/);
   assert.match(page.body, /<title>Sluice · pipeline &#34;run-metrics&#34;<\/title>/);
   const snapshot = JSON.parse((await get(`${base}/api/snapshot`)).body) as { throttlers: { id: string; limit: number }[] };
-  assert.deepEqual(snapshot.throttlers.map((t) => [t.id, t.limit]), [["rows", LIMIT]]);
+  assert.deepEqual(
+    snapshot.throttlers.map((t) => [t.id, t.limit]),
+    [["rows", LIMIT]],
+  );
   assert.equal((await get(`${base}/nothing-here`)).status, 404);
 
   // 600 rows at 300/s after a first bucket of 300: about a second of throttling.
   const relay = { computation_id: "Relay" };
-  const done = await scrapeUntil(`${base}/metrics`, (e) => e.find("sluice_worker_computation_rows_total", relay) === MESSAGES, 30_000, `${MESSAGES} rows processed`);
+  const done = await scrapeUntil(
+    `${base}/metrics`,
+    (e) => e.find("sluice_worker_computation_rows_total", relay) === MESSAGES,
+    30_000,
+    `${MESSAGES} rows processed`,
+  );
   const jobs = { ...relay, throttler_id: "rows" };
   assert.equal(done.value("sluice_worker_throttler_consumed_total", jobs), MESSAGES, "automatic input throttling takes one unit per row");
   assert.equal(done.value("sluice_worker_throttler_released_total", jobs), 0);
@@ -72,15 +80,29 @@ it("sluice run serves the dashboard and the metrics of its controller and worker
   // the families a run exposes (controller and worker), beside those only a failover group has.
   const reference = readFileSync(join(ROOT, "docs/reference/metrics.md"), "utf8");
   const failoverOnly = (name: string) => /^sluice_controller_(failover_|state_write_errors)/.test(name);
-  const documented = new Map([...reference.matchAll(/^\| `(sluice_[a-z_]+)` \| (\w+)\b/gm)].map((m): [string, string] => [m[1] ?? "", m[2] ?? ""]).filter(([name]) => !failoverOnly(name)));
+  const documented = new Map(
+    [...reference.matchAll(/^\| `(sluice_[a-z_]+)` \| (\w+)\b/gm)]
+      .map((m): [string, string] => [m[1] ?? "", m[2] ?? ""])
+      .filter(([name]) => !failoverOnly(name)),
+  );
   const sluiceFamilies = new Map([...done.types].filter(([name]) => name.startsWith("sluice_")));
   assert.deepEqual([...documented.keys()].sort(), [...sluiceFamilies.keys()].sort(), "metrics reference vs /metrics families");
   for (const [name, type] of sluiceFamilies) assert.equal(documented.get(name), type, `the metrics reference gives ${name} the type ${type}`);
   // Beside them, prom-client's default process and Node.js families (docs/operations/observability.md names a few).
-  for (const name of ["process_cpu_user_seconds_total", "process_resident_memory_bytes", "nodejs_eventloop_lag_seconds", "nodejs_heap_size_used_bytes", "nodejs_gc_duration_seconds"]) {
+  for (const name of [
+    "process_cpu_user_seconds_total",
+    "process_resident_memory_bytes",
+    "nodejs_eventloop_lag_seconds",
+    "nodejs_heap_size_used_bytes",
+    "nodejs_gc_duration_seconds",
+  ]) {
     assert.ok(done.types.has(name), `${name} (collectDefaultMetrics) missing from /metrics`);
   }
-  assert.deepEqual([...done.types.keys()].filter((name) => !/^(sluice|process|nodejs)_/.test(name)), [], "families from neither Sluice nor collectDefaultMetrics");
+  assert.deepEqual(
+    [...done.types.keys()].filter((name) => !/^(sluice|process|nodejs)_/.test(name)),
+    [],
+    "families from neither Sluice nor collectDefaultMetrics",
+  );
 
   // The summary line at exit tells the same story.
   run.kill("SIGTERM");

@@ -7,7 +7,7 @@ import { after, describe, it } from "node:test";
 import { connectThrottlers, type Throttlers } from "@sluice/client";
 import { isSluiceError } from "@sluice/core";
 import { createGrpcQuotaClient } from "@sluice/protocol";
-import { Child, NOOP_COMPUTATION, sluice, startController, writeSpec } from "../support/processes.ts";
+import { type Child, NOOP_COMPUTATION, sluice, startController, writeSpec } from "../support/processes.ts";
 import { generateTestCertificates } from "../support/certificates.ts";
 
 const LIMIT = 20;
@@ -63,9 +63,7 @@ describe("connectThrottlers against a real controller", () => {
     // Another operator reconfigures: a new throttler appears, the old handle keeps working.
     const admin = createGrpcQuotaClient(address);
     try {
-      const { version } = await admin.updateDynamicSpec(
-        JSON.stringify(dynamicSpec({ external_api: { limit: 1000, period: "1s" }, reports: { limit: 5 } })),
-      );
+      const { version } = await admin.updateDynamicSpec(JSON.stringify(dynamicSpec({ external_api: { limit: 1000, period: "1s" }, reports: { limit: 5 } })));
       await until(() => throttlers.dynamicSpecVersion === version, 10_000, `dynamic_spec version ${version} reaching the client`);
     } finally {
       admin.close();
@@ -105,8 +103,16 @@ describe("connectThrottlers against a real controller", () => {
     const certs = generateTestCertificates();
     try {
       const child = sluice([
-        "controller", specFile({ external_api: { limit: 100 } }), "--port", "0",
-        "--tls-cert", certs.serverCert, "--tls-key", certs.serverKey, "--tls-client-ca", certs.caCert,
+        "controller",
+        specFile({ external_api: { limit: 100 } }),
+        "--port",
+        "0",
+        "--tls-cert",
+        certs.serverCert,
+        "--tls-key",
+        certs.serverKey,
+        "--tls-client-ca",
+        certs.caCert,
       ]);
       children.push(child);
       const address = `127.0.0.1:${(await child.waitFor(/listening on 127\.0\.0\.1:(\d+)/))[1]}`;
@@ -136,10 +142,13 @@ describe("connectThrottlers against a real controller", () => {
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const port = (server.address() as { port: number }).port;
     await new Promise<void>((resolve) => server.close(() => resolve()));
-    await assert.rejects(connectThrottlers({ controller: `127.0.0.1:${port}`, clientId: "billing-3", connectTimeoutMs: 1_000, log: null }), (error: unknown) => {
-      assert.ok(isSluiceError(error, "CONTROLLER_UNAVAILABLE"), String(error));
-      assert.match(error.message, new RegExp(`127\\.0\\.0\\.1:${port} within 1000 ms`));
-      return true;
-    });
+    await assert.rejects(
+      connectThrottlers({ controller: `127.0.0.1:${port}`, clientId: "billing-3", connectTimeoutMs: 1_000, log: null }),
+      (error: unknown) => {
+        assert.ok(isSluiceError(error, "CONTROLLER_UNAVAILABLE"), String(error));
+        assert.match(error.message, new RegExp(`127\\.0\\.0\\.1:${port} within 1000 ms`));
+        return true;
+      },
+    );
   });
 });

@@ -95,7 +95,12 @@ describe("TLS and tokens", { timeout: 300_000 }, () => {
   it("reconfigure over mutual TLS, taking the client certificate from the spec's controller.tls", async () => {
     // A whole spec beside its certificates: controller.tls paths are relative to the spec file.
     const dir = dirname(spec);
-    for (const [from, to] of [[certs.caCert, "ca.pem"], [certs.clientCert, "worker.pem"], [certs.clientKey, "worker.key"]] as const) copyFileSync(from, join(dir, to));
+    for (const [from, to] of [
+      [certs.caCert, "ca.pem"],
+      [certs.clientCert, "worker.pem"],
+      [certs.clientKey, "worker.key"],
+    ] as const)
+      copyFileSync(from, join(dir, to));
     const update = join(dir, "update.json");
     writeFileSync(
       update,
@@ -119,9 +124,23 @@ describe("TLS and tokens", { timeout: 300_000 }, () => {
   it("mTLS refuses a client without a certificate and one whose certificate another CA signed, naming the options", async () => {
     const without = await client(["top", "--controller", mtls.address, "--once", "--tls-ca", certs.caCert, "--token", TOKEN]);
     assert.equal(without.code, 1);
-    assert.match(without.stderr, /UNAUTHENTICATED: the TLS connection to the controller at 127\.0\.0\.1:\d+ failed .*requires a client certificate .*pass --tls-cert and --tls-key/);
+    assert.match(
+      without.stderr,
+      /UNAUTHENTICATED: the TLS connection to the controller at 127\.0\.0\.1:\d+ failed .*requires a client certificate .*pass --tls-cert and --tls-key/,
+    );
     const stranger = await client([
-      "reconfigure", spec, "--controller", mtls.address, "--tls-ca", certs.caCert, "--tls-cert", certs.strangerCert, "--tls-key", certs.strangerKey, "--token", TOKEN,
+      "reconfigure",
+      spec,
+      "--controller",
+      mtls.address,
+      "--tls-ca",
+      certs.caCert,
+      "--tls-cert",
+      certs.strangerCert,
+      "--tls-key",
+      certs.strangerKey,
+      "--token",
+      TOKEN,
     ]);
     assert.equal(stranger.code, 1);
     assert.match(stranger.stderr, /check that --tls-cert \(controller\.tls\.cert\) is signed by that CA/);
@@ -187,7 +206,21 @@ describe("TLS and tokens", { timeout: 300_000 }, () => {
 
   it("sluice run --controller-port serves its embedded controller with mutual TLS and the token", async () => {
     const run = track(
-      sluice(["run", spec, "--quiet", "--controller-port", "0", "--tls-cert", certs.serverCert, "--tls-key", certs.serverKey, "--tls-client-ca", certs.caCert, "--token", TOKEN]),
+      sluice([
+        "run",
+        spec,
+        "--quiet",
+        "--controller-port",
+        "0",
+        "--tls-cert",
+        certs.serverCert,
+        "--tls-key",
+        certs.serverKey,
+        "--tls-client-ca",
+        certs.caCert,
+        "--token",
+        TOKEN,
+      ]),
     );
     const [line, address] = await run.waitFor(/embedded controller listening on (127\.0\.0\.1:\d+)[^\n]*/);
     assert.match(line, /\(token required, TLS with client certificates \(mTLS\)\)$/);
@@ -226,7 +259,21 @@ describe("TLS and tokens", { timeout: 300_000 }, () => {
       }),
     );
     const worker = track(
-      sluice(["worker", workerSpec, "--quiet", "--worker-id", "tls-w1", "--token", TOKEN, "--metrics-port", "0", "--metrics-tls-cert", certs.serverCert, "--metrics-tls-key", certs.serverKey]),
+      sluice([
+        "worker",
+        workerSpec,
+        "--quiet",
+        "--worker-id",
+        "tls-w1",
+        "--token",
+        TOKEN,
+        "--metrics-port",
+        "0",
+        "--metrics-tls-cert",
+        certs.serverCert,
+        "--metrics-tls-key",
+        certs.serverKey,
+      ]),
     );
     const metrics = (await worker.waitFor(/sluice worker: metrics on (https:\/\/127\.0\.0\.1:\d+\/metrics)/))[1] ?? "";
     await worker.waitFor(/started Noop/, 120_000, "stderr");

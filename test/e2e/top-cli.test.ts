@@ -83,12 +83,22 @@ describe("sluice top", { timeout: 300_000 }, () => {
     assert.match(top.stdout, /avg and p95 over the last 300ms/, "later frames measure waits over the interval");
   });
 
-  it("redraws in place in a terminal and restores the screen on Ctrl-C", { skip: existsSync("/usr/bin/script") ? false : "util-linux script not found" }, async () => {
+  it("redraws in place in a terminal and restores the screen on Ctrl-C", {
+    skip: existsSync("/usr/bin/script") ? false : "util-linux script not found",
+  }, async () => {
     // `script` gives the command a pseudo-terminal and copies what it draws to our pipe. It starts the
     // command through $SHELL -c; `exec` makes sluice the terminal's foreground process itself, since a
     // shell left in between (dash) would die of the same Ctrl-C with 130 whatever sluice does.
     const command = `exec ${[process.execPath, ...CHILD_NODE_FLAGS, SLUICE_BIN].map((arg) => JSON.stringify(arg)).join(" ")} top --controller ${address} --interval 300ms`;
-    const tty = track(new Child(spawn("script", ["-qfec", command, "/dev/null"], { cwd: ROOT, env: { ...process.env, SHELL: "/bin/sh", COLUMNS: "120", TERM: "xterm" }, stdio: ["pipe", "pipe", "pipe"] })));
+    const tty = track(
+      new Child(
+        spawn("script", ["-qfec", command, "/dev/null"], {
+          cwd: ROOT,
+          env: { ...process.env, SHELL: "/bin/sh", COLUMNS: "120", TERM: "xterm" },
+          stdio: ["pipe", "pipe", "pipe"],
+        }),
+      ),
+    );
     await tty.waitFor(/(\x1b\[H[^]*api_quota[^]*){2}/);
     tty.process.stdin?.write("\x03"); // Ctrl-C through the terminal, as a person presses it
     const { code } = await Promise.race([tty.exited, new Promise<{ code: null }>((resolve) => setTimeout(() => resolve({ code: null }), 30_000))]);

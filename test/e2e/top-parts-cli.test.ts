@@ -26,8 +26,13 @@ describe("sluice top --metrics", { timeout: 120_000 }, () => {
     // answer a scrape late: a scrape that fails or times out is tried again.
     const deadline = Date.now() + 90_000;
     for (;;) {
-      const text = await fetch(metrics, { signal: AbortSignal.timeout(10_000) }).then((r) => r.text(), () => "");
-      const counts = ["Batch", "Interactive"].map((c) => Number(new RegExp(`^sluice_worker_iteration_part_seconds_count\\{computation_id="${c}",part="Input.Throttle"\\} (\\d+)$`, "m").exec(text)?.[1] ?? 0));
+      const text = await fetch(metrics, { signal: AbortSignal.timeout(10_000) }).then(
+        (r) => r.text(),
+        () => "",
+      );
+      const counts = ["Batch", "Interactive"].map((c) =>
+        Number(new RegExp(`^sluice_worker_iteration_part_seconds_count\\{computation_id="${c}",part="Input.Throttle"\\} (\\d+)$`, "m").exec(text)?.[1] ?? 0),
+      );
       if (counts.every((n) => n >= 5)) break;
       assert.ok(Date.now() < deadline, `fewer than 5 iterations of each computation after 90 s: ${counts.join(", ")}`);
       await new Promise((resolve) => setTimeout(resolve, 250));
@@ -41,7 +46,11 @@ describe("sluice top --metrics", { timeout: 120_000 }, () => {
     assert.equal(code, 0, top.stderr);
     assert.match(top.stdout, /COMPUTATION\s+EPOCH PARTS \(share of iteration time, since start\)/);
     const rows = [...top.stdout.matchAll(SHARES)];
-    assert.deepEqual(rows.map((m) => m[1]), ["Batch", "Interactive"], top.stdout);
+    assert.deepEqual(
+      rows.map((m) => m[1]),
+      ["Batch", "Interactive"],
+      top.stdout,
+    );
     for (const row of rows) {
       const [throttle, processing, output, commit] = row.slice(2).map(Number) as [number, number, number, number];
       assert.ok(Math.abs(throttle + processing + output + commit - 100) <= 3, `shares add up to 100 % (rounded): ${row[0]}`);

@@ -52,11 +52,20 @@ it("the quickstart's Input.Throttle span, exported to Zipkin, shows in Zipkin's 
     run.kill("SIGKILL");
     await run.exited;
   });
-  assert.match((await run.waitFor(/tracing to [^\n]*/, 60_000))[0], /^tracing to http:\/\/127\.0\.0\.1:\d+\/api\/v2\/spans \(Zipkin\) as sluice-worker and sluice-controller$/);
+  assert.match(
+    (await run.waitFor(/tracing to [^\n]*/, 60_000))[0],
+    /^tracing to http:\/\/127\.0\.0\.1:\d+\/api\/v2\/spans \(Zipkin\) as sluice-worker and sluice-controller$/,
+  );
 
   // A throttle span that waited (the quickstart's 500 rows/s binds after the first bucket), found
   // through Zipkin's own query API, as the UI's search does.
-  const query = new URLSearchParams({ serviceName: "sluice-worker", spanName: "input.throttle", annotationQuery: `service.instance.id=${workerId}`, limit: "50", lookback: "3600000" });
+  const query = new URLSearchParams({
+    serviceName: "sluice-worker",
+    spanName: "input.throttle",
+    annotationQuery: `service.instance.id=${workerId}`,
+    limit: "50",
+    lookback: "3600000",
+  });
   let span: ZipkinSpan | undefined;
   const deadline = Date.now() + 120_000;
   while (!span) {

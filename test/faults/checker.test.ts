@@ -40,7 +40,10 @@ describe("fault harness checker", () => {
     const violations = checkRate(events, rate, 2);
     assert.equal(violations.length, 1);
     assert.equal(violations[0]?.invariant, "rate-window");
-    assert.match(violations[0]?.message ?? "", /throttler "rate": 3\d units granted .* above the bound 24 = 20 \(limit × period \+ one bucket\) \+ 0 restore\(s\) × 10 \+ 4/);
+    assert.match(
+      violations[0]?.message ?? "",
+      /throttler "rate": 3\d units granted .* above the bound 24 = 20 \(limit × period \+ one bucket\) \+ 0 restore\(s\) × 10 \+ 4/,
+    );
   });
 
   it("rate: the same burst right after a logged restore is allowed (one bucket per documented restore)", () => {
@@ -66,18 +69,20 @@ describe("fault harness checker", () => {
     ];
     const ok = [...limits, ...steady("adaptive", 4, 0, 5_000)];
     assert.deepEqual(checkRate(ok, adaptive, 2), []);
-    const restoredFull: HistoryEvent[] = [
-      ...ok,
-      { type: "restore", at: T0 + 2_000, controller: "b", line: "taking over" },
-      grant(2_010, "adaptive", 40),
-    ];
+    const restoredFull: HistoryEvent[] = [...ok, { type: "restore", at: T0 + 2_000, controller: "b", line: "taking over" }, grant(2_010, "adaptive", 40)];
     const violations = checkRate(restoredFull, adaptive, 2);
     assert.equal(violations.length, 1);
     assert.match(violations[0]?.message ?? "", /1 restore\(s\) × 4/);
   });
 
   it("concurrency: holders within the limit pass, releases before grants at one instant", () => {
-    const events = [grant(0, "slots", 2, "a"), grant(1, "slots", 1, "b"), release(10, "slots", 1, "a"), grant(10, "slots", 1, "b"), release(20, "slots", 1, "a")];
+    const events = [
+      grant(0, "slots", 2, "a"),
+      grant(1, "slots", 1, "b"),
+      release(10, "slots", 1, "a"),
+      grant(10, "slots", 1, "b"),
+      release(20, "slots", 1, "a"),
+    ];
     const { violations, maxHeld } = checkConcurrency(events, slots);
     assert.deepEqual(violations, []);
     assert.equal(maxHeld, 3);

@@ -21,8 +21,7 @@ export interface CheckOptions {
 export const DEFAULT_CHECK_OPTIONS: CheckOptions = { deadlineGraceMs: 2_000 };
 
 type Event<T extends HistoryEvent["type"]> = Extract<HistoryEvent, { type: T }>;
-const ofType = <T extends HistoryEvent["type"]>(events: readonly HistoryEvent[], type: T): Event<T>[] =>
-  events.filter((e): e is Event<T> => e.type === type);
+const ofType = <T extends HistoryEvent["type"]>(events: readonly HistoryEvent[], type: T): Event<T>[] => events.filter((e): e is Event<T> => e.type === type);
 
 /** The terms of one rate window's bound, so a report can say which one was exceeded. */
 export interface RateWindow {
@@ -137,7 +136,10 @@ export function checkConcurrency(events: readonly HistoryEvent[], info: Throttle
     byClient.set(e.client, (byClient.get(e.client) ?? 0) + delta);
     maxHeld = Math.max(maxHeld, held);
     if (held > limit + 1e-9 && !over) {
-      const holders = [...byClient].filter(([, n]) => n > 0).map(([c, n]) => `${c} ${n}`).join(", ");
+      const holders = [...byClient]
+        .filter(([, n]) => n > 0)
+        .map(([c, n]) => `${c} ${n}`)
+        .join(", ");
       violations.push({
         invariant: "concurrency-held",
         at: e.at,
@@ -213,7 +215,8 @@ export function checkDeadlines(events: readonly HistoryEvent[], options: CheckOp
     if (e.type !== "grant" && e.type !== "fail" && e.type !== "pending") continue;
     const lateBy = e.at - e.deadlineAt;
     if (lateBy <= options.deadlineGraceMs) continue;
-    const what = e.type === "pending" ? "was still unanswered when its client stopped" : e.type === "grant" ? "was answered (granted)" : `was answered (${e.code})`;
+    const what =
+      e.type === "pending" ? "was still unanswered when its client stopped" : e.type === "grant" ? "was answered (granted)" : `was answered (${e.code})`;
     violations.push({
       invariant: "deadline",
       at: e.deadlineAt,

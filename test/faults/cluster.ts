@@ -144,7 +144,10 @@ export class FaultCluster {
    * The controller that answers DescribeThrottlers as the leader now, with its snapshot, skipping
    * `exclude`: addresses, or processes (a controller started again on the same address is another).
    */
-  async leader(exclude: readonly (string | ChildProcess)[] = [], sentAt?: { value: number }): Promise<{ slot: ControllerSlot; snapshot: LeaderSnapshot } | null> {
+  async leader(
+    exclude: readonly (string | ChildProcess)[] = [],
+    sentAt?: { value: number },
+  ): Promise<{ slot: ControllerSlot; snapshot: LeaderSnapshot } | null> {
     for (const slot of this.slots) {
       if (exclude.includes(slot.address) || (slot.process !== null && exclude.includes(slot.process)) || !this.isRunning(slot)) continue;
       // One channel per address for the whole run: a new one per poll costs a handshake, which a

@@ -22,7 +22,7 @@ describe("pnpm test:faults, short schedule", { timeout: 20 * 60_000 }, () => {
     child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
     const code = await new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)));
-    for (const line of output.split("\n").filter((l) => /^(seed|#\d|    |[a-z-]+: \d+×|\d+ grants|invariants|  \[)/.test(l))) t.diagnostic(line);
+    for (const line of output.split("\n").filter((l) => /^(seed|#\d| {4}|[a-z-]+: \d+×|\d+ grants|invariants| {2}\[)/.test(l))) t.diagnostic(line);
     assert.match(output, new RegExp(`^seed ${SEED}$`, "m"), "the seed is printed first");
     for (const kind of FAULT_KINDS) assert.match(output, new RegExp(`^#\\d+ ${kind} on `, "m"), `the schedule hit ${kind}`);
     assert.match(output, /^invariants: all hold/m, `the checker found violations:\n${output.slice(-6000)}`);

@@ -73,20 +73,23 @@ export class HistoryWriter {
 /** Every event of every `*.jsonl` file in `dir`, ordered by time (ties keep file order). */
 export function readHistory(dir: string): HistoryEvent[] {
   const events: HistoryEvent[] = [];
-  for (const name of readdirSync(dir).filter((f) => f.endsWith(".jsonl")).sort()) {
+  for (const name of readdirSync(dir)
+    .filter((f) => f.endsWith(".jsonl"))
+    .sort()) {
     for (const line of readFileSync(join(dir, name), "utf8").split("\n")) {
       // A process killed mid-write leaves a torn last line: it carries no complete event.
       if (line.trim() === "") continue;
       try {
         events.push(JSON.parse(line) as HistoryEvent);
-      } catch {
-        continue;
-      }
+      } catch {}
     }
   }
   return sortByTime(events);
 }
 
 export function sortByTime(events: readonly HistoryEvent[]): HistoryEvent[] {
-  return events.map((e, i) => ({ e, i })).sort((a, b) => a.e.at - b.e.at || a.i - b.i).map(({ e }) => e);
+  return events
+    .map((e, i) => ({ e, i }))
+    .sort((a, b) => a.e.at - b.e.at || a.i - b.i)
+    .map(({ e }) => e);
 }

@@ -16,13 +16,31 @@ const fault = (index: number, startMs: number, endMs: number, recoveredMs: numbe
   { type: "fault", at: T0 + endMs, index, kind: "kill-leader", phase: "end", target: "127.0.0.1:1" },
   { type: "recovered", at: T0 + recoveredMs, index, kind: "kill-leader", leader: "127.0.0.1:2", failoverMs: recoveredMs - startMs },
 ];
-const grant = (atMs: number): HistoryEvent => ({ type: "grant", at: T0 + atMs, client: "c1", throttler: "slots", amount: 1, version: 1, startedAt: T0 + atMs - 5, deadlineAt: T0 + atMs + 10_000 });
+const grant = (atMs: number): HistoryEvent => ({
+  type: "grant",
+  at: T0 + atMs,
+  client: "c1",
+  throttler: "slots",
+  amount: 1,
+  version: 1,
+  startedAt: T0 + atMs - 5,
+  deadlineAt: T0 + atMs + 10_000,
+});
 const release = (atMs: number): HistoryEvent => ({ type: "release", at: T0 + atMs, client: "c1", throttler: "slots", amount: 1 });
 /** A caller that waits out its 10 s deadline again and again over [fromMs, toMs). */
 const starved = (fromMs: number, toMs: number): HistoryEvent[] => {
   const out: HistoryEvent[] = [];
   for (let t = fromMs; t + 10_000 <= toMs; t += 10_000) {
-    out.push({ type: "fail", at: T0 + t + 10_000, client: "c1", throttler: "slots", amount: 1, code: "CANCELLED", startedAt: T0 + t, deadlineAt: T0 + t + 10_000 });
+    out.push({
+      type: "fail",
+      at: T0 + t + 10_000,
+      client: "c1",
+      throttler: "slots",
+      amount: 1,
+      code: "CANCELLED",
+      startedAt: T0 + t,
+      deadlineAt: T0 + t + 10_000,
+    });
   }
   return out;
 };
@@ -54,7 +72,9 @@ describe("fault harness: concurrency liveness", () => {
     assert.equal(violations[0]?.invariant, "concurrency-liveness");
     assert.match(
       violations[0]?.message ?? "",
-      new RegExp(`throttler "slots": no grant in the ${LIVENESS_WINDOW_MS} ms from .* though callers were waiting \\(fault #1 kill-leader over at .*lease_timeout 10000 ms.*next .* \\(\\d+(\\.\\d)? s late\\)`),
+      new RegExp(
+        `throttler "slots": no grant in the ${LIVENESS_WINDOW_MS} ms from .* though callers were waiting \\(fault #1 kill-leader over at .*lease_timeout 10000 ms.*next .* \\(\\d+(\\.\\d)? s late\\)`,
+      ),
     );
     assert.equal(checkHistory(events).violations.filter((v) => v.invariant === "concurrency-liveness").length, 1, "checkHistory runs it");
   });

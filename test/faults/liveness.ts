@@ -67,7 +67,12 @@ export function checkConcurrencyLiveness(unordered: readonly HistoryEvent[], inf
 }
 
 /** From the fault's recovery (or end) to the throttler's first grant after it; null when none came before the next fault. */
-export function resumedAfterMs(events: readonly HistoryEvent[], throttler: string, fault: { endedAt: number; recoveredAt: number | null }, until: number): number | null {
+export function resumedAfterMs(
+  events: readonly HistoryEvent[],
+  throttler: string,
+  fault: { endedAt: number; recoveredAt: number | null },
+  until: number,
+): number | null {
   const over = Math.max(fault.endedAt, fault.recoveredAt ?? fault.endedAt);
   const first = events.find((e) => e.type === "grant" && e.throttler === throttler && e.at >= over && e.at <= until);
   return first ? first.at - over : null;

@@ -135,7 +135,16 @@ async function shutdown(): Promise<void> {
   // Aborted calls answer at once; give the loops a moment, then record what never answered.
   await Promise.race([Promise.all(loops), sleep(5_000)]);
   const now = Date.now();
-  for (const call of waiting) history.write({ type: "pending", at: now, client: options.clientId, amount: call.amount, throttler: call.throttler, startedAt: call.startedAt, deadlineAt: call.deadlineAt });
+  for (const call of waiting)
+    history.write({
+      type: "pending",
+      at: now,
+      client: options.clientId,
+      amount: call.amount,
+      throttler: call.throttler,
+      startedAt: call.startedAt,
+      deadlineAt: call.deadlineAt,
+    });
   clearInterval(versionTimer);
   history.close();
   await Promise.race([throttlers.close(), sleep(3_000)]);

@@ -69,7 +69,15 @@ function eightConcurrency(clients: number): LoadShape {
   return {
     throttlers: (maxQueueSize) =>
       Object.fromEntries(ids.map((id) => [id, { kind: "concurrency", limit: EIGHT_LIMIT, lease_timeout: lease, max_queue_size: maxQueueSize, ...common }])),
-    infos: ids.map((id) => ({ id, kind: "concurrency", limit: EIGHT_LIMIT, periodMs: 1_000, smooth: false, requestPeriodMs: 200, leaseTimeoutMs: LEASE_TIMEOUT_MS })),
+    infos: ids.map((id) => ({
+      id,
+      kind: "concurrency",
+      limit: EIGHT_LIMIT,
+      periodMs: 1_000,
+      smooth: false,
+      requestPeriodMs: 200,
+      leaseTimeoutMs: LEASE_TIMEOUT_MS,
+    })),
     callers: Object.fromEntries(ids.map((id) => [id, CALLERS_PER_CLIENT])),
     concurrencyIds: ids,
     adaptiveIds: [],

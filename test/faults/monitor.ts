@@ -41,7 +41,8 @@ async function pollLeader(options: MonitorOptions, signal: AbortSignal): Promise
     if (found) {
       history.write({ type: "spec", at: sentAt.value, source: "leader", who: found.slot.address, version: found.snapshot.version });
       for (const t of found.snapshot.throttlers) {
-        if (options.adaptiveIds.includes(t.id) && typeof t.limit === "number") history.write({ type: "limit", at: sentAt.value, throttler: t.id, limit: t.limit });
+        if (options.adaptiveIds.includes(t.id) && typeof t.limit === "number")
+          history.write({ type: "limit", at: sentAt.value, throttler: t.id, limit: t.limit });
       }
     }
     await sleep(options.pollMs, signal);

@@ -57,13 +57,23 @@ export class Nemesis {
     return at;
   }
 
-  private async finish(index: number, kind: FaultKind, target: string, detail: string, startedAt: number, exclude: string[], measured?: { at: number; address: string } | null): Promise<FaultOutcome> {
+  private async finish(
+    index: number,
+    kind: FaultKind,
+    target: string,
+    detail: string,
+    startedAt: number,
+    exclude: string[],
+    measured?: { at: number; address: string } | null,
+  ): Promise<FaultOutcome> {
     const endedAt = Date.now();
     this.history.write({ type: "fault", at: endedAt, index, kind, phase: "end", target });
     const found = measured ?? (await this.cluster.waitForLeader(exclude, RECOVERY_TIMEOUT_MS).then((f) => (f ? { at: f.at, address: f.slot.address } : null)));
     const failoverMs = found ? found.at - startedAt : null;
     if (found) this.history.write({ type: "recovered", at: found.at, index, kind, leader: found.address, failoverMs: found.at - startedAt });
-    this.log(`fault #${index + 1} ${kind} ended; ${found ? `${found.address} served as leader ${failoverMs} ms after the fault began` : `no leader within ${RECOVERY_TIMEOUT_MS} ms`}`);
+    this.log(
+      `fault #${index + 1} ${kind} ended; ${found ? `${found.address} served as leader ${failoverMs} ms after the fault began` : `no leader within ${RECOVERY_TIMEOUT_MS} ms`}`,
+    );
     return { index, kind, startedAt, endedAt, target, detail, failoverMs, newLeader: found?.address ?? null };
   }
 

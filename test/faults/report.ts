@@ -23,7 +23,16 @@ export function outcomesFromHistory(events: readonly HistoryEvent[]): FaultOutco
   const outcomes = new Map<number, FaultOutcome>();
   for (const e of events) {
     if (e.type === "fault" && e.phase === "start") {
-      outcomes.set(e.index, { index: e.index, kind: e.kind, startedAt: e.at, endedAt: e.at, target: e.target ?? "", detail: e.detail ?? "", failoverMs: null, newLeader: null });
+      outcomes.set(e.index, {
+        index: e.index,
+        kind: e.kind,
+        startedAt: e.at,
+        endedAt: e.at,
+        target: e.target ?? "",
+        detail: e.detail ?? "",
+        failoverMs: null,
+        newLeader: null,
+      });
     }
     const known = e.type === "fault" || e.type === "recovered" ? outcomes.get(e.index) : undefined;
     if (!known) continue;
@@ -57,7 +66,14 @@ export function faultFigures(events: readonly HistoryEvent[], outcomes: readonly
         const near = rateWindows(events, info, setup?.clients ?? 1).filter((w) => w.start >= outcome.startedAt - info.periodMs && w.start <= until);
         const worst = near.reduce<(typeof near)[number] | undefined>((m, w) => (!m || w.granted - w.base > m.granted - m.base ? w : m), undefined);
         return worst
-          ? { throttler: info.id, granted: worst.granted, base: worst.base, over: Math.max(0, worst.granted - worst.base), allowedOver: worst.allowed - worst.base, at: worst.start }
+          ? {
+              throttler: info.id,
+              granted: worst.granted,
+              base: worst.base,
+              over: Math.max(0, worst.granted - worst.base),
+              allowedOver: worst.allowed - worst.base,
+              at: worst.start,
+            }
           : { throttler: info.id, granted: 0, base: 0, over: 0, allowedOver: 0, at: outcome.startedAt };
       });
     const over = { endedAt: outcome.endedAt, recoveredAt: outcome.failoverMs === null ? null : outcome.startedAt + outcome.failoverMs };
@@ -84,7 +100,8 @@ export function printReport(seed: number, figures: readonly FaultFigures[], resu
           `over-grant ${round(g.over)} (allowed ${round(g.allowedOver)}: restores + two refills per client)${g.over > g.allowedOver + 1e-9 ? "  ← OVER" : ""}`,
       );
     }
-    for (const r of f.resumed) print(`    ${r.throttler}: ${r.ms === null ? "no grant before the next fault" : `granting again ${r.ms} ms after the fault was over`}`);
+    for (const r of f.resumed)
+      print(`    ${r.throttler}: ${r.ms === null ? "no grant before the next fault" : `granting again ${r.ms} ms after the fault was over`}`);
   }
   print("");
   print("== summary ==");
@@ -100,11 +117,20 @@ export function printReport(seed: number, figures: readonly FaultFigures[], resu
         (resumed.length > 0 ? `, concurrency granting again ≤ ${Math.max(...resumed)} ms after` : ""),
     );
   }
-  const failures = Object.entries(result.failures).map(([code, n]) => `${code} ${n}`).join(", ") || "none";
-  print(`grants per throttler: ${Object.entries(result.grantsByThrottler).map(([id, n]) => `${id} ${n}`).join(", ")}`);
+  const failures =
+    Object.entries(result.failures)
+      .map(([code, n]) => `${code} ${n}`)
+      .join(", ") || "none";
+  print(
+    `grants per throttler: ${Object.entries(result.grantsByThrottler)
+      .map(([id, n]) => `${id} ${n}`)
+      .join(", ")}`,
+  );
   print(`${result.grants} grants, ${result.releases} releases, failed calls: ${failures}; most concurrency units held: ${JSON.stringify(result.maxHeld)}`);
   if (result.violations.length === 0) {
-    print("invariants: all hold (rate windows, concurrency held ≤ limit, concurrency grants again after each fault, spec version never backwards, deadlines answered)");
+    print(
+      "invariants: all hold (rate windows, concurrency held ≤ limit, concurrency grants again after each fault, spec version never backwards, deadlines answered)",
+    );
     return;
   }
   const counts = new Map<string, number>();

@@ -65,7 +65,9 @@ const shape = loadShape(values.load as LoadShapeName, clientCount);
 const print = (line: string) => process.stdout.write(`${line}\n`);
 const log = (line: string) => print(`[${new Date().toISOString().slice(11, 23)}] ${line}`);
 print(`seed ${seed}`);
-print(`replay: pnpm test:faults --seed ${seed} --minutes ${minutes}${values.faults ? ` --faults ${values.faults}` : ""}${values.load !== "mixed" ? ` --load ${values.load}` : ""}`);
+print(
+  `replay: pnpm test:faults --seed ${seed} --minutes ${minutes}${values.faults ? ` --faults ${values.faults}` : ""}${values.load !== "mixed" ? ` --load ${values.load}` : ""}`,
+);
 print(`load: ${shape.description}; ${clientCount} client processes`);
 const steps = noFaults ? [] : faultSchedule({ seed, minutes, ...(kinds ? { kinds } : {}) });
 print(`schedule (${steps.length} faults, every kind: ${FAULT_KINDS.every((k) => steps.some((s) => s.kind === k)) ? "yes" : "no"}):`);
@@ -114,7 +116,10 @@ try {
       holdMs: shape.holdMs,
       ...(shape.paceMs !== undefined ? { paceMs: shape.paceMs } : {}),
     };
-    const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "test/faults/load-client.ts"), JSON.stringify(options)], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "test/faults/load-client.ts"), JSON.stringify(options)], {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     const out = createWriteStream(join(runDir, `client-${i}.log`));
     child.stdout.pipe(out);
     child.stderr.pipe(out);
@@ -137,7 +142,15 @@ try {
 
   const stopMonitor = new AbortController();
   const monitoring = monitor(
-    { cluster, history, adaptiveIds: shape.adaptiveIds, reconfigured: (n) => ({ throttlers: throttlers(1000 + n), computations: {} }), pollMs: 500, reconfigureEveryMs: 7_000, log },
+    {
+      cluster,
+      history,
+      adaptiveIds: shape.adaptiveIds,
+      reconfigured: (n) => ({ throttlers: throttlers(1000 + n), computations: {} }),
+      pollMs: 500,
+      reconfigureEveryMs: 7_000,
+      log,
+    },
     stopMonitor.signal,
   );
   const nemesis = new Nemesis(cluster, history, log);

@@ -15,7 +15,11 @@ describe("fault schedule", () => {
     for (let seed = 0; seed < 200; seed++) {
       for (const minutes of [3, 10]) {
         const steps = faultSchedule({ seed, minutes });
-        for (const kind of FAULT_KINDS) assert.ok(steps.some((s) => s.kind === kind), `seed ${seed}, ${minutes} min: no ${kind}`);
+        for (const kind of FAULT_KINDS)
+          assert.ok(
+            steps.some((s) => s.kind === kind),
+            `seed ${seed}, ${minutes} min: no ${kind}`,
+          );
         for (const s of steps) {
           assert.ok(s.pauseMs > SESSION_TIMEOUT_MS && s.cutMs > SESSION_TIMEOUT_MS, `seed ${seed}: a pause or cut within the session timeout`);
         }

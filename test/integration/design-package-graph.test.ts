@@ -23,7 +23,9 @@ interface PackageJson {
 /** `from -> to` for every @sluice/* dependency of packages/<dir>/package.json, named by directory. */
 function declaredEdges(): string[] {
   const packagesDir = resolve(root, "packages");
-  const dirs = readdirSync(packagesDir, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+  const dirs = readdirSync(packagesDir, { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name);
   const manifests = new Map(dirs.map((dir) => [dir, JSON.parse(readFileSync(join(packagesDir, dir, "package.json"), "utf8")) as PackageJson]));
   const dirByName = new Map([...manifests].map(([dir, json]) => [json.name ?? dir, dir]));
   const edges = new Set<string>();

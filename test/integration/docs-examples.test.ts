@@ -14,7 +14,6 @@ import { formatIssues, validateDynamicSpec, validatePipelineSpec } from "@sluice
 // block must be a command and option of the CLI (as docs/reference/cli.md, generated from the
 // command definitions, lists them). Relative links must name files that exist.
 
-
 const root = resolve(fileURLToPath(import.meta.url), "../../..");
 
 interface Block {
@@ -48,7 +47,9 @@ function blocksOf(path: string): Block[] {
   return blocks;
 }
 
-const packageReadmes = readdirSync(join(root, "packages")).map((dir) => join(root, "packages", dir, "README.md")).filter((path) => existsSync(path));
+const packageReadmes = readdirSync(join(root, "packages"))
+  .map((dir) => join(root, "packages", dir, "README.md"))
+  .filter((path) => existsSync(path));
 const pages = [join(root, "README.md"), ...markdownFiles(join(root, "docs")), ...packageReadmes];
 const blocks = pages.flatMap(blocksOf);
 const where = (block: Block) => `${relative(root, block.page)}:${block.line}`;

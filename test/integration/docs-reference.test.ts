@@ -53,8 +53,16 @@ describe("generated references (docs/reference)", () => {
         throttler: {
           description: "A throttler.",
           anyOf: [
-            { type: "object", properties: { kind: { enum: ["rate"], description: "Rate." }, limit: { type: "number", description: "Units per second." } }, required: ["kind"] },
-            { type: "object", properties: { kind: { enum: ["keyed"], description: "Keyed." }, limit: { type: "number", description: "Units per second." } }, required: ["kind"] },
+            {
+              type: "object",
+              properties: { kind: { enum: ["rate"], description: "Rate." }, limit: { type: "number", description: "Units per second." } },
+              required: ["kind"],
+            },
+            {
+              type: "object",
+              properties: { kind: { enum: ["keyed"], description: "Keyed." }, limit: { type: "number", description: "Units per second." } },
+              required: ["kind"],
+            },
           ],
         },
         window: { $ref: "#/$defs/Window" },

@@ -67,7 +67,12 @@ async function runPipeline(spec: PipelineSpec, client: QuotaServiceClient): Prom
 
 /** Every RequestQuota is the child of an Input.Throttle of the same trace, in the other provider. */
 function assertParentage(): void {
-  const throttles = new Map(workerSpans.getFinishedSpans().filter((s) => s.name === "Input.Throttle").map((s) => [s.spanContext().spanId, s]));
+  const throttles = new Map(
+    workerSpans
+      .getFinishedSpans()
+      .filter((s) => s.name === "Input.Throttle")
+      .map((s) => [s.spanContext().spanId, s]),
+  );
   const rpcs = controllerSpans.getFinishedSpans().filter((s) => s.name === REQUEST_QUOTA_SPAN);
   assert.equal(throttles.size, ROWS / 50);
   assert.ok(rpcs.length > 0, "the controller recorded RequestQuota spans");

@@ -106,7 +106,9 @@ test("on seed 004's cluster in virtual time the law reaches the band within 40 s
     reachedS.push(at);
     overloads.push(longestOverloadMs);
   }
-  t.diagnostic(`in band: ${pct(shares)} % (mean ${Math.round(mean(shares) * 100)} %); band reached at ${reachedS.join(" ")} s; longest overload ${overloads.join(" ")} ms`);
+  t.diagnostic(
+    `in band: ${pct(shares)} % (mean ${Math.round(mean(shares) * 100)} %); band reached at ${reachedS.join(" ")} s; longest overload ${overloads.join(" ")} ms`,
+  );
   assert.ok(Math.max(...reachedS) <= 40, `band reached at ${reachedS.join(" ")} s`);
   assert.ok(Math.min(...shares) >= 0.8, `share in band after reaching it: ${pct(shares)} %`);
   // No overload lasting longer than one interval (2 s), as the e2e test asserts on the real cluster.
@@ -120,7 +122,9 @@ test("with one unit per task instead of per core, no limit holds the band: the b
     const share = steadyShare(run(240, 0, limit, undefined, "tasks").readings.slice(10)).share;
     if (share > best.share) best = { limit, share };
   }
-  t.diagnostic(`one unit per task: the law ${pct(law)} % in band (mean ${Math.round(mean(law) * 100)} %); best fixed limit ${best.limit}: ${Math.round(best.share * 100)} %`);
+  t.diagnostic(
+    `one unit per task: the law ${pct(law)} % in band (mean ${Math.round(mean(law) * 100)} %); best fixed limit ${best.limit}: ${Math.round(best.share * 100)} %`,
+  );
   assert.ok(best.share < 0.7, `the best fixed number of tasks reads ${Math.round(best.share * 100)} % in band`);
 });
 
@@ -162,7 +166,10 @@ test("on seed 004's cluster in virtual time, after the cluster loses half its co
   }
   t.diagnostic(`${rows.join("; ")}; in band afterwards ${pct(sharesAfter)} %`);
   const show = worst.map((w) => `${w.intervals} (loss at ${w.lossS} s)`).join(", ");
-  assert.ok(worst.every((w) => w.intervals <= (w.lossS === 120 ? 5 : 6)), `inside the band only after ${show} intervals (worst per loss moment)`);
+  assert.ok(
+    worst.every((w) => w.intervals <= (w.lossS === 120 ? 5 : 6)),
+    `inside the band only after ${show} intervals (worst per loss moment)`,
+  );
   assert.ok(Math.min(...sharesAfter) >= 0.8, `in band after getting back: ${pct(sharesAfter)} %`);
 });
 
@@ -177,14 +184,19 @@ test("against a fixed limit set to what the band needs at the start (a peer's st
   };
   const rows: string[] = [];
   const figures: Record<string, { before: number; after: number; overloadAfter: number }> = {};
-  for (const [name, fixed] of [["adaptive", undefined], ["fixed 59", 59]] as const) {
+  for (const [name, fixed] of [
+    ["adaptive", undefined],
+    ["fixed 59", 59],
+  ] as const) {
     const runs = Array.from({ length: 4 }, (_, i) => run(240, i * 100_000, fixed, 120));
     const meanOf = (f: (r: Run) => number) => runs.reduce((a, r) => a + f(r), 0) / runs.length;
     const before = meanOf((r) => share(r.readings, 40_000, 120_000));
     const after = meanOf((r) => share(r.readings, 140_000, 240_000));
     const overloadAfter = meanOf((r) => overloadShare(r.overloaded, 140_000));
     figures[name] = { before, after, overloadAfter };
-    rows.push(`${name}: in band ${Math.round(before * 100)} % before the loss, ${Math.round(after * 100)} % after; overloaded ${Math.round(overloadAfter * 100)} % of the time after`);
+    rows.push(
+      `${name}: in band ${Math.round(before * 100)} % before the loss, ${Math.round(after * 100)} % after; overloaded ${Math.round(overloadAfter * 100)} % of the time after`,
+    );
   }
   t.diagnostic(rows.join("; "));
   const adaptive = figures["adaptive"];

@@ -7,7 +7,7 @@ import { describe, it } from "node:test";
 import { Controller } from "@sluice/controller";
 import { ManualClock } from "@sluice/core";
 import { createInMemoryQuotaClient, type QuotaServiceClient } from "@sluice/protocol";
-import { AlignedPartition, WatermarkAlignment, type AlignmentSettings } from "@sluice/runtime";
+import { type AlignedPartition, WatermarkAlignment, type AlignmentSettings } from "@sluice/runtime";
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;
@@ -80,13 +80,17 @@ describe("watermark alignment in virtual time", () => {
     let aheadReadsWhileFarBehind = 0;
     while (behindAt < T0 + 2 * HOUR) {
       assert.ok(behind.tryRead([behindAt]), `the slowest partition is never held (at +${(behindAt - T0) / MIN} min)`);
-      if (ahead.tryRead([Math.max(ahead.partition.watermarkMs + MIN, behindAt)]) && behindAt < T0 + HOUR - SETTINGS.driftBoundMs - 2 * MIN) aheadReadsWhileFarBehind += 1;
+      if (ahead.tryRead([Math.max(ahead.partition.watermarkMs + MIN, behindAt)]) && behindAt < T0 + HOUR - SETTINGS.driftBoundMs - 2 * MIN)
+        aheadReadsWhileFarBehind += 1;
       behindAt += MIN;
       await run(clock, 100);
     }
     assert.equal(aheadReadsWhileFarBehind, 0, "the partition ahead did not read while the other was more than drift_bound (+ one report) behind");
     assert.ok(ahead.holds >= 1);
-    assert.ok(ahead.partition.watermarkMs >= T0 + 2 * HOUR - SETTINGS.driftBoundMs - 5 * MIN, `both read once caught up (ahead at +${(ahead.partition.watermarkMs - T0) / MIN} min)`);
+    assert.ok(
+      ahead.partition.watermarkMs >= T0 + 2 * HOUR - SETTINGS.driftBoundMs - 5 * MIN,
+      `both read once caught up (ahead at +${(ahead.partition.watermarkMs - T0) / MIN} min)`,
+    );
     await worker.close();
     controller.close();
   });
@@ -181,7 +185,10 @@ describe("watermark alignment in virtual time", () => {
     await run(clock, 5_000);
     assert.equal(ahead.partition.held, true, "still an hour ahead of the group known again from re-reports");
     const snapshot = controller.snapshot().alignment ?? [];
-    assert.deepEqual(snapshot.map((g) => [g.group, g.watermarkMs, g.partitions, g.held]), [["g", T0, 2, 1]]);
+    assert.deepEqual(
+      snapshot.map((g) => [g.group, g.watermarkMs, g.partitions, g.held]),
+      [["g", T0, 2, 1]],
+    );
     for (let t = T0 + MIN; t <= T0 + HOUR; t += 5 * MIN) {
       assert.ok(behind.tryRead([t]));
       await run(clock, 200);

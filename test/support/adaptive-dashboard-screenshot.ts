@@ -22,7 +22,9 @@ const prometheus = await script.startPrometheus({ home, port: await freePort() }
 const cluster = new SimulatedCluster({ cores: 64, name: "screenshot" });
 const clusterUrl = await cluster.start(0);
 const target = script.registerScrapeTarget(new URL(clusterUrl).host, {}, { home });
-const run = sluice(["run", examplePipeline({ prometheusUrl: prometheus.url, clusterName: "screenshot" }).path, "--http-port", "0", "--quiet"], { CLUSTER_URL: clusterUrl });
+const run = sluice(["run", examplePipeline({ prometheusUrl: prometheus.url, clusterName: "screenshot" }).path, "--http-port", "0", "--quiet"], {
+  CLUSTER_URL: clusterUrl,
+});
 const profile = mkdtempSync(join(tmpdir(), "sluice-chromium-"));
 try {
   await waitForNumber(prometheus.url, 'cluster_cpu_utilisation{cluster="screenshot"}');

@@ -14,7 +14,9 @@ export async function resolve(specifier, context, nextResolve) {
   if (!source) return resolved;
   const built = `${PACKAGES}${source[1]}/dist/${source[2]}.js`;
   if (!existsSync(fileURLToPath(built))) {
-    throw new Error(`${fileURLToPath(built)} does not exist: run \`pnpm build\` (the end-to-end lane runs it first), or start the child without use-built-packages.mjs`);
+    throw new Error(
+      `${fileURLToPath(built)} does not exist: run \`pnpm build\` (the end-to-end lane runs it first), or start the child without use-built-packages.mjs`,
+    );
   }
   return { ...resolved, url: built, format: "module" };
 }

@@ -42,8 +42,21 @@ export function generateTestCertificates(): TestCertificates {
     openssl("req", "-new", "-key", path(`${name}.key`), "-out", path(`${name}.csr`), "-subj", subject);
     writeFileSync(path(`${name}.ext`), extensions);
     openssl(
-      "x509", "-req", "-in", path(`${name}.csr`), "-CA", path(`${ca}.pem`), "-CAkey", path(`${ca}.key`), "-CAcreateserial",
-      "-out", path(`${name}.pem`), "-days", "2", "-extfile", path(`${name}.ext`),
+      "x509",
+      "-req",
+      "-in",
+      path(`${name}.csr`),
+      "-CA",
+      path(`${ca}.pem`),
+      "-CAkey",
+      path(`${ca}.key`),
+      "-CAcreateserial",
+      "-out",
+      path(`${name}.pem`),
+      "-days",
+      "2",
+      "-extfile",
+      path(`${name}.ext`),
     );
   };
   selfSignedCa("ca", "/CN=Sluice Test CA");

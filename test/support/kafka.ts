@@ -93,7 +93,9 @@ export async function consumeAll(topic: string, count: number, timeoutMs = 60_00
           value: JSON.parse(message.value?.toString() ?? "null") as Record<string, unknown>,
         });
         const value = out[out.length - 1]?.value;
-        distinct.add(value && typeof value === "object" && "id" in value ? JSON.stringify([value["id"], value["computation"] ?? ""]) : `${partition}/${message.offset}`);
+        distinct.add(
+          value && typeof value === "object" && "id" in value ? JSON.stringify([value["id"], value["computation"] ?? ""]) : `${partition}/${message.offset}`,
+        );
         if (distinct.size >= count) done();
       },
     });

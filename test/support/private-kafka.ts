@@ -119,6 +119,11 @@ export class PrivateKafka {
       throw new Error(`private Kafka broker on port ${this.port} did not start (exit ${code}):\n${output}`);
     }
     this.pid = pid;
-    this.startLines.push(output.trim().split("\n").find((line) => line.includes("ready on")) ?? output.trim());
+    this.startLines.push(
+      output
+        .trim()
+        .split("\n")
+        .find((line) => line.includes("ready on")) ?? output.trim(),
+    );
   }
 }

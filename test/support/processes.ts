@@ -71,11 +71,15 @@ export class Child {
 }
 
 export function sluice(args: readonly string[], env: NodeJS.ProcessEnv = {}): Child {
-  return new Child(spawn(process.execPath, [...CHILD_NODE_FLAGS, SLUICE_BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] }));
+  return new Child(
+    spawn(process.execPath, [...CHILD_NODE_FLAGS, SLUICE_BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] }),
+  );
 }
 
 export function tsNode(script: string, args: readonly string[]): Child {
-  return new Child(spawn(process.execPath, ["--import", "tsx", ...CHILD_NODE_FLAGS, join(ROOT, script), ...args], { cwd: ROOT, stdio: ["pipe", "pipe", "pipe"] }));
+  return new Child(
+    spawn(process.execPath, ["--import", "tsx", ...CHILD_NODE_FLAGS, join(ROOT, script), ...args], { cwd: ROOT, stdio: ["pipe", "pipe", "pipe"] }),
+  );
 }
 
 /** Starts `sluice controller` on the spec (port 0 = any) and resolves with its port. */

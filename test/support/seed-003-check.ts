@@ -28,7 +28,10 @@ export interface Seed003Expectation {
 
 /** Dispatch delays (generator's arrival − the caller's call, ms), sorted. */
 export function dispatchDelays(result: Seed003Result): number[] {
-  return [...result.accepted, ...result.refused].map((call) => call.at - call.handedAt).filter(Number.isFinite).sort((a, b) => a - b);
+  return [...result.accepted, ...result.refused]
+    .map((call) => call.at - call.handedAt)
+    .filter(Number.isFinite)
+    .sort((a, b) => a - b);
 }
 
 /**
@@ -71,19 +74,29 @@ export function arrivals(result: Seed003Result): { at: number; call: AcceptedCal
 export function seed003Misses(result: Seed003Result, expected: Seed003Expectation): string[] {
   const misses: string[] = [];
   const arrived = arrivals(result);
-  const most = mostInClosedWindow(arrived.map((a) => a.at), PERIOD_MS);
+  const most = mostInClosedWindow(
+    arrived.map((a) => a.at),
+    PERIOD_MS,
+  );
   // A refusal counts against the throttler unless the calls' arrivals, with what the generator's own
   // stalls hid taken back to when they were sent, never put 11 in a closed second.
-  if (result.refused.length > 0 && most > LIMIT) misses.push(`the generator refused ${result.refused.length} call(s): ${result.refused.map((c) => c.id).join(", ")}; ${most} arrived in one closed 1 s window`);
+  if (result.refused.length > 0 && most > LIMIT)
+    misses.push(
+      `the generator refused ${result.refused.length} call(s): ${result.refused.map((c) => c.id).join(", ")}; ${most} arrived in one closed 1 s window`,
+    );
   else if (most > LIMIT) misses.push(`${most} calls arrived in one closed 1 s window`);
   const ids = new Set(arrived.map((a) => a.call.id));
-  if (arrived.length !== expected.calls || ids.size !== expected.calls) misses.push(`${arrived.length} calls reached the generator (${ids.size} letters) of ${expected.calls}`);
+  if (arrived.length !== expected.calls || ids.size !== expected.calls)
+    misses.push(`${arrived.length} calls reached the generator (${ids.size} letters) of ${expected.calls}`);
   if (expected.backlogged) {
     const b = result.backlogged;
     const share = expected.backloggedShare ?? BACKLOGGED_SHARE;
     const { rate, stalled } = requiredBackloggedRate(result, share);
     if (!b || b.calls < 20) misses.push(`no backlogged window of 20 calls or more (${b?.calls ?? 0})`);
-    else if (b.perSecond < rate) misses.push(`accepted ${b.perSecond.toFixed(3)}/s while backlogged, below ${rate.toFixed(3)}/s (${(share * LIMIT).toFixed(1)}/s less ${stalled} slot(s) lost to stalls)`);
+    else if (b.perSecond < rate)
+      misses.push(
+        `accepted ${b.perSecond.toFixed(3)}/s while backlogged, below ${rate.toFixed(3)}/s (${(share * LIMIT).toFixed(1)}/s less ${stalled} slot(s) lost to stalls)`,
+      );
   }
   return misses;
 }
@@ -93,12 +106,20 @@ export function seed003Figures(result: Seed003Result): string {
   const delays = dispatchDelays(result);
   const at = (q: number) => (delays[Math.min(delays.length - 1, Math.floor(q * delays.length))] ?? Number.NaN).toFixed(1);
   const b = result.backlogged;
-  const rate = b ? `, backlogged ${b.calls} calls over ${((b.toMs - b.fromMs) / 1000).toFixed(1)} s = ${b.perSecond.toFixed(3)}/s (required ${requiredBackloggedRate(result).rate.toFixed(3)})` : "";
+  const rate = b
+    ? `, backlogged ${b.calls} calls over ${((b.toMs - b.fromMs) / 1000).toFixed(1)} s = ${b.perSecond.toFixed(3)}/s (required ${requiredBackloggedRate(result).rate.toFixed(3)})`
+    : "";
   const arrived = arrivals(result);
   const hidden = arrived.filter((a) => a.hidden && a.call.at - a.call.handedAt > TRANSIT_MS + 10);
-  const stalls = result.generatorStalls.length > 0 ? `, the generator itself stalled ${result.generatorStalls.length} times up to ${Math.max(...result.generatorStalls.map((s) => s.ms)).toFixed(0)} ms (hiding ${hidden.length} arrivals by > 10 ms)` : "";
+  const stalls =
+    result.generatorStalls.length > 0
+      ? `, the generator itself stalled ${result.generatorStalls.length} times up to ${Math.max(...result.generatorStalls.map((s) => s.ms)).toFixed(0)} ms (hiding ${hidden.length} arrivals by > 10 ms)`
+      : "";
   return (
-    `accepted ${result.accepted.length}, refused ${result.refused.length}, most in any 1 s ${result.mostInOneSecond} as seen, ${mostInClosedWindow(arrived.map((a) => a.at), PERIOD_MS)} as arrived${rate}; ` +
+    `accepted ${result.accepted.length}, refused ${result.refused.length}, most in any 1 s ${result.mostInOneSecond} as seen, ${mostInClosedWindow(
+      arrived.map((a) => a.at),
+      PERIOD_MS,
+    )} as arrived${rate}; ` +
     `dispatch delay p50 ${at(0.5)} p99 ${at(0.99)} max ${at(1)} ms${stalls}${result.prioritised ? ", processes at raised priority" : ""}`
   );
 }

@@ -42,7 +42,9 @@ for (let run = 1; run <= runs; run++) {
   for (const name of names) {
     const entry = CASES[name];
     if (!entry) throw new Error(`unknown case "${name}"; the cases are ${Object.keys(CASES).join(", ")}`);
-    const load = loadavg().map((l) => l.toFixed(1)).join(" ");
+    const load = loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ");
     const started = new Date().toISOString().slice(11, 19);
     const result = await runSeed003({ ...entry.options, ...(nice === undefined ? {} : { nice }) });
     const misses = seed003Misses(result, { calls: entry.calls, backlogged: entry.backlogged });

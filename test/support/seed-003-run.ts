@@ -67,7 +67,7 @@ export async function runSeed003(options: Seed003Options): Promise<Seed003Result
     const computation = options.throttling === "manual" ? "manual-throttle.ts" : "input-throttled.ts";
     // Bursty: the seed's 8 letters/s, split between the processes (steady 4/s, bursts 4/s on average).
     const perSecond = options.processes === 1 ? 8 : 4;
-    const letters = options.arrivals === "backlog" ? options.lettersPerProcess ?? 150 : Math.ceil(((options.publishMs ?? 10_000) / 1000) * perSecond);
+    const letters = options.arrivals === "backlog" ? (options.lettersPerProcess ?? 150) : Math.ceil(((options.publishMs ?? 10_000) / 1000) * perSecond);
     const pipeline = (controllerAddress: string | null) => ({
       pipeline: name,
       ...(controllerAddress ? { controller: { address: controllerAddress } } : {}),
@@ -110,7 +110,10 @@ export async function runSeed003(options: Seed003Options): Promise<Seed003Result
     return {
       accepted,
       refused: service.refused,
-      mostInOneSecond: mostInClosedWindow(accepted.map((c) => c.at), 1000),
+      mostInOneSecond: mostInClosedWindow(
+        accepted.map((c) => c.at),
+        1000,
+      ),
       backlogged: backloggedRate(accepted, options.arrivals === "backlog" ? partitions : 1),
       stderr: runs.map((run) => run.stderr.slice(-4000)),
       prioritised,

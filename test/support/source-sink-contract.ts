@@ -89,7 +89,13 @@ export function sourceSinkContract(name: string, subject: SourceSinkSubject): vo
         const expected = sent.filter((r) => r.partition === partition);
         assert.deepEqual(
           got.map((r) => ({ key: text(r.key), value: text(r.value), seq: text(r.headers["seq"]), kind: text(r.headers["kind"]), timestampMs: r.timestampMs })),
-          expected.map((r) => ({ key: text(r.key), value: text(r.value), seq: text(r.headers?.["seq"]), kind: text(r.headers?.["kind"]), timestampMs: r.timestampMs })),
+          expected.map((r) => ({
+            key: text(r.key),
+            value: text(r.value),
+            seq: text(r.headers?.["seq"]),
+            kind: text(r.headers?.["kind"]),
+            timestampMs: r.timestampMs,
+          })),
           `partition ${partition}: what was sent to it, in the order it was sent`,
         );
       }

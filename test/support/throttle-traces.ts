@@ -68,7 +68,10 @@ export function checkThrottleTraces(spans: readonly CollectedSpan[], e: Throttle
   }
   const rowsSeen = iterations.reduce((sum, s) => sum + Number(s.attributes["messaging.batch.message_count"]), 0);
   assert.equal(rowsSeen, e.rows, `the iteration spans cover ${rowsSeen} rows, expected ${e.rows} (${iterations.length} iterations)`);
-  assert.ok(iterations.length >= Math.ceil(e.rows / e.maxRowsPerBatch), `${iterations.length} iterations for ${e.rows} rows in batches of ≤ ${e.maxRowsPerBatch}`);
+  assert.ok(
+    iterations.length >= Math.ceil(e.rows / e.maxRowsPerBatch),
+    `${iterations.length} iterations for ${e.rows} rows in batches of ≤ ${e.maxRowsPerBatch}`,
+  );
 
   const throttles: CollectedSpan[] = [];
   for (const iteration of iterations) {

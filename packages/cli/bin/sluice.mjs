@@ -12,7 +12,7 @@ registerCommonJs();
 // address (127.0.0.1:7070), and Node then warns (DEP0123) on every TLS connection: about the
 // library, not about anything the user could change. That warning alone is dropped.
 const emitWarning = process.emitWarning;
-process.emitWarning = function (warning, ...rest) {
+process.emitWarning = (warning, ...rest) => {
   const code = typeof rest[0] === "object" && rest[0] !== null ? rest[0].code : rest[1];
   if (code === "DEP0123") return;
   return emitWarning.call(process, warning, ...rest);

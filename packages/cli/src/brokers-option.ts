@@ -7,7 +7,10 @@ import { InvalidArgumentError } from "commander";
 
 /** Parses `host:port[,host:port…]` with the spec's own rule for `kafka.brokers`. */
 export function parseBrokers(value: string): string[] {
-  const brokers = value.split(",").map((broker) => broker.trim()).filter((broker) => broker !== "");
+  const brokers = value
+    .split(",")
+    .map((broker) => broker.trim())
+    .filter((broker) => broker !== "");
   const parsed = kafkaSpecSchema.shape.brokers.safeParse(brokers);
   if (!parsed.success) {
     throw new InvalidArgumentError(`--brokers takes comma-separated "host:port" addresses such as "kafka:9092,127.0.0.1:19092", got "${value}"`);

@@ -20,11 +20,7 @@ export function parseControllerList(value: string): string[] {
  * follows a follower's redirect. Quota calls travel on one QuotaStream per controller unless
  * SLUICE_QUOTA_TRANSPORT=unary (or `options.transport`) asks for one RPC per call.
  */
-export function controllerClient(
-  addresses: readonly string[],
-  options: QuotaClientOptions = {},
-  log?: (line: string) => void,
-): LeaderFollowingClient {
+export function controllerClient(addresses: readonly string[], options: QuotaClientOptions = {}, log?: (line: string) => void): LeaderFollowingClient {
   return createLeaderFollowingClient(addresses, {
     // Pings only where there is somewhere else to go: one controller, paused, is waited for.
     connect: (address) =>

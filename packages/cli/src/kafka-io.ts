@@ -6,7 +6,10 @@ export async function createKafkaIo(spec: PipelineSpec): Promise<IoFactory> {
   const { KafkaIoFactory } = await import("@sluice/kafka");
   const io = new KafkaIoFactory(spec, {
     clientId: spec.kafka?.client_id ?? `sluice-${spec.pipeline}`,
-    source: { sessionTimeoutMs: spec.kafka?.session_timeout ?? 30_000, heartbeatIntervalMs: Math.max(500, Math.floor((spec.kafka?.session_timeout ?? 30_000) / 10)) },
+    source: {
+      sessionTimeoutMs: spec.kafka?.session_timeout ?? 30_000,
+      heartbeatIntervalMs: Math.max(500, Math.floor((spec.kafka?.session_timeout ?? 30_000) / 10)),
+    },
   });
   await io.ensureTopics(spec);
   return io;

@@ -1,15 +1,7 @@
 import { readFile, stat } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import {
-  formatIssuePath,
-  parseJson,
-  sortIssues,
-  validatePipelineSpec,
-  type IssuePathSegment,
-  type PipelineSpec,
-  type SpecIssue,
-} from "@sluice/spec";
+import { formatIssuePath, parseJson, sortIssues, validatePipelineSpec, type IssuePathSegment, type PipelineSpec, type SpecIssue } from "@sluice/spec";
 import { computationExportProblem, generatorExportProblem } from "./module-exports.ts";
 
 // Everything `sluice validate` (and later `sluice run`) checks before starting: the file reads, it is
@@ -17,9 +9,7 @@ import { computationExportProblem, generatorExportProblem } from "./module-expor
 // checked even when the spec has other issues, so one run reports everything. Importing a module runs
 // its top-level code; `.ts` modules load through tsx, which the `sluice` bin registers.
 
-export type LoadedSpec =
-  | { ok: true; spec: PipelineSpec; specPath: string; specDir: string }
-  | { ok: false; issues: SpecIssue[] };
+export type LoadedSpec = { ok: true; spec: PipelineSpec; specPath: string; specDir: string } | { ok: false; issues: SpecIssue[] };
 
 type ExportCheck = (moduleNamespace: Record<string, unknown>) => string | undefined;
 

@@ -14,9 +14,8 @@ export function computationExportProblem(moduleNamespace: Record<string, unknown
   if (!("default" in moduleNamespace)) return `it has no default export; expected ${expected}`;
   const exported = moduleNamespace["default"];
   if (isComputation(exported)) return undefined;
-  const got = typeof exported === "object" && exported !== null && !Array.isArray(exported)
-    ? "an object that defineComputation did not create"
-    : kindOf(exported);
+  const got =
+    typeof exported === "object" && exported !== null && !Array.isArray(exported) ? "an object that defineComputation did not create" : kindOf(exported);
   return `its default export is not a computation: expected ${expected}, got ${got}`;
 }
 

@@ -10,18 +10,20 @@ export const DIAG_REPEAT_MS = 60_000;
  */
 export function otelDiagLogger(write: (line: string) => void, where: string, now: () => number = Date.now): DiagLogger {
   const last = new Map<string, { at: number; suppressed: number }>();
-  const log = (level: string) => (message: string, ...args: unknown[]) => {
-    const text = [readable(message), ...args.map(readable)].filter((part) => part !== "").join(" ");
-    const seen = last.get(text);
-    const at = now();
-    if (seen && at - seen.at < DIAG_REPEAT_MS) {
-      seen.suppressed += 1;
-      return;
-    }
-    const repeats = seen && seen.suppressed > 0 ? ` (${seen.suppressed} more like it since the last one)` : "";
-    last.set(text, { at, suppressed: 0 });
-    write(`sluice: OpenTelemetry ${level} (${where}): ${text}${repeats}\n`);
-  };
+  const log =
+    (level: string) =>
+    (message: string, ...args: unknown[]) => {
+      const text = [readable(message), ...args.map(readable)].filter((part) => part !== "").join(" ");
+      const seen = last.get(text);
+      const at = now();
+      if (seen && at - seen.at < DIAG_REPEAT_MS) {
+        seen.suppressed += 1;
+        return;
+      }
+      const repeats = seen && seen.suppressed > 0 ? ` (${seen.suppressed} more like it since the last one)` : "";
+      last.set(text, { at, suppressed: 0 });
+      write(`sluice: OpenTelemetry ${level} (${where}): ${text}${repeats}\n`);
+    };
   return { error: log("error"), warn: log("warning"), info: log("info"), debug: log("debug"), verbose: log("verbose") };
 }
 
@@ -41,6 +43,7 @@ function readable(value: unknown): string {
     }
     return value;
   }
-  if (typeof value === "object" && value !== null && typeof (value as { message?: unknown }).message === "string") return (value as { message: string }).message;
+  if (typeof value === "object" && value !== null && typeof (value as { message?: unknown }).message === "string")
+    return (value as { message: string }).message;
   return value === undefined ? "" : String(value);
 }

@@ -62,9 +62,13 @@ export async function runSession(options: SessionOptions): Promise<number> {
   const status = !options.quiet && process.stdout.isTTY ? new StatusLine(process.stdout, () => worker.stats()) : null;
   try {
     await worker.start();
-    const generators = runGenerators({ pipeline: spec, specDir: options.specDir, sink: options.io.createSink(spec), clock: systemClock, signal: stop.signal }).then(
-      () => (generatorsDone = true),
-    );
+    const generators = runGenerators({
+      pipeline: spec,
+      specDir: options.specDir,
+      sink: options.io.createSink(spec),
+      clock: systemClock,
+      signal: stop.signal,
+    }).then(() => (generatorsDone = true));
     generators.catch((error: unknown) => {
       log.error(`generator failed: ${error instanceof Error ? error.message : String(error)}`);
       stop.abort();

@@ -106,7 +106,9 @@ export async function loadHttpTls(
 ): Promise<{ cert: Buffer; key: Buffer } | undefined> {
   if (own.cert === undefined && own.key === undefined) return fallback ? { cert: fallback.cert, key: fallback.key } : undefined;
   if (own.cert === undefined || own.key === undefined) {
-    throw new TlsOptionError(`${own.cert === undefined ? ownNames.key : ownNames.cert} needs ${own.cert === undefined ? ownNames.cert : ownNames.key} beside it`);
+    throw new TlsOptionError(
+      `${own.cert === undefined ? ownNames.key : ownNames.cert} needs ${own.cert === undefined ? ownNames.cert : ownNames.key} beside it`,
+    );
   }
   const tls = { cert: await readPem(ownNames.cert, own.cert), key: await readPem(ownNames.key, own.key) };
   const problem = serverTlsProblem(tls);

@@ -57,7 +57,17 @@ export function formatTopFrame(input: TopFrameInput): string[] {
     lines.push(...(input.computationLines ?? []));
     return lines;
   }
-  const header = [pad("THROTTLER", 22), lpad("LIMIT/s", 9), lpad("GRANTED/s", 11), lpad("USE", 6), lpad("QUEUE", 7), lpad("OWED", 9), lpad("WAIT avg", 11), lpad("p95", 9), lpad("max", 9)];
+  const header = [
+    pad("THROTTLER", 22),
+    lpad("LIMIT/s", 9),
+    lpad("GRANTED/s", 11),
+    lpad("USE", 6),
+    lpad("QUEUE", 7),
+    lpad("OWED", 9),
+    lpad("WAIT avg", 11),
+    lpad("p95", 9),
+    lpad("max", 9),
+  ];
   lines.push(dim(header.join("")));
   const barWidth = Math.max(BAR_MIN, Math.min(BAR_MAX, input.columns - 70));
   for (const throttler of snapshot.throttlers) {
@@ -109,7 +119,8 @@ export function kindLines(throttler: ControllerThrottlerSnapshot, dim: (text: st
   const adaptive = throttler.adaptive;
   if (adaptive) {
     const load = adaptive.load === null ? "no reading" : adaptive.load.toFixed(3);
-    const where = adaptive.load === null ? "" : adaptive.load < adaptive.targetLow ? " ▽ below" : adaptive.load > adaptive.targetHigh ? " △ above" : " ✓ in band";
+    const where =
+      adaptive.load === null ? "" : adaptive.load < adaptive.targetLow ? " ▽ below" : adaptive.load > adaptive.targetHigh ? " △ above" : " ✓ in band";
     const suggested = adaptive.dryRun ? ` · DRY RUN, suggested ${formatRate(adaptive.suggestedLimit)}` : "";
     const failures = adaptive.consecutiveFailures > 0 ? ` · ${adaptive.consecutiveFailures} failed readings in a row` : "";
     lines.push(
@@ -129,7 +140,9 @@ function classLines(throttler: ControllerThrottlerSnapshot, barWidth: number, di
   // A weight is a share among classes that want quota (docs/design.md §9.2): an idle class's goes to the others.
   const busy = throttler.classes.filter((c) => c.grantedRate > 0 || c.pendingRequests > 0);
   const busyWeight = busy.reduce((sum, c) => sum + c.weight, 0);
-  const lines = [dim(`  ${pad("class", 20)}${lpad("weight", 8)}  ${pad("share: weight → observed", barWidth + 16)}${lpad("granted/s", 10)}${lpad("waiting", 9)}`)];
+  const lines = [
+    dim(`  ${pad("class", 20)}${lpad("weight", 8)}  ${pad("share: weight → observed", barWidth + 16)}${lpad("granted/s", 10)}${lpad("waiting", 9)}`),
+  ];
   for (const c of throttler.classes) {
     const isBusy = c.grantedRate > 0 || c.pendingRequests > 0;
     const target = isBusy && busyWeight > 0 ? c.weight / busyWeight : null;
@@ -160,11 +173,7 @@ function bar(observed: number, target: number | null, width: number): string {
  * between two views. `withinRecentMax`: the views are at most RECENT_MAX_WINDOW_MS apart, so no wait
  * between them exceeds `after.maxMs` and the p95 is capped by it.
  */
-export function waitStats(
-  before: WaitHistogramView | undefined,
-  after: WaitHistogramView,
-  withinRecentMax = false,
-): { meanMs: number; p95Ms: number } | null {
+export function waitStats(before: WaitHistogramView | undefined, after: WaitHistogramView, withinRecentMax = false): { meanMs: number; p95Ms: number } | null {
   const count = after.count - (before?.count ?? 0);
   if (count <= 0) return null;
   const meanMs = (after.sumMs - (before?.sumMs ?? 0)) / count;

@@ -45,7 +45,17 @@ export function traceDestinations(otlpFlag: string | undefined, env: NodeJS.Proc
     return { destinations: [], warnings, off: "no tracing (OTEL_SDK_DISABLED=true)" };
   }
   const raw = env["OTEL_TRACES_EXPORTER"]?.trim() ?? "";
-  const named = raw === "" ? [] : [...new Set(raw.split(",").map((n) => n.trim().toLowerCase()).filter((n) => n !== ""))];
+  const named =
+    raw === ""
+      ? []
+      : [
+          ...new Set(
+            raw
+              .split(",")
+              .map((n) => n.trim().toLowerCase())
+              .filter((n) => n !== ""),
+          ),
+        ];
   for (const name of named) {
     if (!KINDS.includes(name)) warnings.push(`OTEL_TRACES_EXPORTER names "${name}", which Sluice does not export to (otlp, zipkin, console, none); ignored`);
   }

@@ -106,7 +106,10 @@ export async function startTracing(options: TracingOptions): Promise<Tracing> {
   const destinations = chosen.destinations.filter((d) => {
     if (d.url === null || isHttpUrl(d.url)) return true;
     // As everywhere in OpenTelemetry, a telemetry setting never stops the program: say so, go on without it.
-    const variable = d.kind === "zipkin" ? "OTEL_EXPORTER_ZIPKIN_ENDPOINT to e.g. http://127.0.0.1:9411/api/v2/spans" : "OTEL_EXPORTER_OTLP_ENDPOINT to e.g. http://127.0.0.1:4318";
+    const variable =
+      d.kind === "zipkin"
+        ? "OTEL_EXPORTER_ZIPKIN_ENDPOINT to e.g. http://127.0.0.1:9411/api/v2/spans"
+        : "OTEL_EXPORTER_OTLP_ENDPOINT to e.g. http://127.0.0.1:4318";
     stderr(`sluice: no tracing: the ${d.kind === "zipkin" ? "Zipkin" : "OTLP traces"} endpoint "${d.url}" is not an http(s) URL; set ${variable}\n`);
     return false;
   });

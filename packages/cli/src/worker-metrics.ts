@@ -34,23 +34,61 @@ export function writeWorkerMetrics(out: PrometheusText, pipeline: string, worker
 
   out.gauge("sluice_worker_info", "Always 1; labels name this worker and its pipeline.", [{ labels: { worker_id: worker.workerId, pipeline }, value: 1 }]);
   out
-    .counter("sluice_worker_computation_rows_total", "Messages processed (Process iterations that returned and were committed).", perComputation((s) => s.rows))
-    .counter("sluice_worker_computation_bytes_total", "Bytes processed: key + value + headers of each message, before compression.", perComputation((s) => s.bytes))
-    .counter("sluice_worker_computation_iterations_total", "Process iterations (batches) completed.", perComputation((s) => s.iterations))
-    .counter("sluice_worker_computation_failures_total", "Failed iterations (process threw, output or commit failed); the job restarts from its last commit.", perComputation((s) => s.failures))
-    .counter("sluice_worker_computation_throttle_wait_ms_total", "Time iterations waited in Input.Throttle, summed over jobs, milliseconds.", perComputation((s) => s.throttleWaitMs))
-    .gauge("sluice_worker_computation_lag_ms", "Now minus the oldest lag timestamp of the jobs (oldest event time read and not processed + stream_delay), else of the last processed message, milliseconds; absent before the first.", perComputation((s) => s.lagMs))
-    .gauge("sluice_worker_computation_active_jobs", "Jobs (input partitions) of the computation running on this worker.", perComputation((s) => s.activeJobs));
+    .counter(
+      "sluice_worker_computation_rows_total",
+      "Messages processed (Process iterations that returned and were committed).",
+      perComputation((s) => s.rows),
+    )
+    .counter(
+      "sluice_worker_computation_bytes_total",
+      "Bytes processed: key + value + headers of each message, before compression.",
+      perComputation((s) => s.bytes),
+    )
+    .counter(
+      "sluice_worker_computation_iterations_total",
+      "Process iterations (batches) completed.",
+      perComputation((s) => s.iterations),
+    )
+    .counter(
+      "sluice_worker_computation_failures_total",
+      "Failed iterations (process threw, output or commit failed); the job restarts from its last commit.",
+      perComputation((s) => s.failures),
+    )
+    .counter(
+      "sluice_worker_computation_throttle_wait_ms_total",
+      "Time iterations waited in Input.Throttle, summed over jobs, milliseconds.",
+      perComputation((s) => s.throttleWaitMs),
+    )
+    .gauge(
+      "sluice_worker_computation_lag_ms",
+      "Now minus the oldest lag timestamp of the jobs (oldest event time read and not processed + stream_delay), else of the last processed message, milliseconds; absent before the first.",
+      perComputation((s) => s.lagMs),
+    )
+    .gauge(
+      "sluice_worker_computation_active_jobs",
+      "Jobs (input partitions) of the computation running on this worker.",
+      perComputation((s) => s.activeJobs),
+    );
   out.histogram(
     "sluice_worker_iteration_part_seconds",
     "Time the computation's iterations spent in each part (the iteration's child spans: Input.Throttle, Process, Output, Commit), seconds, summed over jobs; rate(_sum) is seconds per second in that part.",
     PART_BUCKETS_SECONDS,
-    stats.flatMap((s) => s.parts.map((p) => ({ labels: { computation_id: s.computation, part: p.part }, count: p.count, sum: p.sumSeconds, buckets: p.buckets }))),
+    stats.flatMap((s) =>
+      s.parts.map((p) => ({ labels: { computation_id: s.computation, part: p.part }, count: p.count, sum: p.sumSeconds, buckets: p.buckets })),
+    ),
   );
 
   out
-    .counter("sluice_worker_throttler_consumed_total", "Units handed to callers by the throttler client (automatic input throttling and ctx.getThrottlerOrThrow).", perThrottler((m) => m.consumed))
-    .counter("sluice_worker_throttler_released_total", "Units given back with release().", perThrottler((m) => m.released))
+    .counter(
+      "sluice_worker_throttler_consumed_total",
+      "Units handed to callers by the throttler client (automatic input throttling and ctx.getThrottlerOrThrow).",
+      perThrottler((m) => m.consumed),
+    )
+    .counter(
+      "sluice_worker_throttler_released_total",
+      "Units given back with release().",
+      perThrottler((m) => m.released),
+    )
     .counter(
       "sluice_worker_throttler_returned_total",
       "Prefetched units handed back to the controller with ReleaseQuota: what a landing refill brings above limit x request_period, and the pool when a client closes.",
@@ -66,8 +104,16 @@ export function writeWorkerMetrics(out: PrometheusText, pipeline: string, worker
     })),
   );
   out
-    .counter("sluice_worker_quota_rpc_total", "RequestQuota calls sent to the controller, each retry counted.", perThrottler((m) => m.rpcCount))
-    .counter("sluice_worker_quota_rpc_failures_total", "RequestQuota calls that failed (controller unreachable, deadline, refusal); most are retried.", perThrottler((m) => m.rpcFailures));
+    .counter(
+      "sluice_worker_quota_rpc_total",
+      "RequestQuota calls sent to the controller, each retry counted.",
+      perThrottler((m) => m.rpcCount),
+    )
+    .counter(
+      "sluice_worker_quota_rpc_failures_total",
+      "RequestQuota calls that failed (controller unreachable, deadline, refusal); most are retried.",
+      perThrottler((m) => m.rpcFailures),
+    );
 
   const aligned = worker.alignmentMetrics?.() ?? [];
   const perAligned = (value: (a: AlignmentMetricsView) => number | null): Sample[] =>
@@ -76,8 +122,16 @@ export function writeWorkerMetrics(out: PrometheusText, pipeline: string, worker
       return v === null ? [] : [{ labels: { computation_id: a.computation, alignment_group: a.group }, value: v }];
     });
   out
-    .gauge("sluice_worker_alignment_partitions", "Input partitions of the computation on this worker under watermark_alignment.", perAligned((a) => a.partitions))
-    .gauge("sluice_worker_alignment_held_partitions", "Of those, partitions paused now because they are more than drift_bound ahead of their group.", perAligned((a) => a.held))
+    .gauge(
+      "sluice_worker_alignment_partitions",
+      "Input partitions of the computation on this worker under watermark_alignment.",
+      perAligned((a) => a.partitions),
+    )
+    .gauge(
+      "sluice_worker_alignment_held_partitions",
+      "Of those, partitions paused now because they are more than drift_bound ahead of their group.",
+      perAligned((a) => a.held),
+    )
     .gauge(
       "sluice_worker_alignment_group_watermark_ms",
       "Watermark of the partitions' alignment group (event time, epoch ms) as the controller last answered; absent while unknown.",

@@ -39,9 +39,7 @@ class Child {
     });
     this.process.stdout?.setEncoding("utf8").on("data", (chunk: string) => (this.stdout += chunk));
     this.process.stderr?.setEncoding("utf8").on("data", (chunk: string) => (this.stderr += chunk));
-    this.exited = new Promise((resolve) =>
-      this.process.on("close", (code) => resolve({ code, stdout: this.stdout, stderr: this.stderr })),
-    );
+    this.exited = new Promise((resolve) => this.process.on("close", (code) => resolve({ code, stdout: this.stdout, stderr: this.stderr })));
   }
 
   /** Resolves with the first match of `pattern` in stdout; fails after `ms`. */

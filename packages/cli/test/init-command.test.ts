@@ -17,12 +17,18 @@ describe("sluice init", () => {
     const dir = join(base, "My Pipeline");
     const run = runSluice("init", dir);
     assert.equal(run.code, 0, run.stderr);
-    assert.match(run.stdout, /npm install\n  npm start\n$/);
-    const manifest = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { name: string; dependencies: Record<string, string>; scripts: Record<string, string> };
+    assert.match(run.stdout, /npm install\n {2}npm start\n$/);
+    const manifest = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as {
+      name: string;
+      dependencies: Record<string, string>;
+      scripts: Record<string, string>;
+    };
     assert.equal(manifest.name, "my-pipeline");
     assert.deepEqual(manifest.dependencies, { "@sluice/cli": `^${version}`, "@sluice/runtime": `^${version}` });
     assert.equal(manifest.scripts["start"], "sluice run pipeline.json --drain");
-    const spec = JSON.parse(readFileSync(join(dir, "pipeline.json"), "utf8")) as { dynamic_spec: { throttlers: Record<string, { limit: number }>; computations: Record<string, unknown> } };
+    const spec = JSON.parse(readFileSync(join(dir, "pipeline.json"), "utf8")) as {
+      dynamic_spec: { throttlers: Record<string, { limit: number }>; computations: Record<string, unknown> };
+    };
     assert.equal(spec.dynamic_spec.throttlers["orders_per_second"]?.limit, 100);
     assert.deepEqual(spec.dynamic_spec.computations, { Invoicer: { input_rows_throttler_id: "orders_per_second" } });
     assert.match(readFileSync(join(dir, "src/invoicer.ts"), "utf8"), /defineComputation<Order>/);

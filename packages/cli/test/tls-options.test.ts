@@ -26,7 +26,10 @@ describe("TLS options of the CLI", () => {
     const fromSpec = await loadClientTls({}, { tls: { ca: "./ca.pem", server_name: "controller.internal" }, dir: specDir });
     assert.deepEqual(fromSpec?.ca, certs.read(certs.caCert));
     assert.equal(fromSpec?.serverName, "controller.internal");
-    const overridden = await loadClientTls({ tlsCa: certs.wrongCaCert, tlsServerName: "localhost" }, { tls: { ca: "./ca.pem", server_name: "x" }, dir: specDir });
+    const overridden = await loadClientTls(
+      { tlsCa: certs.wrongCaCert, tlsServerName: "localhost" },
+      { tls: { ca: "./ca.pem", server_name: "x" }, dir: specDir },
+    );
     assert.deepEqual(overridden?.ca, certs.read(certs.wrongCaCert));
     assert.equal(overridden?.serverName, "localhost");
     await assert.rejects(loadClientTls({}, { tls: { ca: "./missing.pem" }, dir: specDir }), /controller\.tls\.ca: cannot read .*missing\.pem: no such file/);
@@ -39,7 +42,10 @@ describe("TLS options of the CLI", () => {
     assert.deepEqual(tls?.clientCa, certs.read(certs.caCert));
     await assert.rejects(loadServerTls({ tlsClientCa: certs.caCert }), /--tls-client-ca needs --tls-cert and --tls-key/);
     await assert.rejects(loadServerTls({ tlsCert: certs.serverCert }), /--tls-cert needs --tls-key/);
-    await assert.rejects(loadServerTls({ tlsCert: certs.serverCert, tlsKey: certs.serverKey, tlsClientCa: certs.serverKey }), /client CA file holds no PEM certificate .*\(--tls-cert .*, --tls-client-ca .*server\.key\)/);
+    await assert.rejects(
+      loadServerTls({ tlsCert: certs.serverCert, tlsKey: certs.serverKey, tlsClientCa: certs.serverKey }),
+      /client CA file holds no PEM certificate .*\(--tls-cert .*, --tls-client-ca .*server\.key\)/,
+    );
   });
 
   it("https of a status server: its own pair, else the gRPC server's", async () => {
@@ -52,11 +58,23 @@ describe("TLS options of the CLI", () => {
   });
 
   it("warns about a token in clear only beyond loopback and without TLS", () => {
-    assert.deepEqual(["127.0.0.1", "127.1.2.3", "localhost", "::1", "[::1]", "0.0.0.0", "10.0.0.5", "::"].map(isLoopbackHost), [true, true, true, true, true, false, false, false]);
+    assert.deepEqual(["127.0.0.1", "127.1.2.3", "localhost", "::1", "[::1]", "0.0.0.0", "10.0.0.5", "::"].map(isLoopbackHost), [
+      true,
+      true,
+      true,
+      true,
+      true,
+      false,
+      false,
+      false,
+    ]);
     const cert = { cert: Buffer.from(""), key: Buffer.from("") };
     assert.equal(httpEndpointWarning({ host: "0.0.0.0", port: 0 }, "x", "--f"), undefined, "no token, nothing to leak");
     assert.equal(httpEndpointWarning({ host: "127.0.0.1", port: 0, token: "t" }, "x", "--f"), undefined);
     assert.equal(httpEndpointWarning({ host: "0.0.0.0", port: 0, token: "t", tls: cert }, "x", "--f"), undefined);
-    assert.match(httpEndpointWarning({ host: "0.0.0.0", port: 0, token: "t" }, "the --http-port server", "--http-tls-cert") ?? "", /^warning: the --http-port server listens on 0\.0\.0\.0 without TLS: the token .* in clear; add --http-tls-cert/);
+    assert.match(
+      httpEndpointWarning({ host: "0.0.0.0", port: 0, token: "t" }, "the --http-port server", "--http-tls-cert") ?? "",
+      /^warning: the --http-port server listens on 0\.0\.0\.0 without TLS: the token .* in clear; add --http-tls-cert/,
+    );
   });
 });

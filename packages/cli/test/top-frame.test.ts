@@ -28,8 +28,18 @@ function throttler(fields: Partial<ControllerThrottlerSnapshot> & { id: string }
     pendingAmount: 0,
     detachedRequests: 0,
     counters: {
-      granted: 0, released: 0, refunded: 0, classlessRequests: 0, unknownClassRequests: 0, refusedQueueFull: 0,
-      refusedInvalidAmount: 0, timedOut: 0, cancelled: 0, joined: 0, reattached: 0, replayed: 0,
+      granted: 0,
+      released: 0,
+      refunded: 0,
+      classlessRequests: 0,
+      unknownClassRequests: 0,
+      refusedQueueFull: 0,
+      refusedInvalidAmount: 0,
+      timedOut: 0,
+      cancelled: 0,
+      joined: 0,
+      reattached: 0,
+      replayed: 0,
     },
     waitTime: histogram([]),
     grantedRate: 0,
@@ -39,7 +49,20 @@ function throttler(fields: Partial<ControllerThrottlerSnapshot> & { id: string }
 }
 
 function classOf(id: string, weight: number, grantedRate: number, pendingRequests: number) {
-  return { id, weight, accepting: true, active: pendingRequests > 0, virtualTime: 0, pendingRequests, pendingAmount: pendingRequests * 10, granted: 0, refunded: 0, released: 0, waitTime: histogram([]), grantedRate };
+  return {
+    id,
+    weight,
+    accepting: true,
+    active: pendingRequests > 0,
+    virtualTime: 0,
+    pendingRequests,
+    pendingAmount: pendingRequests * 10,
+    granted: 0,
+    refunded: 0,
+    released: 0,
+    waitTime: histogram([]),
+    grantedRate,
+  };
 }
 
 const snapshot: ControllerSnapshot = {
@@ -69,7 +92,13 @@ describe("sluice top frame", () => {
   it("shows limit, granted rate, use of the limit, queue and waits per throttler", () => {
     const api = lines.find((line) => line.startsWith("api_quota"));
     assert.ok(api, text);
-    assert.deepEqual(api.trim().split(/\s{2,}/).slice(0, 6), ["api_quota", "300", "300", "100%", "5", "86"]);
+    assert.deepEqual(
+      api
+        .trim()
+        .split(/\s{2,}/)
+        .slice(0, 6),
+      ["api_quota", "300", "300", "100%", "5", "86"],
+    );
     // Since start the p95 is not capped by `max`, which is the longest wait of the last minute only:
     // the 95th of 5 waits falls in (1 s, 2.5 s] → 1000 + 1500 × 0.75 = 2125 ms.
     assert.match(api, /440 ms\s+2\.1 s\s+1\.2 s$/, "avg 440 ms, p95 2.1 s (interpolated, since start), max 1.2 s (last minute)");

@@ -20,7 +20,9 @@ describe("traceDestinations", () => {
 
   it("zipkin: OTEL_EXPORTER_ZIPKIN_ENDPOINT, else http://localhost:9411/api/v2/spans", () => {
     assert.deepEqual(kinds({ OTEL_TRACES_EXPORTER: "zipkin" }), ["zipkin http://localhost:9411/api/v2/spans"]);
-    assert.deepEqual(kinds({ OTEL_TRACES_EXPORTER: "zipkin", OTEL_EXPORTER_ZIPKIN_ENDPOINT: "http://127.0.0.1:9412/api/v2/spans" }), ["zipkin http://127.0.0.1:9412/api/v2/spans"]);
+    assert.deepEqual(kinds({ OTEL_TRACES_EXPORTER: "zipkin", OTEL_EXPORTER_ZIPKIN_ENDPOINT: "http://127.0.0.1:9412/api/v2/spans" }), [
+      "zipkin http://127.0.0.1:9412/api/v2/spans",
+    ]);
   });
 
   it("a comma list runs each, once; console has no URL", () => {
@@ -40,13 +42,19 @@ describe("traceDestinations", () => {
 
   it("an unknown exporter is ignored with a warning naming the ones there are", () => {
     const result = traceDestinations(undefined, { OTEL_TRACES_EXPORTER: "jaeger,zipkin" });
-    assert.deepEqual(result.destinations.map((d) => d.kind), ["zipkin"]);
+    assert.deepEqual(
+      result.destinations.map((d) => d.kind),
+      ["zipkin"],
+    );
     assert.match(result.warnings.join("\n"), /"jaeger", which Sluice does not export to \(otlp, zipkin, console, none\); ignored/);
   });
 
   it("--otlp wins: it always exports there by OTLP, beside the other exporters named", () => {
     assert.deepEqual(kinds({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://env:4318" }, "http://flag:4318"), ["otlp http://flag:4318/v1/traces"]);
-    assert.deepEqual(kinds({ OTEL_TRACES_EXPORTER: "zipkin" }, "http://flag:4318"), ["otlp http://flag:4318/v1/traces", "zipkin http://localhost:9411/api/v2/spans"]);
+    assert.deepEqual(kinds({ OTEL_TRACES_EXPORTER: "zipkin" }, "http://flag:4318"), [
+      "otlp http://flag:4318/v1/traces",
+      "zipkin http://localhost:9411/api/v2/spans",
+    ]);
     assert.deepEqual(kinds({ OTEL_TRACES_EXPORTER: "none" }, "http://flag:4318"), ["otlp http://flag:4318/v1/traces"]);
     assert.deepEqual(kinds({ OTEL_SDK_DISABLED: "true" }, "http://flag:4318"), ["otlp http://flag:4318/v1/traces"]);
   });

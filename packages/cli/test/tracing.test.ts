@@ -54,7 +54,11 @@ describe("startTracing", () => {
 
   it("runs untraced, with a warning, when the environment names no http(s) URL", async () => {
     const lines: string[] = [];
-    const tracing = await startTracing({ ...runServices(spec, "w1"), env: { OTEL_EXPORTER_OTLP_ENDPOINT: "127.0.0.1:4318" }, stderr: (line) => lines.push(line) });
+    const tracing = await startTracing({
+      ...runServices(spec, "w1"),
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: "127.0.0.1:4318" },
+      stderr: (line) => lines.push(line),
+    });
     assert.equal(tracing.enabled, false);
     assert.match(lines.join(""), /no tracing: the OTLP traces endpoint "127\.0\.0\.1:4318\/v1\/traces" is not an http\(s\) URL/);
   });
@@ -71,7 +75,13 @@ describe("startTracing", () => {
         const original = exporter.export.bind(exporter);
         exporter.export = (spans, done) => {
           for (const s of spans) {
-            finished.push({ name: s.name, service: s.resource.attributes["service.name"], resource: { ...s.resource.attributes }, parent: s.parentSpanContext?.spanId, trace: s.spanContext().traceId });
+            finished.push({
+              name: s.name,
+              service: s.resource.attributes["service.name"],
+              resource: { ...s.resource.attributes },
+              parent: s.parentSpanContext?.spanId,
+              trace: s.spanContext().traceId,
+            });
           }
           original(spans, done);
         };
@@ -144,7 +154,11 @@ describe("otelDiagLogger", () => {
   it("prints the message of a JSON-serialized export error once, then at most once a minute with a count", () => {
     const lines: string[] = [];
     let now = 0;
-    const logger = otelDiagLogger((line) => lines.push(line), "traces to http://c:4318/v1/traces", () => now);
+    const logger = otelDiagLogger(
+      (line) => lines.push(line),
+      "traces to http://c:4318/v1/traces",
+      () => now,
+    );
     const failure = JSON.stringify({ message: "connect ECONNREFUSED 127.0.0.1:4318", stack: "Error: …", code: "ECONNREFUSED" });
     logger.error(failure);
     now = 5_000;
@@ -176,14 +190,23 @@ describe("startTracing with OTEL_TRACES_EXPORTER", () => {
     } finally {
       console.dir = original;
     }
-    assert.ok(printed.some((p) => (p as { name?: string }).name === "printed"), JSON.stringify(printed));
+    assert.ok(
+      printed.some((p) => (p as { name?: string }).name === "printed"),
+      JSON.stringify(printed),
+    );
   });
 
   it("zipkin and none: the line names the Zipkin endpoint; none starts nothing", async () => {
-    const zipkin = await startTracing({ service: runServices(spec, "w4").service, env: { OTEL_TRACES_EXPORTER: "zipkin", OTEL_EXPORTER_ZIPKIN_ENDPOINT: "http://127.0.0.1:1/api/v2/spans" } });
+    const zipkin = await startTracing({
+      service: runServices(spec, "w4").service,
+      env: { OTEL_TRACES_EXPORTER: "zipkin", OTEL_EXPORTER_ZIPKIN_ENDPOINT: "http://127.0.0.1:1/api/v2/spans" },
+    });
     assert.match(zipkin.description, /^tracing to http:\/\/127\.0\.0\.1:1\/api\/v2\/spans \(Zipkin\) as sluice-worker$/);
     await zipkin.shutdown();
-    const none = await startTracing({ service: runServices(spec, "w5").service, env: { OTEL_TRACES_EXPORTER: "none", OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:1" } });
+    const none = await startTracing({
+      service: runServices(spec, "w5").service,
+      env: { OTEL_TRACES_EXPORTER: "none", OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:1" },
+    });
     assert.equal(none.enabled, false);
   });
 });

@@ -8,14 +8,38 @@ import { writeWorkerMetrics } from "../src/worker-metrics.ts";
 // The worker's families from made-up views: names, labels and the figures they carry.
 
 const stats = (computation: string, lagMs: number | null): ComputationStatsView => ({
-  computation, rows: 120, bytes: 4096, iterations: 3, failures: 1, rowsPerSecond: 40, bytesPerSecond: 1365,
-  throttleWaitMs: 750, throttleWaitRatio: 0.5, lagMs, activeJobs: 2, lastError: "boom",
-  parts: ITERATION_PARTS.map((part, i) => ({ part, count: 3, sumSeconds: 0.5 * (i + 1), buckets: PART_BUCKETS_SECONDS.map((bound) => (bound >= 0.25 ? 3 : 0)) })),
+  computation,
+  rows: 120,
+  bytes: 4096,
+  iterations: 3,
+  failures: 1,
+  rowsPerSecond: 40,
+  bytesPerSecond: 1365,
+  throttleWaitMs: 750,
+  throttleWaitRatio: 0.5,
+  lagMs,
+  activeJobs: 2,
+  lastError: "boom",
+  parts: ITERATION_PARTS.map((part, i) => ({
+    part,
+    count: 3,
+    sumSeconds: 0.5 * (i + 1),
+    buckets: PART_BUCKETS_SECONDS.map((bound) => (bound >= 0.25 ? 3 : 0)),
+  })),
 });
 
 const throttler: ThrottlerMetricsView = {
-  computation: "Enricher", throttlerId: "api", consumed: 118, released: 2, returned: 40, waitCount: 3, waitSumMs: 330, waitMaxMs: 200,
-  waitBuckets: WAIT_BUCKETS_MS.map((bound) => [10, 120, 200].filter((w) => w <= bound).length), rpcCount: 7, rpcFailures: 1,
+  computation: "Enricher",
+  throttlerId: "api",
+  consumed: 118,
+  released: 2,
+  returned: 40,
+  waitCount: 3,
+  waitSumMs: 330,
+  waitMaxMs: 200,
+  waitBuckets: WAIT_BUCKETS_MS.map((bound) => [10, 120, 200].filter((w) => w <= bound).length),
+  rpcCount: 7,
+  rpcFailures: 1,
 };
 
 describe("worker metrics", () => {

@@ -198,10 +198,13 @@ export class ConcurrencyClient implements Throttler {
         if (this.held > 0 && sentAt - this.lastAttemptAt > spec.lease_timeout) this.stalled = true;
         this.lastAttemptAt = sentAt;
         const key = this.options.key;
-        const answer = await this.options.client().renewLeases?.({ clientId, throttlerIds: [throttlerId], ...(key === undefined ? {} : { key }) }, {
-          deadlineAt: sentAt + Math.min(spec.rpc_timeout, spec.lease_timeout / RENEWALS_PER_LEASE),
-          signal,
-        });
+        const answer = await this.options.client().renewLeases?.(
+          { clientId, throttlerIds: [throttlerId], ...(key === undefined ? {} : { key }) },
+          {
+            deadlineAt: sentAt + Math.min(spec.rpc_timeout, spec.lease_timeout / RENEWALS_PER_LEASE),
+            signal,
+          },
+        );
         if (answer && quietSince === null && before === this.changes && !signal.aborted) {
           // Units no call in flight can explain: a lost release, a grant whose caller gave up.
           this.giveBackUnheld(answer.held - inFlight);

@@ -304,7 +304,8 @@ export class DistributedThrottlerFactory {
       // With a fixed limit the client also checks its own callers' departures against the window
       // (PacedConfig.window); an adaptive limit moves on the controller only.
       const limit = spec.adaptive ? null : effectiveLimit(spec);
-      const window = limit === null ? {} : { window: { units: (limit * spec.period) / 1000, periodMs: spec.period, guardMs: smoothDispatchGuardMs(spec.period) } };
+      const window =
+        limit === null ? {} : { window: { units: (limit * spec.period) / 1000, periodMs: spec.period, guardMs: smoothDispatchGuardMs(spec.period) } };
       const config = { ...smoothPrefetchWindow(spec), slotExpiryMs: slotExpiryMs(spec.period), ...window };
       return new PacedThrottler(config, remote, this.options.clock, throttlerId);
     }

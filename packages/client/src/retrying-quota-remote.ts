@@ -1,6 +1,16 @@
 import { randomUUID } from "node:crypto";
 import { context, propagation, type Context } from "@opentelemetry/api";
-import { asSluiceError, cancelledError, ControllerClockBound, paceScheduleOf, SluiceError, type Clock, type PacedQuotaRemote, type PaceSchedule, type QuotaRemote } from "@sluice/core";
+import {
+  asSluiceError,
+  cancelledError,
+  ControllerClockBound,
+  paceScheduleOf,
+  SluiceError,
+  type Clock,
+  type PacedQuotaRemote,
+  type PaceSchedule,
+  type QuotaRemote,
+} from "@sluice/core";
 import type { QuotaServiceClient } from "@sluice/protocol";
 import type { ThrottlerSpec } from "@sluice/spec";
 import { retryBackoffMs } from "./retry-backoff.ts";
@@ -176,4 +186,3 @@ function clockBoundOf(client: QuotaServiceClient): ControllerClockBound {
   if (!bound) clockBounds.set(client, (bound = new ControllerClockBound()));
   return bound;
 }
-

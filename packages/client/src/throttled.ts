@@ -81,7 +81,7 @@ export function throttled<T>(throttler: Throttler | KeyableThrottler, options: T
               new SluiceError(
                 "QUEUE_FULL",
                 `throttled(): ${buffer.length} values wait for quota (maxBuffered ${maxBuffered}); the source is faster than the throttler — ` +
-                  "put the backlog in a durable stream, raise maxBuffered, or choose overflow: \"drop\"",
+                  'put the backlog in a durable stream, raise maxBuffered, or choose overflow: "drop"',
                 { buffered: buffer.length, maxBuffered },
               ),
             );

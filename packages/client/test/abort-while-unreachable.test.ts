@@ -35,11 +35,18 @@ class UnreachableController extends FakeQuotaClient {
     // Hangs like a call to a paused controller: only its deadline or its signal ends it.
     return await new Promise<never>((_resolve, reject) => {
       const signal = options?.signal;
-      const timer = setTimeout(() => reject(new SluiceError("CONTROLLER_UNAVAILABLE", "deadline (scripted)")), Math.max(0, (options?.deadlineAt ?? Date.now()) - Date.now()));
-      signal?.addEventListener("abort", () => {
-        clearTimeout(timer);
-        reject(new SluiceError("CANCELLED", "cancelled (scripted)"));
-      }, { once: true });
+      const timer = setTimeout(
+        () => reject(new SluiceError("CONTROLLER_UNAVAILABLE", "deadline (scripted)")),
+        Math.max(0, (options?.deadlineAt ?? Date.now()) - Date.now()),
+      );
+      signal?.addEventListener(
+        "abort",
+        () => {
+          clearTimeout(timer);
+          reject(new SluiceError("CANCELLED", "cancelled (scripted)"));
+        },
+        { once: true },
+      );
     });
   }
 }
@@ -56,7 +63,10 @@ for (const mode of ["refused", "hanging"] as const) {
           const handle = throttlers.getThrottlerOrThrow(id);
           const abort = new AbortController();
           const pending = handle.throttle(1, { signal: abort.signal });
-          const outcome = pending.then(() => "granted", (error: unknown) => error);
+          const outcome = pending.then(
+            () => "granted",
+            (error: unknown) => error,
+          );
           await new Promise((resolve) => setTimeout(resolve, 100));
           const abortedAt = Date.now();
           abort.abort(new Error("the caller's deadline"));

@@ -35,7 +35,19 @@ describe("prefetchWindow (ytflow.md §2.1)", () => {
   });
 
   it("sizes an adaptive throttler's prefetch by initial_limit, not by max_limit", () => {
-    const result = validateDynamicSpec({ throttlers: { tasks: { request_period: "1s", adaptive: { load: { prometheus: { url: "http://127.0.0.1:9090", query: "cpu" } }, target: { low: 0.9, high: 0.95 }, max_limit: 100, initial_limit: 4 } } } });
+    const result = validateDynamicSpec({
+      throttlers: {
+        tasks: {
+          request_period: "1s",
+          adaptive: {
+            load: { prometheus: { url: "http://127.0.0.1:9090", query: "cpu" } },
+            target: { low: 0.9, high: 0.95 },
+            max_limit: 100,
+            initial_limit: 4,
+          },
+        },
+      },
+    });
     assert.ok(result.ok);
     const adaptive = result.value.throttlers["tasks"];
     assert.ok(adaptive);
@@ -68,7 +80,11 @@ describe("smoothPrefetchWindow (docs/design.md §11.1)", () => {
   it("rebuilds a smooth client when max_grant_amount changes its cap, not a plain one", () => {
     const smooth: ThrottlerSpecInput = { limit: 100, request_period: "1s", smooth: true };
     assert.equal(clientConfigEquals(throttler(smooth), throttler({ ...smooth, max_grant_amount: 10 })), false);
-    assert.equal(clientConfigEquals(throttler(smooth), throttler({ ...smooth, max_grant_amount: 500 })), true, "a cap above limit × request_period changes nothing");
+    assert.equal(
+      clientConfigEquals(throttler(smooth), throttler({ ...smooth, max_grant_amount: 500 })),
+      true,
+      "a cap above limit × request_period changes nothing",
+    );
     assert.equal(clientConfigEquals(throttler({ limit: 100 }), throttler({ limit: 100, max_grant_amount: 10 })), true);
   });
 });
@@ -103,8 +119,7 @@ describe("clientConfigEquals (docs/design.md §9.9)", () => {
   });
 
   it("under use_class_weights_as_limit, rebuilds only if a weight change resizes the window", () => {
-    const weighted = (weight: number) =>
-      throttler({ use_class_weights_as_limit: true, request_period: "1s", classes: { a: { weight } } });
+    const weighted = (weight: number) => throttler({ use_class_weights_as_limit: true, request_period: "1s", classes: { a: { weight } } });
     assert.equal(clientConfigEquals(weighted(3.2), weighted(3.4)), true);
     assert.equal(clientConfigEquals(weighted(3.2), weighted(4.5)), false);
   });

@@ -74,11 +74,18 @@ describe("concurrency throttler client", () => {
     assert.equal(factory.isConcurrency("tasks"), true);
     await tasks.throttle(2);
     await tasks.throttle(1);
-    assert.deepEqual(handler.requests.map((r) => r.amount), [2, 1]);
+    assert.deepEqual(
+      handler.requests.map((r) => r.amount),
+      [2, 1],
+    );
     assert.equal(tasks.tryAcquire(1), false, "no local pool to take from");
     tasks.release(5);
     await new Promise((done) => setImmediate(done));
-    assert.deepEqual(handler.releases.map((r) => r.amount), [3], "only the 3 units it held");
+    assert.deepEqual(
+      handler.releases.map((r) => r.amount),
+      [3],
+      "only the 3 units it held",
+    );
     factory.close();
   });
 
@@ -86,7 +93,10 @@ describe("concurrency throttler client", () => {
     const { clock, handler, factory, tasks } = setup();
     await tasks.throttle(1);
     await clock.advance(3_000);
-    assert.deepEqual(handler.renewals.map((r) => r.at - 1_000_000), [1_000, 2_000, 3_000]);
+    assert.deepEqual(
+      handler.renewals.map((r) => r.at - 1_000_000),
+      [1_000, 2_000, 3_000],
+    );
     assert.deepEqual(handler.renewals[0]?.call, { clientId: "w1/Admitter/0", throttlerIds: ["tasks"] });
     tasks.release(1);
     await clock.advance(5_000);
@@ -102,7 +112,10 @@ describe("concurrency throttler client", () => {
     tasks.release(1);
     factory.close();
     await new Promise((done) => setImmediate(done));
-    assert.deepEqual(handler.releases.map((r) => r.amount), [1, 3]);
+    assert.deepEqual(
+      handler.releases.map((r) => r.amount),
+      [1, 3],
+    );
   });
 
   it("gives back units the controller counts for it beyond what it holds and its calls in flight can explain", async () => {
@@ -121,7 +134,11 @@ describe("concurrency throttler client", () => {
     handler.held = 5;
     await clock.advance(1_000);
     await new Promise((done) => setImmediate(done));
-    assert.deepEqual(handler.releases.map((r) => r.amount), [2], "5 counted, 2 held + 1 in flight: 2 go back");
+    assert.deepEqual(
+      handler.releases.map((r) => r.amount),
+      [2],
+      "5 counted, 2 held + 1 in flight: 2 go back",
+    );
     handler.releases.length = 0;
     handler.hold = null;
     release();
@@ -129,7 +146,11 @@ describe("concurrency throttler client", () => {
     handler.held = 6;
     await clock.advance(1_000);
     await new Promise((done) => setImmediate(done));
-    assert.deepEqual(handler.releases.map((r) => r.amount), [3], "6 counted, 3 held: 3 go back");
+    assert.deepEqual(
+      handler.releases.map((r) => r.amount),
+      [3],
+      "6 counted, 3 held: 3 go back",
+    );
     handler.held = 3;
     await clock.advance(1_000);
     await new Promise((done) => setImmediate(done));
@@ -147,7 +168,11 @@ describe("concurrency throttler client", () => {
     assert.equal(handler.releases.length, 0, "the release was lost: the controller still counts 1");
     await clock.advance(1_000);
     await new Promise((done) => setImmediate(done));
-    assert.deepEqual(handler.releases.map((r) => r.amount), [1], "the next renewal found the unit and gave it back");
+    assert.deepEqual(
+      handler.releases.map((r) => r.amount),
+      [1],
+      "the next renewal found the unit and gave it back",
+    );
     await clock.advance(1_000);
     const renewals = handler.renewals.length;
     await clock.advance(5_000);
@@ -167,7 +192,11 @@ describe("concurrency throttler client", () => {
     void tasks.throttle(1).catch(() => {});
     await clock.advance(1_000);
     await new Promise((done) => setImmediate(done));
-    assert.deepEqual(handler.releases.map((r) => r.amount), [1], "1 counted and 1 owed: the unit goes back although 1 is asked for in flight");
+    assert.deepEqual(
+      handler.releases.map((r) => r.amount),
+      [1],
+      "1 counted and 1 owed: the unit goes back although 1 is asked for in flight",
+    );
     factory.close();
   });
 
@@ -185,11 +214,19 @@ describe("concurrency throttler client", () => {
     handler.held = 2;
     await clock.advance(1_000);
     await new Promise((done) => setImmediate(done));
-    assert.deepEqual(handler.releases.map((r) => r.amount), [], "2 counted, 1 held + 1 asked for in flight: it may be the waiting caller's");
+    assert.deepEqual(
+      handler.releases.map((r) => r.amount),
+      [],
+      "2 counted, 1 held + 1 asked for in flight: it may be the waiting caller's",
+    );
     handler.held = 3;
     await clock.advance(1_000);
     await new Promise((done) => setImmediate(done));
-    assert.deepEqual(handler.releases.map((r) => r.amount), [1], "3 counted, 1 held + 1 in flight: 1 goes back");
+    assert.deepEqual(
+      handler.releases.map((r) => r.amount),
+      [1],
+      "3 counted, 1 held + 1 in flight: 1 goes back",
+    );
     handler.hold = null;
     grant();
     await waiting;
@@ -207,7 +244,9 @@ describe("concurrency throttler client", () => {
       (error: unknown) =>
         error instanceof SluiceError &&
         error.code === "LEASE_EXPIRED" &&
-        /throttler "tasks": the controller no longer counts 3 of the units client "w1\/Admitter\/0" held — a renewal answered that the controller counts 0/.test(error.message) &&
+        /throttler "tasks": the controller no longer counts 3 of the units client "w1\/Admitter\/0" held — a renewal answered that the controller counts 0/.test(
+          error.message,
+        ) &&
         error.details["lostUnits"] === 3 &&
         error.details["controllerHeld"] === 0,
     );
@@ -225,7 +264,10 @@ describe("concurrency throttler client", () => {
     handler.held = 1;
     await clock.advance(1_000);
     await new Promise((done) => setImmediate(done));
-    await assert.rejects(tasks.throttle(1), (error: unknown) => error instanceof SluiceError && error.code === "LEASE_EXPIRED" && error.details["lostUnits"] === 3);
+    await assert.rejects(
+      tasks.throttle(1),
+      (error: unknown) => error instanceof SluiceError && error.code === "LEASE_EXPIRED" && error.details["lostUnits"] === 3,
+    );
     tasks.release(4);
     await new Promise((done) => setImmediate(done));
     assert.deepEqual(handler.releases.map((r) => r.amount).slice(-1), [1]);
@@ -238,7 +280,11 @@ describe("concurrency throttler client", () => {
     // The event loop blocked (or SIGSTOP) for 4 s with a 3 s lease: no renewal went out. The clock
     // jumps without running the renewal timers, as a stopped process sees it.
     clock.stalledMs = 4_000;
-    assert.throws(() => tasks.release(2), (error: unknown) => error instanceof SluiceError && error.code === "LEASE_EXPIRED" && /sent no renewal for longer than lease_timeout \(3000 ms\)/.test(error.message));
+    assert.throws(
+      () => tasks.release(2),
+      (error: unknown) =>
+        error instanceof SluiceError && error.code === "LEASE_EXPIRED" && /sent no renewal for longer than lease_timeout \(3000 ms\)/.test(error.message),
+    );
     assert.equal(handler.renewals.length, 0);
     factory.close();
   });

@@ -46,7 +46,10 @@ describe("connectThrottlers", () => {
     assert.throws(
       () => throttlers.getThrottlerOrThrow("external_api"),
       (error: unknown) =>
-        isSluiceError(error, "THROTTLER_NOT_DECLARED") && /"external_api"/.test(error.message) && /declared: "api", "pdf"/.test(error.message) && /127\.0\.0\.1:7070/.test(error.message),
+        isSluiceError(error, "THROTTLER_NOT_DECLARED") &&
+        /"external_api"/.test(error.message) &&
+        /declared: "api", "pdf"/.test(error.message) &&
+        /127\.0\.0\.1:7070/.test(error.message),
     );
     await throttlers.close();
   });
@@ -69,7 +72,9 @@ describe("connectThrottlers", () => {
       throw new SluiceError("UNAUTHENTICATED", "WatchDynamicSpec: wrong token");
     };
     const startedAt = Date.now();
-    await assert.rejects(connectThrottlers(withFakes({ "127.0.0.1:7070": fake }, { connectTimeoutMs: 30_000 })), (error: unknown) => isSluiceError(error, "UNAUTHENTICATED"));
+    await assert.rejects(connectThrottlers(withFakes({ "127.0.0.1:7070": fake }, { connectTimeoutMs: 30_000 })), (error: unknown) =>
+      isSluiceError(error, "UNAUTHENTICATED"),
+    );
     assert.ok(Date.now() - startedAt < 10_000, "did not wait for the connect timeout");
   });
 

@@ -54,9 +54,15 @@ describe("DistributedThrottlerFactory", () => {
   });
 
   it("a smooth throttler's client asks for at most max_grant_amount per answer, so a large throttle(n) is split", async () => {
-    const { clock, client, factory } = setup({ throttlers: { pdf: { limit: 100, request_period: "1s", smooth: true, max_grant_amount: 4 } }, computations: {} });
+    const { clock, client, factory } = setup({
+      throttlers: { pdf: { limit: 100, request_period: "1s", smooth: true, max_grant_amount: 4 } },
+      computations: {},
+    });
     let done = false;
-    void factory.getThrottlerOrThrow("pdf").throttle(10).then(() => (done = true));
+    void factory
+      .getThrottlerOrThrow("pdf")
+      .throttle(10)
+      .then(() => (done = true));
     await clock.advanceUntil(() => done, 10, 5_000);
     assert.equal(done, true);
     const amounts = client.calls.map((call) => call.amount);
@@ -64,7 +70,13 @@ describe("DistributedThrottlerFactory", () => {
   });
 
   it("a smooth client's largest answer is the one the controller's start gap counts on", () => {
-    for (const [limit, requestPeriod] of [[10, "5s"], [10, "100ms"], [1000, "500ms"], [3.5, "2s"], [0.4, "1s"]] as const) {
+    for (const [limit, requestPeriod] of [
+      [10, "5s"],
+      [10, "100ms"],
+      [1000, "500ms"],
+      [3.5, "2s"],
+      [0.4, "1s"],
+    ] as const) {
       const spec = throttlerSpecSchema.parse({ limit, request_period: requestPeriod, smooth: true });
       const cap = smoothPrefetchWindow(spec).maxPrefetchAmount;
       assert.equal(cap, maxPacedAnswer({ limit, requestPeriodMs: spec.request_period }), `limit ${limit}, request_period ${requestPeriod}`);
@@ -88,7 +100,10 @@ describe("DistributedThrottlerFactory", () => {
     rows.release(10); // the pool now holds at least 10 units
     const rpcsBefore = client.calls.length;
     factory.reconfigure(
-      dynamicSpec({ ...base, throttlers: { ...base.throttlers, rows: { ...base.throttlers.rows, period: "2s", max_grant_amount: 5, classes: { vip: { weight: 1 } } } } }),
+      dynamicSpec({
+        ...base,
+        throttlers: { ...base.throttlers, rows: { ...base.throttlers.rows, period: "2s", max_grant_amount: 5, classes: { vip: { weight: 1 } } } },
+      }),
     );
     assert.equal(factory.getThrottlerOrThrow("rows"), rows, "the same handle");
     // Answered from the pool kept across the change: synchronously (the shared resolved promise), no RPC.
@@ -127,7 +142,10 @@ describe("DistributedThrottlerFactory", () => {
       if (failuresLeft-- > 0) throw new SluiceError("CONTROLLER_UNAVAILABLE", "connection refused");
     };
     let done = false;
-    const waiting = factory.getThrottlerOrThrow("api").throttle(1).then(() => (done = true));
+    const waiting = factory
+      .getThrottlerOrThrow("api")
+      .throttle(1)
+      .then(() => (done = true));
     await clock.advance(100 + 150 + 225 - 1);
     assert.equal(done, false, "still blocked while retrying");
     await clock.advance(10);
@@ -292,13 +310,18 @@ describe("DistributedThrottlerFactory", () => {
     });
 
     it("rides out UNKNOWN_THROTTLER from a restarting controller while dynamic_spec still declares it", async () => {
-      const { client, clock, factory } = setup({ throttlers: { api: { limit: 10, retrying_channel: { min_backoff: "100ms", max_backoff: "100ms", backoff_jitter: 0 } } } });
+      const { client, clock, factory } = setup({
+        throttlers: { api: { limit: 10, retrying_channel: { min_backoff: "100ms", max_backoff: "100ms", backoff_jitter: 0 } } },
+      });
       let unknownFor = 5;
       client.answer = () => {
         if (unknownFor-- > 0) throw new SluiceError("UNKNOWN_THROTTLER", 'throttler "api" is not declared on this controller (dynamic_spec version 1)');
       };
       let done = false;
-      const waiting = factory.getThrottlerOrThrow("api").throttle(1).then(() => (done = true));
+      const waiting = factory
+        .getThrottlerOrThrow("api")
+        .throttle(1)
+        .then(() => (done = true));
       await clock.advance(450);
       assert.equal(done, false, "still retrying");
       await clock.advance(100);

@@ -41,13 +41,19 @@ describe("forKey", () => {
     const acme = client.calls.filter((c) => c.key === "acme");
     const small = client.calls.filter((c) => c.key === "small");
     assert.ok(acme.length > 0 && small.length > 0, "both keys asked the controller");
-    assert.ok(client.calls.every((c) => c.key === "acme" || c.key === "small"), "no refill without a key");
+    assert.ok(
+      client.calls.every((c) => c.key === "acme" || c.key === "small"),
+      "no refill without a key",
+    );
     assert.ok(Math.max(...acme.map((c) => c.amount)) > Math.max(...small.map((c) => c.amount)), "acme prefetches for its limit of 1000/s");
   });
 
   it("refuses forKey on a throttler that is not keyed, and keys that are empty or too long, naming the throttler", () => {
     const { factory } = setup();
-    assert.throws(() => factory.getThrottlerOrThrow("plain").forKey("acme"), (error: unknown) => isSluiceError(error, "INVALID_REQUEST") && /throttler "plain" is not keyed/.test(error.message));
+    assert.throws(
+      () => factory.getThrottlerOrThrow("plain").forKey("acme"),
+      (error: unknown) => isSluiceError(error, "INVALID_REQUEST") && /throttler "plain" is not keyed/.test(error.message),
+    );
     const perCustomer = factory.getThrottlerOrThrow("per_customer");
     assert.throws(() => perCustomer.forKey(""), /forKey on throttler "per_customer": the key is empty/);
     assert.throws(() => perCustomer.forKey("€".repeat(86)), /the key has 258 UTF-8 bytes/);

@@ -1,6 +1,15 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { isSluiceError, LocalThrottler, ManualClock, QuotaBucketDriver, quotaBucketConfig, SluiceError, type ThrottleOptions, type Throttler } from "@sluice/core";
+import {
+  isSluiceError,
+  LocalThrottler,
+  ManualClock,
+  QuotaBucketDriver,
+  quotaBucketConfig,
+  SluiceError,
+  type ThrottleOptions,
+  type Throttler,
+} from "@sluice/core";
 import { Subject, from, lastValueFrom, toArray } from "rxjs";
 import { throttled } from "../src/index.ts";
 

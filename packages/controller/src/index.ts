@@ -21,5 +21,13 @@ export { writeControllerMetrics } from "./status/controller-metrics.ts";
 export { startControllerStatusServer, type ControllerStatusOptions } from "./status/controller-status.ts";
 // Adaptive limits: the law (a pure function) and what the loop reports
 export type { AdaptiveSnapshot } from "./adaptive/adaptive-loop.ts";
-export { decideLimit, initialLawState, type AdaptiveAction, type AdaptiveBounds, type AdaptiveDecision, type LoadReading, type ThrottlerUsage } from "./adaptive/adaptive-law.ts";
+export {
+  decideLimit,
+  initialLawState,
+  type AdaptiveAction,
+  type AdaptiveBounds,
+  type AdaptiveDecision,
+  type LoadReading,
+  type ThrottlerUsage,
+} from "./adaptive/adaptive-law.ts";
 export type { LoadSource, LoadSpec } from "./adaptive/load-source.ts";

@@ -65,7 +65,10 @@ describe("adaptive throttler in the controller (virtual time)", () => {
     await clock.advance(0);
     assert.equal(tasks().limit, 6);
     assert.equal(tasks().adaptive?.load, 0.2);
-    assert.ok(lines.some((l) => /^adaptive tasks: raise limit 4 -> 6: load 0\.2 below \[0\.9, 0\.95\]/.test(l)), lines.join("\n"));
+    assert.ok(
+      lines.some((l) => /^adaptive tasks: raise limit 4 -> 6: load 0\.2 below \[0\.9, 0\.95\]/.test(l)),
+      lines.join("\n"),
+    );
     const metrics = new PrometheusText();
     writeControllerMetrics(metrics, controller.snapshot());
     const text = await metrics.render();
@@ -89,7 +92,10 @@ describe("adaptive throttler in the controller (virtual time)", () => {
     await clock.advance(0);
     assert.equal(tasks().limit, 1);
     assert.equal(tasks().adaptive?.counters.fallbacks, 1);
-    assert.ok(lines.some((l) => l.includes("holding limit 20: no usable reading (Prometheus at http://127.0.0.1:1 did not answer; 1 in a row)")), lines.join("\n"));
+    assert.ok(
+      lines.some((l) => l.includes("holding limit 20: no usable reading (Prometheus at http://127.0.0.1:1 did not answer; 1 in a row)")),
+      lines.join("\n"),
+    );
     setReading({ ok: true, load: 0.3 });
     await clock.advance(1_000);
     await clock.advance(0);

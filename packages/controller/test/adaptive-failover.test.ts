@@ -49,7 +49,9 @@ describe("adaptive limit across a controller failover (virtual time)", () => {
     const first = await member(store, clock, "127.0.0.1:7001", load);
     await first.lead(1);
     // A request for more than the limit waits: demand, so slow start raises every interval.
-    void first.controller.requestQuota({ throttlerId: "tasks", clientId: "w", amount: 60, timestampMs: 0, quotaClassId: "", requestId: "w-1" }, context()).catch(() => {});
+    void first.controller
+      .requestQuota({ throttlerId: "tasks", clientId: "w", amount: 60, timestampMs: 0, quotaClassId: "", requestId: "w-1" }, context())
+      .catch(() => {});
     for (let i = 0; i < 4; i++) {
       await clock.advance(1_000);
       await settle();
@@ -72,7 +74,10 @@ describe("adaptive limit across a controller failover (virtual time)", () => {
     await second.lead(2);
     assert.equal(second.tasks().limit, reached, "goes on from the predecessor's limit");
     assert.equal(second.tasks().adaptive?.consecutiveFailures, 2);
-    assert.ok(second.lines.some((l) => l.includes(`adaptive limits going on from: tasks=${reached}`)), second.lines.join("\n"));
+    assert.ok(
+      second.lines.some((l) => l.includes(`adaptive limits going on from: tasks=${reached}`)),
+      second.lines.join("\n"),
+    );
     // The third failure in a row (the first on this leader) falls back, as it would have on the first.
     await clock.advance(1_000);
     await settle();
@@ -94,13 +99,20 @@ describe("adaptive limit across a controller failover (virtual time)", () => {
     for (let k = 1; k < LOSS_READINGS.length; k++) {
       const broken = await lossRun({ failoverAfter: k });
       assert.deepEqual(broken.steps, unbroken.steps, `failover after reading ${k}:\n${broken.lines.join("\n")}`);
-      assert.ok(broken.lines.some((l) => l.includes(`adaptive limits going on from: tasks=${unbroken.steps[k - 1]?.limit}`)), broken.lines.join("\n"));
+      assert.ok(
+        broken.lines.some((l) => l.includes(`adaptive limits going on from: tasks=${unbroken.steps[k - 1]?.limit}`)),
+        broken.lines.join("\n"),
+      );
     }
   });
 
   it("without the law's memory of a loss cut (what a record that lacks it gives) the successor cuts again: what persisting it prevents", async () => {
     // steadyLast: the saturated reading after a steady one is not seen as a loss (×0.6, not ×0.5).
-    assert.deepEqual((await lossRun({ failoverAfter: 1, forget: ["steadyLast"] })).steps[1], { action: "cut", limit: 12, reason: "load 1 above [0.9, 0.95], use 20" });
+    assert.deepEqual((await lossRun({ failoverAfter: 1, forget: ["steadyLast"] })).steps[1], {
+      action: "cut",
+      limit: 12,
+      reason: "load 1 above [0.9, 0.95], use 20",
+    });
     // sinceLossCut: the reading that cannot show the cut yet cuts again (×0.8).
     assert.deepEqual((await lossRun({ failoverAfter: 2, forget: ["sinceLossCut"] })).steps[2]?.action, "cut");
     // lastLoad: the falling reading is taken for a new overload and cut in proportion.

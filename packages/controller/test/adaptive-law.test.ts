@@ -83,7 +83,13 @@ describe("adaptive control law on a simulated cluster", () => {
   it("after the cluster loses half its capacity, is back in the band within 5 intervals", () => {
     const trace = simulate({ capacity: (step) => (step < 30 ? 40 : 20), steps: 60 });
     const back = firstInBand(trace.loads, 31);
-    assert.ok(back >= 0 && back - 30 <= 5, `back in band ${back - 30} intervals after the loss; loads ${trace.loads.slice(28, 40).map((l) => l.toFixed(3)).join(" ")}`);
+    assert.ok(
+      back >= 0 && back - 30 <= 5,
+      `back in band ${back - 30} intervals after the loss; loads ${trace.loads
+        .slice(28, 40)
+        .map((l) => l.toFixed(3))
+        .join(" ")}`,
+    );
     const overload = longestRun(trace.overloads.slice(30).map((o) => o > 1));
     assert.ok(overload <= 3, `overload lasted ${overload} intervals after the loss`);
     assert.ok(shareInBand(trace.loads.slice(back)) >= 0.8);
@@ -155,7 +161,12 @@ describe("adaptive control law in whole units (concurrency throttlers)", () => {
 
   it("a loss of capacity (a reading beyond the near zone right after a steady one, no raise before it) cuts once to half the use shown, then holds while the readings cannot show the cut or are falling", () => {
     const usage = { use: 60, queued: true };
-    const steady = decideLimit(decideLimit(initialLawState(60, whole), { ok: true, load: 0.93 }, usage, whole).state, { ok: true, load: 0.93 }, usage, whole).state;
+    const steady = decideLimit(
+      decideLimit(initialLawState(60, whole), { ok: true, load: 0.93 }, usage, whole).state,
+      { ok: true, load: 0.93 },
+      usage,
+      whole,
+    ).state;
     // A rise into the near zone is as likely noise (a real run read 0.928 → 0.961 with nothing changed): one unit.
     assert.equal(decideLimit(steady, { ok: true, load: 0.964 }, usage, whole).state.limit, 59);
     const lost = decideLimit(steady, { ok: true, load: 0.98 }, usage, whole);
@@ -193,7 +204,12 @@ describe("adaptive control law in whole units (concurrency throttlers)", () => {
     const belowOnce = decideLimit(inside.state, { ok: true, load: 0.88 }, { use: 15, queued: true }, whole);
     assert.equal(belowOnce.action, "hold", "a reading inside the band in between starts over");
     // Rate throttlers: half way in ratio.
-    const rate = decideLimit(decideLimit(initialLawState(100, bounds), { ok: true, load: 0.88 }, { use: 100, queued: true }, bounds).state, { ok: true, load: 0.88 }, { use: 100, queued: true }, bounds);
+    const rate = decideLimit(
+      decideLimit(initialLawState(100, bounds), { ok: true, load: 0.88 }, { use: 100, queued: true }, bounds).state,
+      { ok: true, load: 0.88 },
+      { use: 100, queued: true },
+      bounds,
+    );
     assert.equal(rate.state.limit, Math.round(100 * Math.sqrt(0.925 / 0.88) * 100) / 100);
   });
   it("with a request waiting, a raise scales the limit, not the instant's use (short of it by the tasks that just ended)", () => {
@@ -223,7 +239,12 @@ describe("adaptive control law in whole units (concurrency throttlers)", () => {
     assert.equal(middle.action, "hold");
     const high = decideLimit(decideLimit(initialLawState(60, whole), { ok: true, load: 0.945 }, usage, whole).state, { ok: true, load: 0.947 }, usage, whole);
     assert.equal(high.state.limit, 59, "near the high edge twice: one unit off");
-    const rate = decideLimit(decideLimit(initialLawState(60, bounds), { ok: true, load: 0.905 }, usage, bounds).state, { ok: true, load: 0.905 }, usage, bounds);
+    const rate = decideLimit(
+      decideLimit(initialLawState(60, bounds), { ok: true, load: 0.905 }, usage, bounds).state,
+      { ok: true, load: 0.905 },
+      usage,
+      bounds,
+    );
     assert.equal(rate.action, "hold", "rate throttlers hold anywhere in the band");
   });
 });

@@ -32,7 +32,11 @@ describe("AlignmentGroups (controller, virtual time)", () => {
     groups.report({ clientId: "w1", partitions: [p("C/in/0", T0)] });
     assert.equal(bound(groups.report({ clientId: "w2", partitions: [p("C/in/1", T0 + HOUR)] }), "C/in/1"), T0);
     groups.report({ clientId: "w1", partitions: [] }); // C/in/0 revoked from w1
-    assert.equal(bound(groups.report({ clientId: "w2", partitions: [p("C/in/1", T0 + HOUR)] }), "C/in/1"), "unbounded", "a group with no other live member holds nobody");
+    assert.equal(
+      bound(groups.report({ clientId: "w2", partitions: [p("C/in/1", T0 + HOUR)] }), "C/in/1"),
+      "unbounded",
+      "a group with no other live member holds nobody",
+    );
   });
 
   it("a partition moved to another worker is not dropped by its old owner's later report", () => {
@@ -83,7 +87,10 @@ describe("AlignmentGroups (controller, virtual time)", () => {
   it("refuses malformed reports with INVALID_REQUEST naming the field and the figures", () => {
     const groups = new AlignmentGroups({ clock: new ManualClock(T0) });
     const refused = (call: Parameters<AlignmentGroups["report"]>[0], pattern: RegExp) =>
-      assert.throws(() => groups.report(call), (error: unknown) => error instanceof SluiceError && error.code === "INVALID_REQUEST" && pattern.test(error.message));
+      assert.throws(
+        () => groups.report(call),
+        (error: unknown) => error instanceof SluiceError && error.code === "INVALID_REQUEST" && pattern.test(error.message),
+      );
     refused({ clientId: "", partitions: [] }, /client_id is empty/);
     refused({ clientId: "w", partitions: [p("", 1)] }, /partitions\[0\]\.partition_id is empty/);
     refused({ clientId: "w", partitions: [{ ...p("x", 1), groupName: "" }] }, /partitions\[0\]\.group_name is empty/);

@@ -147,7 +147,10 @@ describe("controller under bad input (gRPC)", { timeout: 300_000 }, () => {
       raw.releaseQuota({ throttlerId: "steady", clientId: "raw", amount: NaN, quotaClassId: "" }),
       refusedWith("INVALID_AMOUNT", /^INVALID_AMOUNT: amount must be a finite number >= 0, got NaN \(throttler "steady"\)$/),
     );
-    await assert.rejects(raw.updateDynamicSpec("not json"), refusedWith("SPEC_INVALID", /^SPEC_INVALID: dynamic_spec_json is not valid JSON at line 1, column 2 /));
+    await assert.rejects(
+      raw.updateDynamicSpec("not json"),
+      refusedWith("SPEC_INVALID", /^SPEC_INVALID: dynamic_spec_json is not valid JSON at line 1, column 2 /),
+    );
     await assert.rejects(
       raw.updateDynamicSpec('{"throttlers":{"steady":{"limit":"fast"}}}'),
       refusedWith("SPEC_INVALID", /dynamic_spec\.throttlers\.steady\.limit: limit must be a finite number ≥ 0/),

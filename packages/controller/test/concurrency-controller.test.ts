@@ -52,7 +52,8 @@ describe("concurrency throttler in the controller (virtual time)", () => {
   it("refuses at once a request larger than the limit, with the figures", async () => {
     const { controller } = setup({ limit: 3 });
     await assert.rejects(ask(controller, "a", 4), {
-      message: 'INVALID_AMOUNT: throttler "tasks" is a concurrency throttler with limit 3: a request for 4 units at once can never pass; ask for at most 3 units',
+      message:
+        'INVALID_AMOUNT: throttler "tasks" is a concurrency throttler with limit 3: a request for 4 units at once can never pass; ask for at most 3 units',
     });
     controller.close();
   });
@@ -69,7 +70,10 @@ describe("concurrency throttler in the controller (virtual time)", () => {
     assert.equal(t.inUse, 1, "the crashed holder's 2 units came back, the renewing holder's 1 stayed");
     assert.equal(t.concurrency?.expiredLeases, 1);
     assert.equal(t.concurrency?.expiredUnits, 2);
-    assert.ok(lines.some((l) => l.startsWith('concurrency tasks: lease of "crashed" ended without renewal (lease_timeout 2000ms); 2 units given back')), lines.join("\n"));
+    assert.ok(
+      lines.some((l) => l.startsWith('concurrency tasks: lease of "crashed" ended without renewal (lease_timeout 2000ms); 2 units given back')),
+      lines.join("\n"),
+    );
     const metrics = new PrometheusText();
     writeControllerMetrics(metrics, controller.snapshot());
     const text = await metrics.render();

@@ -29,7 +29,14 @@ async function member(store: MemoryStore, clock: ManualClock, index: number) {
 type Member = Awaited<ReturnType<typeof member>>;
 
 /** Leaderships of `servingMs` each, one after another; `during` runs every 250 ms of each. */
-async function leaderships(first: Member, store: MemoryStore, clock: ManualClock, count: number, servingMs: number, during: (m: Member) => Promise<void>): Promise<Member> {
+async function leaderships(
+  first: Member,
+  store: MemoryStore,
+  clock: ManualClock,
+  count: number,
+  servingMs: number,
+  during: (m: Member) => Promise<void>,
+): Promise<Member> {
   let current = first;
   for (let i = 0; i < count; i++) {
     // The old leader dies without a word (it writes nothing more); nobody leads for a while.

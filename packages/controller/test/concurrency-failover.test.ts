@@ -31,7 +31,10 @@ describe("concurrency leases across a controller failover (virtual time)", () =>
     await first.ask("b", 1, "b-1");
     const persisted = store.throttler("tasks")?.leases;
     assert.deepEqual(persisted?.holders, { a: { default: 2 }, b: { default: 1 } }, "persisted before the grant was answered");
-    assert.deepEqual(persisted?.requestIds.map((r) => r.requestId), ["a-1", "b-1"]);
+    assert.deepEqual(
+      persisted?.requestIds.map((r) => r.requestId),
+      ["a-1", "b-1"],
+    );
 
     // The leader dies (its lease ends without a word); another member takes over from the store.
     const second = await member(store, clock, "127.0.0.1:7002");
@@ -39,7 +42,10 @@ describe("concurrency leases across a controller failover (virtual time)", () =>
     await second.lead(2);
     assert.equal(second.tasks().inUse, 3, "not a free throttler: a and b still hold their units");
     assert.equal(second.tasks().concurrency?.holders, 2);
-    assert.ok(second.lines.some((l) => l.includes("units still held by their holders: tasks=3")), second.lines.join("\n"));
+    assert.ok(
+      second.lines.some((l) => l.includes("units still held by their holders: tasks=3")),
+      second.lines.join("\n"),
+    );
 
     // a's answer was lost in the failover: its retry reaches the successor and is not leased again.
     assert.equal((await second.ask("a", 2, "a-1")).granted, 2);

@@ -81,7 +81,10 @@ describe("replayed request ids on a concurrency throttler (virtual time)", () =>
     const original = ask(controller, "a", 2, "a-1");
     const retry = ask(controller, "a", 2, "a-1");
     await release(controller, "x", 2);
-    assert.deepEqual((await Promise.all([original, retry])).map((g) => g.granted), [2, 2]);
+    assert.deepEqual(
+      (await Promise.all([original, retry])).map((g) => g.granted),
+      [2, 2],
+    );
     assert.equal(tasks().inUse, 2);
     assert.equal(tasks().concurrency?.heldUnits, 2);
     assert.equal(tasks().concurrency?.holders, 1);
@@ -94,7 +97,8 @@ describe("replayed request ids on a concurrency throttler (virtual time)", () =>
     const deadline = { deadlineAt: clock.now() + 300, signal: new AbortController().signal, metadata: {} };
     const waiting = controller.requestQuota({ throttlerId: "tasks", clientId: "a", amount: 2, timestampMs: 0, quotaClassId: "", requestId: "a-1" }, deadline);
     const refused = assert.rejects(waiting, {
-      message: /^QUOTA_TIMEOUT: request "a-1" for 2 units \(class "default"\) waited 300 ms on throttler "tasks" \(limit 3 units in use at once, 0 requests waiting\)/,
+      message:
+        /^QUOTA_TIMEOUT: request "a-1" for 2 units \(class "default"\) waited 300 ms on throttler "tasks" \(limit 3 units in use at once, 0 requests waiting\)/,
     });
     await clock.advance(300);
     await refused;
@@ -109,7 +113,8 @@ describe("replayed request ids on a concurrency throttler (virtual time)", () =>
     const { clock, controller, tasks } = setup({ limit: 5 });
     await ask(controller, "a", 2, "a-1");
     await assert.rejects(ask(controller, "a", 3, "a-1"), {
-      message: 'INVALID_REQUEST: request "a-1" on throttler "tasks" was sent for amount 2 and now for 3; a request id names one request (a retry sends the same amount): use a new id for a new request',
+      message:
+        'INVALID_REQUEST: request "a-1" on throttler "tasks" was sent for amount 2 and now for 3; a request id names one request (a retry sends the same amount): use a new id for a new request',
     });
     await clock.advance(GRACE_MS + 1);
     await renew(controller, "a");
@@ -132,7 +137,14 @@ describe("replayed request ids on a concurrency throttler, over gRPC to a served
     const running = await startController({ spec: parsed.value, port: 0 });
     const client = createGrpcQuotaClient(running.address);
     try {
-      const call = (clientId: string, amount: number, requestId: string) => ({ throttlerId: "tasks", clientId, amount, timestampMs: 0, quotaClassId: "", requestId });
+      const call = (clientId: string, amount: number, requestId: string) => ({
+        throttlerId: "tasks",
+        clientId,
+        amount,
+        timestampMs: 0,
+        quotaClassId: "",
+        requestId,
+      });
       const tasks = async () => {
         const { snapshotJson } = await client.describeThrottlers({ deadlineAt: Date.now() + 5_000 });
         const t = (JSON.parse(snapshotJson) as ControllerSnapshot).throttlers.find((x) => x.id === "tasks");
@@ -145,14 +157,20 @@ describe("replayed request ids on a concurrency throttler, over gRPC to a served
       assert.equal((await client.requestQuota(call("a", 1, "a-1"), within())).granted, 1);
       assert.equal((await client.requestQuota(call("a", 1, "a-1"), within())).granted, 1);
       const again = await Promise.all([1, 2, 3].map(() => client.requestQuota(call("a", 1, "a-1"), within())));
-      assert.deepEqual(again.map((g) => g.granted), [1, 1, 1]);
+      assert.deepEqual(
+        again.map((g) => g.granted),
+        [1, 1, 1],
+      );
       assert.deepEqual(await tasks(), { inUse: 3, held: 3, holders: 2 });
 
       // a-2 waits in a full throttler until its deadline passes; the client retries it with the same id.
       await assert.rejects(client.requestQuota(call("a", 2, "a-2"), { deadlineAt: Date.now() + 300 }), /QUOTA_TIMEOUT/);
       await client.releaseQuota({ throttlerId: "tasks", clientId: "x", amount: 2, quotaClassId: "" }, within());
       const retried = await Promise.all([client.requestQuota(call("a", 2, "a-2"), within()), client.requestQuota(call("a", 2, "a-2"), within())]);
-      assert.deepEqual(retried.map((g) => g.granted), [2, 2]);
+      assert.deepEqual(
+        retried.map((g) => g.granted),
+        [2, 2],
+      );
       assert.deepEqual(await tasks(), { inUse: 3, held: 3, holders: 1 });
 
       await client.releaseQuota({ throttlerId: "tasks", clientId: "a", amount: 3, quotaClassId: "" }, within());

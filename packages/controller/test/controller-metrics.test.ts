@@ -25,10 +25,7 @@ async function metricsOf(controller: Controller): Promise<Map<string, number>> {
 describe("controller metrics", () => {
   it("report limits, grants, queues, waits and classes as they happened", async () => {
     const clock = new ManualClock(1_700_000_000_000);
-    const parsed = validateDynamicSpec(
-      { throttlers: { api: { limit: 10, period: "1s", classes: { gold: { weight: 3 } } }, free: {} } },
-      { computations: [] },
-    );
+    const parsed = validateDynamicSpec({ throttlers: { api: { limit: 10, period: "1s", classes: { gold: { weight: 3 } } }, free: {} } }, { computations: [] });
     assert.ok(parsed.ok);
     const controller = new Controller({ dynamicSpec: parsed.value, computations: [], clock });
     const ask = (amount: number, quotaClassId: string, requestId: string) =>

@@ -29,14 +29,12 @@ describe("Controller (virtual time)", () => {
     assert.equal(controller.describeLimits(), "api=10/s, old=0/s");
     const stranded = ask(controller, "old", 1, "stranded");
     await clock.advance(0);
-    const { version } = await controller.updateDynamicSpec(
-      JSON.stringify({ throttlers: { api: { limit: 20, period: "1s" }, fresh: {} } }),
-      context(),
-    );
+    const { version } = await controller.updateDynamicSpec(JSON.stringify({ throttlers: { api: { limit: 20, period: "1s" }, fresh: {} } }), context());
     assert.equal(version, 2);
     assert.equal(controller.version, 2);
     await assert.rejects(stranded, {
-      message: 'THROTTLER_REMOVED: throttler "old" was removed from dynamic_spec in version 2; not retried: declare it again with `sluice reconfigure` to use it',
+      message:
+        'THROTTLER_REMOVED: throttler "old" was removed from dynamic_spec in version 2; not retried: declare it again with `sluice reconfigure` to use it',
     });
     assert.deepEqual(lines, ["dynamic_spec version 2 applied: 2 throttlers (api=20/s, fresh=unlimited); added fresh; removed old; changed api"]);
     assert.deepEqual(await ask(controller, "fresh", 1e6), { granted: 1e6, waitedMs: 0 });
@@ -111,7 +109,11 @@ describe("Controller (virtual time)", () => {
     const waiting = ask(controller, "api", 1);
     const updates: DynamicSpecUpdate[] = [];
     const watching = controller.watchDynamicSpec("w", (update) => updates.push(update), context());
-    assert.deepEqual(updates.map((u) => u.version), [1], "the current version at once");
+    assert.deepEqual(
+      updates.map((u) => u.version),
+      [1],
+      "the current version at once",
+    );
     await clock.advance(10);
     controller.close();
     controller.close();

@@ -59,7 +59,9 @@ describe("FailoverController", () => {
     const clock0 = 1_000_000;
     store.state = {
       spec: { version: 7, dynamicSpecJson: JSON.stringify({ throttlers: { rows: { limit: 20, period: "10s" } } }), generation: 2, writtenAtMs: clock0 - 5_000 },
-      throttlers: new Map([["rows", { throttlerId: "rows", balance: { balance: 0, atMs: clock0 - 2_000 }, limitPerSecond: 20, generation: 2, writtenAtMs: clock0 - 2_000 }]]),
+      throttlers: new Map([
+        ["rows", { throttlerId: "rows", balance: { balance: 0, atMs: clock0 - 2_000 }, limitPerSecond: 20, generation: 2, writtenAtMs: clock0 - 2_000 }],
+      ]),
       leader: null,
     };
     const { controller, lead } = await setup(store);

@@ -66,7 +66,10 @@ describe("failover: a reconfiguration is persisted before it is in force", () =>
     assert.deepEqual(watched, [1], "no watcher was sent version 2");
     assert.equal(error.code, "CONTROLLER_UNAVAILABLE");
     assert.equal(error.retriable, true);
-    assert.match(error.message, /dynamic_spec version 2 could not be persisted to "p\.controller-state" \(the broker is unreachable\), so it was not put in force: version 1 stays/);
+    assert.match(
+      error.message,
+      /dynamic_spec version 2 could not be persisted to "p\.controller-state" \(the broker is unreachable\), so it was not put in force: version 1 stays/,
+    );
     assert.deepEqual(error.details, { version: 1, refusedVersion: 2 });
 
     store.failWith = null;

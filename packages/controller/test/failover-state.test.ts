@@ -12,7 +12,14 @@ import { MemoryStore, startStandInMember } from "./failover-stand-ins.ts";
 
 const T0 = 1_700_000_000_000;
 const context = (): CallContext => ({ deadlineAt: null, signal: new AbortController().signal, metadata: {} });
-const call = (throttlerId: string, amount: number, requestId: string): RequestQuotaCall => ({ throttlerId, clientId: "c", amount, timestampMs: 0, quotaClassId: "", requestId });
+const call = (throttlerId: string, amount: number, requestId: string): RequestQuotaCall => ({
+  throttlerId,
+  clientId: "c",
+  amount,
+  timestampMs: 0,
+  quotaClassId: "",
+  requestId,
+});
 
 function spec(throttlers: Record<string, unknown>): DynamicSpec {
   const parsed = validateDynamicSpec({ throttlers });
@@ -79,7 +86,11 @@ describe("failover state: restore, bounds of writes, loud failures", () => {
     await clock.advance(500);
     await member.controller.requestQuota(call("t7", 3, "r1"), context());
     const after = store.writes.slice(before).filter((w) => w.throttlers);
-    assert.deepEqual(after.flatMap((w) => w.throttlers?.map((r) => r.throttlerId) ?? []), ["t7"], "the other 999 accrue exactly as persisted");
+    assert.deepEqual(
+      after.flatMap((w) => w.throttlers?.map((r) => r.throttlerId) ?? []),
+      ["t7"],
+      "the other 999 accrue exactly as persisted",
+    );
     assert.equal(store.throttler("t7")?.balance?.balance, 7);
     await member.controller.close();
   });

@@ -144,7 +144,14 @@ const ID_FIELDS = ["throttlerId", "clientId", "quotaClassId", "requestId"] as co
  * for RequestQuota, under it for ReleaseQuota, which has three).
  */
 function edgeMessages(seq: () => number): QuotaMessage[] {
-  const base = (throttlerId: string): QuotaMessage => ({ throttlerId, clientId: "edge", amount: 1, timestampMs: 0, quotaClassId: "", requestId: `edge-${seq()}` });
+  const base = (throttlerId: string): QuotaMessage => ({
+    throttlerId,
+    clientId: "edge",
+    amount: 1,
+    timestampMs: 0,
+    quotaClassId: "",
+    requestId: `edge-${seq()}`,
+  });
   const messages: QuotaMessage[] = [];
   for (const throttlerId of ["open", "shut"]) {
     for (const field of ID_FIELDS) {
@@ -220,7 +227,13 @@ describe("hostile messages over the wire", { timeout: 600_000 }, () => {
 
   it(`answers random RequestQuota and ReleaseQuota messages precisely (seed ${seed})`, async () => {
     let n = 0;
-    const messages = [...edgeMessages(() => ++n), ...fc.sample(quotaMessage(() => ++n), { numRuns: 400, seed })];
+    const messages = [
+      ...edgeMessages(() => ++n),
+      ...fc.sample(
+        quotaMessage(() => ++n),
+        { numRuns: 400, seed },
+      ),
+    ];
     assert.ok(
       messages.some((m) => "transportStatus" in expectedForRequest(m)),
       "one message is past gRPC's receive limit",
@@ -291,12 +304,20 @@ describe("hostile messages over the wire", { timeout: 600_000 }, () => {
     await refused(Buffer.from("[".repeat(200_000)), "200,000 open brackets", /not valid JSON at line 1, column 200001 /);
     await refused(Buffer.from('{"a":'.repeat(200_000)), "200,000 open objects", /not valid JSON at line 1, column 1000001 /);
     await refused(Buffer.from(MB_ID), "a megabyte of letters", /not valid JSON at line 1, column 1 /);
-    await refused(Buffer.concat([Buffer.from('{"throttlers": {"a\n'), Buffer.from([0xff]), Buffer.from('": {}}}')]), "a 0xFF byte", /not valid UTF-8 at line 2, column 1 \(byte 0xFF at byte offset 19\)/);
+    await refused(
+      Buffer.concat([Buffer.from('{"throttlers": {"a\n'), Buffer.from([0xff]), Buffer.from('": {}}}')]),
+      "a 0xFF byte",
+      /not valid UTF-8 at line 2, column 1 \(byte 0xFF at byte offset 19\)/,
+    );
     await refused(Buffer.from([0x7b, 0xc0, 0xaf, 0x7d]), "an overlong encoding", /not valid UTF-8 at line 1, column 2 /);
     await refused(Buffer.from(""), "an empty text", /not valid JSON at line 1, column 1 /);
     const longId = await refused(Buffer.from(JSON.stringify({ throttlers: { [MB_ID]: { limit: 1 } } })), "a megabyte throttler id");
     assert.match(longId.message, /throttler id must be at most 1024 characters/);
-    await refused(Buffer.from(JSON.stringify({ throttlers: { open: { limit: 1, classes: { [MB_ID]: { weight: 1 } } } } })), "a megabyte class id", /class id must be at most 1024 characters/);
+    await refused(
+      Buffer.from(JSON.stringify({ throttlers: { open: { limit: 1, classes: { [MB_ID]: { weight: 1 } } } } })),
+      "a megabyte class id",
+      /class id must be at most 1024 characters/,
+    );
     // 2,000 throttlers with an error each: the answer is cut, the connection survives.
     const many = Object.fromEntries(Array.from({ length: 2_000 }, (_, i) => [`t${i}-${"y".repeat(200)}`, { limit: "fast" }]));
     const cut = await refused(Buffer.from(JSON.stringify({ throttlers: many })), "2,000 issues");
@@ -322,7 +343,11 @@ describe("hostile messages over the wire", { timeout: 600_000 }, () => {
       } catch {
         parsed = undefined;
       }
-      await refused(Buffer.from(text), `dynamic_spec_json ${JSON.stringify(text).slice(0, 200)} (seed ${seed})`, parsed === undefined ? /not valid JSON at line \d+, column \d+ / : undefined);
+      await refused(
+        Buffer.from(text),
+        `dynamic_spec_json ${JSON.stringify(text).slice(0, 200)} (seed ${seed})`,
+        parsed === undefined ? /not valid JSON at line \d+, column \d+ / : undefined,
+      );
     }
     await servesNormally("after hostile updates");
   });

@@ -66,7 +66,9 @@ describe("keyed throttler in the controller (virtual time)", () => {
     const before = drive(controller, clock, "acme", t0 + 1_000, () => stopped);
     await clock.advanceTo(t0 + 3_000);
     const atChange = before.granted;
-    await controller.updateDynamicSpec(JSON.stringify({ throttlers: { api: { limit: 10, period: "1s", request_period: "1s", keyed: { overrides: { acme: { limit: 50 } } } } } }));
+    await controller.updateDynamicSpec(
+      JSON.stringify({ throttlers: { api: { limit: 10, period: "1s", request_period: "1s", keyed: { overrides: { acme: { limit: 50 } } } } } }),
+    );
     // From one request_period after the change on, the key runs at its new limit.
     await clock.advanceTo(t0 + 4_000);
     const settled = before.granted;
@@ -208,7 +210,10 @@ describe("keyed throttler in the controller (virtual time)", () => {
     const fresh = await ask(second.controller, "fresh");
     assert.equal(fresh.waitedMs, 0, "a key without debt is served at once");
     let answered = false;
-    const next = ask(second.controller, "debtor").then((grant) => ((answered = true), grant));
+    const next = ask(second.controller, "debtor").then((grant) => {
+      answered = true;
+      return grant;
+    });
     await second.clock.advance(23_000);
     assert.equal(answered, false, "still in debt 28 s after the grant, on the successor");
     await second.clock.advance(2_000);

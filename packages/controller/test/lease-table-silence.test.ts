@@ -25,7 +25,10 @@ describe("LeaseTable silences", () => {
     const table = new LeaseTable();
     table.grant("t", "a", "default", 1, 0, LEASE);
     table.restoredSilence("t", "a", 2_700, 0, LEASE);
-    assert.equal(table.renew("a", ["t"], 100, () => LEASE), 1);
+    assert.equal(
+      table.renew("a", ["t"], 100, () => LEASE),
+      1,
+    );
     assert.equal(table.silencesEnded, 1);
     const after = table.silenceToPersist("t", 100, LEASE);
     assert.equal(after.changed, true);
@@ -48,7 +51,10 @@ describe("LeaseTable silences", () => {
     table.grant("t", "odd", "default", 1, 0, LEASE);
     table.restoredSilence("t", "gone", 4_000, 0, LEASE);
     table.restoredSilence("t", "odd", Number.NaN, 0, LEASE);
-    assert.deepEqual(table.expire(0).map((l) => l.clientId), ["gone"]);
+    assert.deepEqual(
+      table.expire(0).map((l) => l.clientId),
+      ["gone"],
+    );
     assert.deepEqual(table.expire(LEASE - 1), []);
   });
 });

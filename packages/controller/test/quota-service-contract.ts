@@ -83,9 +83,7 @@ export function quotaServiceContract(name: string, makeClient: MakeClient): void
     it("makes the request after the burst wait about 1/limit s, then one every 1/limit s", async (t) => {
       const s = await setup(t, { api: { limit: 10, period: "500ms" } }); // capacity 5
       const start = performance.now();
-      const answers = await Promise.all(
-        Array.from({ length: 8 }, () => s.ask({ amount: 1 }).then(({ waitedMs }) => ({ waitedMs, atMs: since(start) }))),
-      );
+      const answers = await Promise.all(Array.from({ length: 8 }, () => s.ask({ amount: 1 }).then(({ waitedMs }) => ({ waitedMs, atMs: since(start) }))));
       answers.sort((a, b) => a.atMs - b.atMs);
       const waited = answers.map((a) => a.waitedMs);
       const at = answers.map((a) => a.atMs);
@@ -119,7 +117,8 @@ export function quotaServiceContract(name: string, makeClient: MakeClient): void
       // opened: a loaded machine cannot let silver be served alone before gold arrives.
       const s = await setup(t, { api: { limit: 0, max_grant_amount: 10, classes } });
       const finished: string[] = [];
-      const ask = (quotaClassId: string) => s.ask({ amount: 60, quotaClassId }).then((answer) => {
+      const ask = (quotaClassId: string) =>
+        s.ask({ amount: 60, quotaClassId }).then((answer) => {
           finished.push(quotaClassId);
           return answer;
         });
@@ -199,9 +198,8 @@ export function quotaServiceContract(name: string, makeClient: MakeClient): void
       await assert.rejects(s.ask({ throttlerId: "" }), {
         message: 'UNKNOWN_THROTTLER: the throttler id is empty; declared throttlers: "api"',
       });
-      await assert.rejects(
-        s.client.releaseQuota({ throttlerId: "nope", clientId: "c", amount: 1, quotaClassId: "" }),
-        (error: unknown) => isSluiceError(error, "UNKNOWN_THROTTLER"),
+      await assert.rejects(s.client.releaseQuota({ throttlerId: "nope", clientId: "c", amount: 1, quotaClassId: "" }), (error: unknown) =>
+        isSluiceError(error, "UNKNOWN_THROTTLER"),
       );
     });
 
@@ -212,7 +210,10 @@ export function quotaServiceContract(name: string, makeClient: MakeClient): void
       const ended = assert.rejects(waiting, (error: unknown) => {
         assert.ok(isSluiceError(error, "THROTTLER_REMOVED"), String(error));
         assert.equal(error.retriable, false);
-        assert.equal(error.message, 'THROTTLER_REMOVED: throttler "old" was removed from dynamic_spec in version 2; not retried: declare it again with `sluice reconfigure` to use it');
+        assert.equal(
+          error.message,
+          'THROTTLER_REMOVED: throttler "old" was removed from dynamic_spec in version 2; not retried: declare it again with `sluice reconfigure` to use it',
+        );
         return true;
       });
       await eventually(async () => (await s.throttler("old")).pendingRequests === 1, "a waiting request");
@@ -286,9 +287,8 @@ export function quotaServiceContract(name: string, makeClient: MakeClient): void
       const api = await s.throttler("api");
       assert.ok(api.balance !== null && api.balance > 3.9 && api.balance < 4.6, `balance ${api.balance}`);
       assert.equal(api.counters.released, 4);
-      await assert.rejects(
-        s.client.releaseQuota({ throttlerId: "api", clientId: "c", amount: -4, quotaClassId: "" }),
-        (error: unknown) => isSluiceError(error, "INVALID_AMOUNT"),
+      await assert.rejects(s.client.releaseQuota({ throttlerId: "api", clientId: "c", amount: -4, quotaClassId: "" }), (error: unknown) =>
+        isSluiceError(error, "INVALID_AMOUNT"),
       );
     });
 
@@ -296,10 +296,14 @@ export function quotaServiceContract(name: string, makeClient: MakeClient): void
       const s = await setup(t, { api: { limit: 10 } });
       const updates: { version: number; limit: unknown }[] = [];
       const abort = new AbortController();
-      const watching = s.client.watchDynamicSpec("worker-1", (update) => {
-        const spec = JSON.parse(update.dynamicSpecJson) as { throttlers: Record<string, { limit: unknown }> };
-        updates.push({ version: update.version, limit: spec.throttlers["api"]?.limit });
-      }, abort.signal);
+      const watching = s.client.watchDynamicSpec(
+        "worker-1",
+        (update) => {
+          const spec = JSON.parse(update.dynamicSpecJson) as { throttlers: Record<string, { limit: unknown }> };
+          updates.push({ version: update.version, limit: spec.throttlers["api"]?.limit });
+        },
+        abort.signal,
+      );
       await eventually(async () => updates.length === 1, "the current version");
       assert.equal((await s.client.updateDynamicSpec('{"throttlers":{"api":{"limit":25}}}')).version, 2);
       await eventually(async () => updates.length === 2, "the update");
@@ -375,9 +379,15 @@ export function quotaServiceContract(name: string, makeClient: MakeClient): void
       assert.deepEqual(answer.groups, [{ groupName: "g", watermarkMs: t0, partitions: 3, held: 1, idle: 1 }]);
       assert.match(answer.controllerInstance, /^[0-9a-f-]{36}$/);
       assert.equal(answer.settling, true);
-      const alone = await report.call(s.client, { clientId: "worker-2", partitions: [{ groupName: "h", partitionId: "Enricher/in/9", watermarkMs: t0, idle: false, held: false }] });
+      const alone = await report.call(s.client, {
+        clientId: "worker-2",
+        partitions: [{ groupName: "h", partitionId: "Enricher/in/9", watermarkMs: t0, idle: false, held: false }],
+      });
       assert.deepEqual(alone.bounds, [{ partitionId: "Enricher/in/9", othersWatermarkMs: 0, unbounded: true }]);
-      assert.deepEqual((await s.describe()).alignment?.map((g) => g.group), ["g", "h"]);
+      assert.deepEqual(
+        (await s.describe()).alignment?.map((g) => g.group),
+        ["g", "h"],
+      );
       await assert.rejects(
         report.call(s.client, { clientId: "", partitions: [] }),
         (error: unknown) => isSluiceError(error, "INVALID_REQUEST") && /ReportWatermarks: client_id is empty/.test(error.message),

@@ -109,7 +109,13 @@ describe("status server with https and a token", () => {
 
 describe("status server with a token and --metrics-open", () => {
   it("leaves /metrics and /healthz open and keeps the rest closed", async () => {
-    const server = await startStatusServer({ port: 0, token: "t", openMetrics: true, metrics: () => "up 1\n", dashboard: { page: "<title>Sluice</title>", snapshot: () => controller.snapshot() } });
+    const server = await startStatusServer({
+      port: 0,
+      token: "t",
+      openMetrics: true,
+      metrics: () => "up 1\n",
+      dashboard: { page: "<title>Sluice</title>", snapshot: () => controller.snapshot() },
+    });
     try {
       assert.equal(server.url.startsWith("http://"), true);
       assert.deepEqual([(await call(`${server.url}metrics`)).status, (await call(`${server.url}metrics`)).body], [200, "up 1\n"]);

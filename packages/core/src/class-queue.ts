@@ -135,7 +135,10 @@ export class ClassQueues {
     const queue = this.queues.get(classId);
     if (!queue) return;
     if (queue.heap.size > 2 * queue.pendingRequests + DEAD_ENTRY_SLACK) {
-      queue.heap.retain((entry) => entry.state === "queued", (entry) => (entry.inHeap = false));
+      queue.heap.retain(
+        (entry) => entry.state === "queued",
+        (entry) => (entry.inHeap = false),
+      );
     }
     const head = headOf(queue);
     if (head) {

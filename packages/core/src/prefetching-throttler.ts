@@ -17,7 +17,6 @@ interface LocalRequest {
   reject(error: SluiceError): void;
 }
 
-
 /**
  * A client-side pool of quota (docs/design.md §9.7). A `throttle(n)` that fits the pool and has nobody ahead
  * of it returns at once without a remote call; otherwise it waits in a local FIFO and the client
@@ -385,4 +384,3 @@ export class PrefetchingThrottler implements Throttler {
     void this.remote.release(amount);
   }
 }
-

@@ -1,13 +1,7 @@
 import { DEFAULT_CLASS } from "./class-scheduler.ts";
 import { headOf } from "./class-queue.ts";
 import { PaceCursor, maxPacedAnswer } from "./pace-cursor.ts";
-import {
-  effectiveLimitOf,
-  paceConfigOf,
-  GRANT_CHUNKS_PER_POLL,
-  REQUEST_IDS_PER_QUEUE_SLOT,
-  type QuotaBucketConfig,
-} from "./quota-bucket-config.ts";
+import { effectiveLimitOf, paceConfigOf, GRANT_CHUNKS_PER_POLL, REQUEST_IDS_PER_QUEUE_SLOT, type QuotaBucketConfig } from "./quota-bucket-config.ts";
 import { checkAmount, reusedIdError, queueFullError, timeoutError } from "./quota-bucket-errors.ts";
 import { quotaBucketMemoryOf, quotaBucketSnapshotOf } from "./quota-bucket-report.ts";
 import type { QuotaBucketMemory, QuotaBucketSnapshot } from "./quota-bucket-snapshot.ts";
@@ -289,7 +283,11 @@ export class QuotaBucket extends QuotaBucketState {
           const bound = this.config.maxQueueSize * REQUEST_IDS_PER_QUEUE_SLOT;
           this.completed.remember(entry.id, entry.granted, waitedMs, now + this.config.detachedGraceMs, bound, pace);
         }
-        settlements.push(pace ? { kind: "granted", requestId: entry.id, amount: entry.granted, waitedMs, pace } : { kind: "granted", requestId: entry.id, amount: entry.amount, waitedMs });
+        settlements.push(
+          pace
+            ? { kind: "granted", requestId: entry.id, amount: entry.granted, waitedMs, pace }
+            : { kind: "granted", requestId: entry.id, amount: entry.amount, waitedMs },
+        );
       }
       this.classes.refresh(classId);
     }

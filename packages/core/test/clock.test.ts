@@ -71,7 +71,10 @@ describe("systemClock.sleep", () => {
       void systemClock.sleep(25);
       void systemClock.sleep(Number.NaN);
       void systemClock.sleep(-5);
-      assert.deepEqual(timers.armed.map((t) => t.delayMs), [25, 0, 0]);
+      assert.deepEqual(
+        timers.armed.map((t) => t.delayMs),
+        [25, 0, 0],
+      );
       for (const timer of timers.armed) timer.fire();
     } finally {
       timers.restore();

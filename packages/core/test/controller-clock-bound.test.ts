@@ -67,7 +67,10 @@ describe("paceScheduleOf", () => {
     const truth = answeredAt + 120 - THETA;
     assert.ok(placed >= truth - 1e-9, "never early");
     assert.ok(placed - truth <= (schedule.travelMs ?? 0) + 1e-9);
-    assert.ok((schedule.travelMs ?? Infinity) <= 2 + 2 * 1_000 * DRIFT_PER_MS + 1e-6, `late by at most the bound's width, not the 60 ms answer: ${schedule.travelMs}`);
+    assert.ok(
+      (schedule.travelMs ?? Infinity) <= 2 + 2 * 1_000 * DRIFT_PER_MS + 1e-6,
+      `late by at most the bound's width, not the 60 ms answer: ${schedule.travelMs}`,
+    );
   });
 
   it("counts from the arrival, late by the travel, without the controller's answer time (an older controller)", () => {

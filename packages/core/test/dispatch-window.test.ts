@@ -5,7 +5,10 @@ import { DispatchWindow, ManualClock, PacedThrottler, sharedDispatchWindow, type
 describe("DispatchWindow (docs/design.md §11.1: a client's own departures)", () => {
   it("admits limit × period departures in a closed window of period + guard, and says when the next may go", () => {
     const window = new DispatchWindow(10, 1010);
-    for (let i = 0; i < 10; i++) assert.equal(window.admits(1, i * 100), true), window.record(1, i * 100);
+    for (let i = 0; i < 10; i++) {
+      assert.equal(window.admits(1, i * 100), true);
+      window.record(1, i * 100);
+    }
     assert.equal(window.admits(1, 1000), false, "the 11th within 1,010 ms of the first");
     assert.equal(window.admits(1, 1010), false, "closed: a departure exactly span ago still counts");
     assert.ok(Math.abs(window.whenAdmits(1, 1000) - 1010) < 0.01);
@@ -81,8 +84,18 @@ describe("PacedThrottler with a window", () => {
 describe("sharedDispatchWindow", () => {
   it("is one window per throttler and clock: two jobs' clients of a process count each other's departures", () => {
     const clock = new ManualClock(0);
-    const a = new PacedThrottler({ targetRps: 1, minPrefetchAmount: 1, maxPrefetchAmount: 5, windowMs: 5_000, slotExpiryMs: 29.2, window: { units: 10, periodMs: 1000, guardMs: 10.4 } }, { acquirePaced: () => new Promise(() => undefined) }, clock, "pdf");
-    const b = new PacedThrottler({ targetRps: 1, minPrefetchAmount: 1, maxPrefetchAmount: 5, windowMs: 5_000, slotExpiryMs: 29.2, window: { units: 10, periodMs: 1000, guardMs: 10.4 } }, { acquirePaced: () => new Promise(() => undefined) }, clock, "pdf");
+    const a = new PacedThrottler(
+      { targetRps: 1, minPrefetchAmount: 1, maxPrefetchAmount: 5, windowMs: 5_000, slotExpiryMs: 29.2, window: { units: 10, periodMs: 1000, guardMs: 10.4 } },
+      { acquirePaced: () => new Promise(() => undefined) },
+      clock,
+      "pdf",
+    );
+    const b = new PacedThrottler(
+      { targetRps: 1, minPrefetchAmount: 1, maxPrefetchAmount: 5, windowMs: 5_000, slotExpiryMs: 29.2, window: { units: 10, periodMs: 1000, guardMs: 10.4 } },
+      { acquirePaced: () => new Promise(() => undefined) },
+      clock,
+      "pdf",
+    );
     a.close();
     b.close();
     const shared = sharedDispatchWindow(clock, "pdf", 10, 1010.4);

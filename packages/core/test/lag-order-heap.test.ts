@@ -17,7 +17,13 @@ const before = (a: Item, b: Item) => a.timestampMs < b.timestampMs || (a.timesta
 type Op = { kind: "push"; timestampMs: number } | { kind: "pop" } | { kind: "retain"; every: number };
 
 const op: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ kind: fc.constant("push" as const), timestampMs: fc.oneof(fc.integer({ min: 0, max: 20 }), fc.double({ min: 0, max: 2e12, noNaN: true })) }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      kind: fc.constant("push" as const),
+      timestampMs: fc.oneof(fc.integer({ min: 0, max: 20 }), fc.double({ min: 0, max: 2e12, noNaN: true })),
+    }),
+  },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant("pop" as const) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("retain" as const), every: fc.integer({ min: 2, max: 4 }) }) },
 );
@@ -39,8 +45,14 @@ test("pops in the same order as MinHeap by (timestampMs, seq), through pushes, p
           // Drop every `every`-th item by seq, in both, and check the same ones were dropped.
           const droppedFast: Item[] = [];
           const droppedPlain: Item[] = [];
-          fast.retain((item) => item.seq % step.every !== 0, (item) => droppedFast.push(item));
-          plain.retain((item) => item.seq % step.every !== 0, (item) => droppedPlain.push(item));
+          fast.retain(
+            (item) => item.seq % step.every !== 0,
+            (item) => droppedFast.push(item),
+          );
+          plain.retain(
+            (item) => item.seq % step.every !== 0,
+            (item) => droppedPlain.push(item),
+          );
           assert.deepEqual(new Set(droppedFast), new Set(droppedPlain));
         }
         assert.equal(fast.size, plain.size);

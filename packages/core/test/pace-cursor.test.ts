@@ -1,6 +1,15 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { CALLER_DELAY_MARGIN_MS, PaceCursor, SlotSchedule, paceLeadMs, paceReachMs, slotExpiryMs, smoothDispatchGuardMs, smoothToleranceMs } from "../src/index.ts";
+import {
+  CALLER_DELAY_MARGIN_MS,
+  PaceCursor,
+  SlotSchedule,
+  paceLeadMs,
+  paceReachMs,
+  slotExpiryMs,
+  smoothDispatchGuardMs,
+  smoothToleranceMs,
+} from "../src/index.ts";
 
 describe("PaceCursor (docs/design.md §11.1)", () => {
   const config = { limit: 10, requestPeriodMs: 1000 };

@@ -74,7 +74,10 @@ describe("PacedThrottler (docs/design.md §11.1)", () => {
     void throttler.throttle(25).then(() => (done = true));
     await clock.advanceUntil(() => done, 10, 5_000);
     assert.equal(done, true);
-    assert.ok(calls.every((amount) => amount <= 10), `answers at most the cap: ${calls.join(", ")}`);
+    assert.ok(
+      calls.every((amount) => amount <= 10),
+      `answers at most the cap: ${calls.join(", ")}`,
+    );
   });
 
   it("8 backlogged clients at 1,000 units/s take every slot, and refills stay whole, about one per request_period", async () => {
@@ -100,7 +103,13 @@ describe("PacedThrottler (docs/design.md §11.1)", () => {
     await Promise.all(loops.map((loop) => loop.catch(() => undefined)));
     assert.equal(expired, 0, "no slot expired under a waiting caller");
     assert.ok(handed >= 0.98 * 19_200, `${handed} units in 20 s at 960 slots/s`);
-    assert.ok(calls.every((amount) => amount >= 1), `refills ask for whole amounts: ${calls.filter((a) => a < 1).slice(0, 5).join(", ")}`);
+    assert.ok(
+      calls.every((amount) => amount >= 1),
+      `refills ask for whole amounts: ${calls
+        .filter((a) => a < 1)
+        .slice(0, 5)
+        .join(", ")}`,
+    );
     const perPeriod = calls.length / 8 / 40;
     assert.ok(perPeriod <= 1.5, `${perPeriod.toFixed(2)} refills per client per request_period (500 ms)`);
   });

@@ -25,6 +25,12 @@ test("the step is the whole quarter without classes and a ninth of it for a clas
 });
 
 test("a share outside (0, 1] is ignored rather than trusted", () => {
-  assert.equal(contendedRefill(() => 0), contendedRefill());
-  assert.equal(contendedRefill(() => Number.NaN), contendedRefill());
+  assert.equal(
+    contendedRefill(() => 0),
+    contendedRefill(),
+  );
+  assert.equal(
+    contendedRefill(() => Number.NaN),
+    contendedRefill(),
+  );
 });

@@ -1,7 +1,7 @@
 // Test helpers for PrefetchingThrottler in virtual time: a remote backed by a real QuotaBucket, a remote
 // whose refills land when the test says so, the prefetch config of the tests, a seeded random source.
 import assert from "node:assert/strict";
-import { ManualClock, QuotaBucketDriver, quotaBucketConfig, type PrefetchConfig, type QuotaRemote } from "../src/index.ts";
+import { type ManualClock, QuotaBucketDriver, quotaBucketConfig, type PrefetchConfig, type QuotaRemote } from "../src/index.ts";
 
 /** A remote backed by a real QuotaBucket in virtual time, with a fixed round-trip latency. */
 export function bucketRemote(clock: ManualClock, limit: number | null, latencyMs = 5) {

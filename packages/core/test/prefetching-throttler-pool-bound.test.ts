@@ -20,18 +20,28 @@ describe("PrefetchingThrottler pool bound (maxPrefetchAmount ≈ limit × reques
 
     // Burst 1 on an empty pool: 12 asked, two refills of 10.
     let calls = burst();
-    assert.deepEqual(refills.map((r) => r.amount), [10, 10]);
+    assert.deepEqual(
+      refills.map((r) => r.amount),
+      [10, 10],
+    );
     await step(); // two callers served, 2 left, the third waits
     await step(); // the third served, 8 left; callers outran the pool, so a refill is queued ahead
     await calls;
-    assert.deepEqual(refills.map((r) => r.amount), [10], "the refill kept queued is unchanged");
+    assert.deepEqual(
+      refills.map((r) => r.amount),
+      [10],
+      "the refill kept queued is unchanged",
+    );
     await step(); // the burst is over: 8 + 10 = 18 would sit in the pool
     assert.deepEqual(released, [8]);
     assert.equal(throttler.stats().available, 10);
 
     // Burst 2 on a full pool: two from the pool, the third waits for one refill.
     calls = burst();
-    assert.deepEqual(refills.map((r) => r.amount), [10]);
+    assert.deepEqual(
+      refills.map((r) => r.amount),
+      [10],
+    );
     await step(); // 2 + 10: the third served, 8 left, a refill queued ahead
     await calls;
     await step(); // 8 + 10 again
@@ -51,7 +61,11 @@ describe("PrefetchingThrottler pool bound (maxPrefetchAmount ≈ limit × reques
     await Promise.all([throttler.throttle(4), land(clock)]); // 6 left, a refill of 10 queued ahead
     let big = false;
     void throttler.throttle(30).then(() => (big = true));
-    assert.deepEqual(refills.map((r) => r.amount), [10, 14], "the deficit: 30 - 6 - 10");
+    assert.deepEqual(
+      refills.map((r) => r.amount),
+      [10, 14],
+      "the deficit: 30 - 6 - 10",
+    );
     await land(clock);
     assert.equal(throttler.stats().available, 16, "held for the caller waiting for 30");
     assert.deepEqual(released, []);
@@ -66,7 +80,10 @@ describe("PrefetchingThrottler pool bound (maxPrefetchAmount ≈ limit × reques
     const { remote, refills, released, land } = steppedRemote();
     const throttler = new PrefetchingThrottler(config({ minPrefetchAmount: 10, maxPrefetchAmount: 10 }), remote, clock, "api");
     assert.equal(throttler.tryAcquire(25), false);
-    assert.deepEqual(refills.map((r) => r.amount), [25]);
+    assert.deepEqual(
+      refills.map((r) => r.amount),
+      [25],
+    );
     await land(clock);
     assert.equal(throttler.tryAcquire(25), true);
     assert.deepEqual(released, []);
@@ -196,7 +213,10 @@ describe("PrefetchingThrottler pool bound (maxPrefetchAmount ≈ limit × reques
     assert.ok(pools.length > 6000);
     assert.ok(released.length > 0 && largestBeforeReturn > 1.5 * bound, `the scenario never overfilled the pool (${largestBeforeReturn})`);
     const { available, returned } = throttler.stats();
-    assert.equal(returned, released.reduce((a, b) => a + b, 0));
+    assert.equal(
+      returned,
+      released.reduce((a, b) => a + b, 0),
+    );
     assert.equal(granted, consumed + available + returned);
     throttler.close();
     assert.equal(granted, consumed + throttler.stats().returned, "close returned the rest");
@@ -277,12 +297,7 @@ describe("PrefetchingThrottler pool bound properties", () => {
               driver.release(amount);
             },
           };
-          const throttler = new PrefetchingThrottler(
-            config({ targetRps, maxPrefetchAmount: bound, windowMs: (10 * 1000) / targetRps }),
-            remote,
-            clock,
-            "api",
-          );
+          const throttler = new PrefetchingThrottler(config({ targetRps, maxPrefetchAmount: bound, windowMs: (10 * 1000) / targetRps }), remote, clock, "api");
           let consumed = 0;
           let done = false;
           const take = async (amount: number) => {

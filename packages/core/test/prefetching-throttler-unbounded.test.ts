@@ -1,6 +1,15 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ManualClock, PrefetchingThrottler, QuotaBucketDriver, RESOLVED, SluiceError, quotaBucketConfig, type PrefetchConfig, type QuotaRemote } from "../src/index.ts";
+import {
+  ManualClock,
+  PrefetchingThrottler,
+  QuotaBucketDriver,
+  RESOLVED,
+  SluiceError,
+  quotaBucketConfig,
+  type PrefetchConfig,
+  type QuotaRemote,
+} from "../src/index.ts";
 
 // An unlimited throttler's client (PrefetchConfig.unbounded): its quota never binds, so it refills
 // while half of its pool is left, a young client sizes refills by its rate so far, and a caller the

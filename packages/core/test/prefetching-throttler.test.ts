@@ -47,7 +47,10 @@ describe("PrefetchingThrottler", () => {
     const steady = sentAt.filter((t) => t >= 20_000 && t < 40_000);
     assert.ok(steady.length >= 39 && steady.length <= 41, `${steady.length} refills in 20 s, target 40 (2/s)`);
     const gaps = steady.slice(1).map((t, i) => t - (steady[i] ?? t));
-    assert.ok(gaps.every((gap) => Math.abs(gap - 500) <= 5), `gaps between refills: ${gaps.join(", ")} ms, target 500`);
+    assert.ok(
+      gaps.every((gap) => Math.abs(gap - 500) <= 5),
+      `gaps between refills: ${gaps.join(", ")} ms, target 500`,
+    );
     assert.ok(Math.max(...calls) <= 50, `largest refill ${Math.max(...calls)}`);
   });
 
@@ -129,8 +132,14 @@ describe("PrefetchingThrottler", () => {
     const a = throttler.throttle(5); // refill #1: 5
     const b = throttler.throttle(5); // refill #2: 5
     const results: string[] = [];
-    void a.then(() => results.push("a ok"), () => results.push("a failed"));
-    void b.then(() => results.push("b ok"), (e: unknown) => results.push(isSluiceError(e, "RETRIES_EXHAUSTED") ? "b failed" : "b ?"));
+    void a.then(
+      () => results.push("a ok"),
+      () => results.push("a failed"),
+    );
+    void b.then(
+      () => results.push("b ok"),
+      (e: unknown) => results.push(isSluiceError(e, "RETRIES_EXHAUSTED") ? "b failed" : "b ?"),
+    );
     outcomes[1]?.(new SluiceError("RETRIES_EXHAUSTED", "controller unreachable for 10m"));
     await clock.advance(0);
     assert.deepEqual(results, ["b failed"]);
@@ -173,7 +182,10 @@ describe("PrefetchingThrottler", () => {
     for (const amount of [-1, Number.NaN, Number.POSITIVE_INFINITY]) {
       await assert.rejects(throttler.throttle(amount), (e: unknown) => isSluiceError(e, "INVALID_AMOUNT"));
     }
-    assert.throws(() => throttler.release(-5), (e: unknown) => isSluiceError(e, "INVALID_AMOUNT"));
+    assert.throws(
+      () => throttler.release(-5),
+      (e: unknown) => isSluiceError(e, "INVALID_AMOUNT"),
+    );
   });
 });
 

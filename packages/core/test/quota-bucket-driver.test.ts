@@ -11,9 +11,7 @@ describe("QuotaBucketDriver (virtual time)", () => {
     const clock = new ManualClock();
     const d = driver(clock, { limit: 10, periodMs: 1000 });
     const grantTimes: number[] = [];
-    const all = Array.from({ length: 30 }, (_, i) =>
-      d.acquire({ amount: 1, requestId: `r${i}` }).then(() => grantTimes.push(clock.now())),
-    );
+    const all = Array.from({ length: 30 }, (_, i) => d.acquire({ amount: 1, requestId: `r${i}` }).then(() => grantTimes.push(clock.now())));
     await clock.advance(0);
     // Each was granted as it came, so the 11th found nobody waiting: at a balance of exactly 0 it
     // waits for a positive one (docs/design.md §9.1), which the next millisecond of refill brings.

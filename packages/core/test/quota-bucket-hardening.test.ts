@@ -109,7 +109,10 @@ describe("QuotaBucket: max_queue_size is a hard bound", () => {
     const bucket = makeBucket({ limit: 0, maxQueueSize: 2, detachedGraceMs: 10_000 });
     bucket.submit(request("a", 1, { deadlineAt: 100 }), 0);
     bucket.submit(request("b", 1), 0);
-    assert.deepEqual(runUntil(bucket, 0, 100).settlements.map((s) => s.kind), ["timed_out"]);
+    assert.deepEqual(
+      runUntil(bucket, 0, 100).settlements.map((s) => s.kind),
+      ["timed_out"],
+    );
     assert.equal(bucket.submit(request("c", 1), 100).kind, "queued");
     const retry = bucket.submit(request("a", 1), 200);
     assert.equal(retry.kind, "refused");

@@ -238,7 +238,11 @@ export const configArb: fc.Arbitrary<QuotaBucketConfig> = fc
     limit: fc.oneof(fc.constant(null), fc.constant(0), fc.integer({ min: 1, max: 100 })),
     periodMs: fc.integer({ min: 100, max: 5000 }),
     classes: fc.subarray([...CLASSES]),
-    weights: fc.tuple(fc.double({ min: 0.25, max: 8, noNaN: true }), fc.double({ min: 0.25, max: 8, noNaN: true }), fc.double({ min: 0.25, max: 8, noNaN: true })),
+    weights: fc.tuple(
+      fc.double({ min: 0.25, max: 8, noNaN: true }),
+      fc.double({ min: 0.25, max: 8, noNaN: true }),
+      fc.double({ min: 0.25, max: 8, noNaN: true }),
+    ),
     weightsAsLimit: fc.boolean(),
     maxGrantAmount: fc.option(fc.oneof(fc.integer({ min: 1, max: 20 }), fc.constant(0.5)), { nil: null }),
     maxQueueSize: fc.integer({ min: 1, max: 8 }),
@@ -259,12 +263,12 @@ export const configArb: fc.Arbitrary<QuotaBucketConfig> = fc
   });
 
 export const commands = [
-  fc.tuple(idArb, amountArb, classArb, fc.integer({ min: 0, max: 1000 }), fc.option(fc.integer({ min: 1, max: 6000 }), { nil: null })).map(
-    ([id, amount, classId, ts, deadline]) => new Submit(id, amount, classId, ts, deadline),
-  ),
-  fc.tuple(idArb, amountArb, classArb, fc.integer({ min: 0, max: 1000 }), fc.option(fc.integer({ min: 1, max: 6000 }), { nil: null })).map(
-    ([id, amount, classId, ts, deadline]) => new Submit(id, amount, classId, ts, deadline),
-  ),
+  fc
+    .tuple(idArb, amountArb, classArb, fc.integer({ min: 0, max: 1000 }), fc.option(fc.integer({ min: 1, max: 6000 }), { nil: null }))
+    .map(([id, amount, classId, ts, deadline]) => new Submit(id, amount, classId, ts, deadline)),
+  fc
+    .tuple(idArb, amountArb, classArb, fc.integer({ min: 0, max: 1000 }), fc.option(fc.integer({ min: 1, max: 6000 }), { nil: null }))
+    .map(([id, amount, classId, ts, deadline]) => new Submit(id, amount, classId, ts, deadline)),
   fc.nat().map((i) => new Cancel(i)),
   fc.nat().map((i) => new Detach(i)),
   fc.tuple(fc.integer({ min: 0, max: 30 }), classArb).map(([amount, classId]) => new Release(amount, classId)),

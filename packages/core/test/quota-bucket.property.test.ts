@@ -103,10 +103,7 @@ describe("QuotaBucket properties", () => {
             }
           } else {
             limit = Math.max(limit, o.limit);
-            bucket.reconfigure(
-              quotaBucketConfig({ limit: o.limit, periodMs, maxGrantAmount: o.maxGrant, classWeights: { a: o.weightA, b: 1 } }),
-              now,
-            );
+            bucket.reconfigure(quotaBucketConfig({ limit: o.limit, periodMs, maxGrantAmount: o.maxGrant, classWeights: { a: o.weightA, b: 1 } }), now);
             budget += (o.limit * periodMs) / 1000; // a larger capacity may let the balance refill higher
           }
           settle();

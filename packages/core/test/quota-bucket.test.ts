@@ -264,7 +264,10 @@ describe("QuotaBucket: cancellation, deadlines and request ids", () => {
     bucket.submit(request("early", 1, { deadlineAt: 500 }), 0);
     bucket.submit(request("later", 1), 100);
     const first = runUntil(bucket, 100, 600);
-    assert.deepEqual(first.settlements.map((s) => s.kind), ["timed_out"]);
+    assert.deepEqual(
+      first.settlements.map((s) => s.kind),
+      ["timed_out"],
+    );
     // while detached it is in nobody's way: "later" is granted when the debt is paid
     bucket.submit(request("after-that", 1), 600);
     const second = runUntil(bucket, 600, 1000);

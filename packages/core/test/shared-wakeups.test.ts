@@ -123,10 +123,7 @@ describe("SharedWakeups: one timer for every paced client on a clock", () => {
     // Without sharing, four clients arm about four times the timers of one (each its own, a third of
     // the expiry apart); shared, the timers armed per unit stay within a small margin of one client's.
     const perUnit = (r: { sleeps: number; units: number }) => r.sleeps / r.units;
-    assert.ok(
-      perUnit(four) <= perUnit(one) * 1.5,
-      `4 clients armed ${four.sleeps} timers for ${four.units} units, 1 client ${one.sleeps} for ${one.units}`,
-    );
+    assert.ok(perUnit(four) <= perUnit(one) * 1.5, `4 clients armed ${four.sleeps} timers for ${four.units} units, 1 client ${one.sleeps} for ${one.units}`);
   });
 });
 
@@ -207,7 +204,11 @@ describe("SharedWakeups on a clock with sleep alone, and the lateness it remembe
       throttler.close();
       await clock.advance(10);
       await loop;
-      return { unitsPerWakeup: (after.units - before.units) / (after.wakeups - before.wakeups), expired: after.expired - before.expired, units: after.units - before.units };
+      return {
+        unitsPerWakeup: (after.units - before.units) / (after.wakeups - before.wakeups),
+        expired: after.expired - before.expired,
+        units: after.units - before.units,
+      };
     };
     const onTime = await run(0);
     // 1 ms slots: 25 ms apart is about 25 units per wake-up (1/3 of the expiry would be about 12).

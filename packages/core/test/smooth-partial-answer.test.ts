@@ -1,6 +1,15 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ManualClock, PacedThrottler, QuotaBucketDriver, maxPacedAnswer, paceReachMs, quotaBucketConfig, type PacedQuotaRemote, type PaceSchedule } from "../src/index.ts";
+import {
+  ManualClock,
+  PacedThrottler,
+  QuotaBucketDriver,
+  maxPacedAnswer,
+  paceReachMs,
+  quotaBucketConfig,
+  type PacedQuotaRemote,
+  type PaceSchedule,
+} from "../src/index.ts";
 
 // A smooth answer never reaches further than one answer of the limit in force (docs/design.md §11.1): a
 // controller that starts after this one begins its slots one reach ahead, and counts on it. A
@@ -47,7 +56,12 @@ describe("smooth answers after the limit falls", () => {
         return { startDelayMs: startAt - clock.now(), intervalMs: 100, granted };
       },
     };
-    const throttler = new PacedThrottler({ targetRps: 1, minPrefetchAmount: 1, maxPrefetchAmount: 10, windowMs: 10_000, slotExpiryMs: 20 }, remote, clock, "pdf");
+    const throttler = new PacedThrottler(
+      { targetRps: 1, minPrefetchAmount: 1, maxPrefetchAmount: 10, windowMs: 10_000, slotExpiryMs: 20 },
+      remote,
+      clock,
+      "pdf",
+    );
     const times: number[] = [];
     const all = Promise.all(Array.from({ length: 6 }, () => throttler.throttle(1).then(() => times.push(clock.now()))));
     await clock.advanceUntil(() => times.length === 6, 5, 10_000);

@@ -103,14 +103,16 @@ export async function run(scenarioDrawn: Scenario) {
   // The first client is always backlogged, so that the throttler is: utilisation is measured then.
   const steady = { thinkMs: 0, burstEveryMs: null };
   const clientsDrawn = scenarioDrawn.allBacklogged ? scenarioDrawn.clients.map((c) => ({ ...c, ...steady })) : scenarioDrawn.clients.slice(1);
-  const s: Scenario = withinLateTimerBudget({ ...scenarioDrawn, clients: scenarioDrawn.allBacklogged ? clientsDrawn : [{ callers: 1, ...steady }, ...clientsDrawn] });
+  const s: Scenario = withinLateTimerBudget({
+    ...scenarioDrawn,
+    clients: scenarioDrawn.allBacklogged ? clientsDrawn : [{ callers: 1, ...steady }, ...clientsDrawn],
+  });
   const clock = new ManualClock(1_000_000);
   const start = clock.now();
   const rnd = seededRandom(s.seed);
-  const config = (limit: number) =>
-    quotaBucketConfig({ limit, periodMs: PERIOD_MS, smooth: true, requestPeriodMs: REQUEST_PERIOD_MS });
+  const config = (limit: number) => quotaBucketConfig({ limit, periodMs: PERIOD_MS, smooth: true, requestPeriodMs: REQUEST_PERIOD_MS });
   const limitsSorted = [...s.limits].sort((a, b) => a.atMs - b.atMs);
-  const initialLimit = s.initialLimit ?? 10 + (s.seed >>> 0) % 50;
+  const initialLimit = s.initialLimit ?? 10 + ((s.seed >>> 0) % 50);
   /** The limit in force from each time on (virtual ms since start). */
   const timeline: { atMs: number; limit: number }[] = [{ atMs: 0, limit: initialLimit }, ...limitsSorted];
   let limit = initialLimit;
@@ -139,7 +141,13 @@ export async function run(scenarioDrawn: Scenario) {
             // travel shifts the slots later, by at most the round trip less the wait (whole ms on the wire).
             // The client places the slots by its bound on the controller's clock (the same clock here,
             // offset 0, which the client does not know), the wait travelling in whole ms as on the wire.
-            return paceScheduleOf({ ...grant, waitedMs: Math.floor(grant.waitedMs) }, clockBounds[index] ?? new ControllerClockBound(), sentAt, clock.now(), attempt === 1);
+            return paceScheduleOf(
+              { ...grant, waitedMs: Math.floor(grant.waitedMs) },
+              clockBounds[index] ?? new ControllerClockBound(),
+              sentAt,
+              clock.now(),
+              attempt === 1,
+            );
           } catch (error) {
             if (signal.aborted || !isSluiceError(error, "CONTROLLER_UNAVAILABLE")) throw error;
             await clock.sleep(100, signal);
@@ -190,22 +198,31 @@ export async function run(scenarioDrawn: Scenario) {
 
   // The script: limit changes (clients rebuilt for the new prefetch cap, as the runtime does) and a restart.
   const events = [
-    ...limitsSorted.map((change) => ({ atMs: change.atMs, apply: () => {
-      limit = change.limit;
-      driver?.reconfigure(config(limit));
-      clients.forEach((old, index) => {
-        clients[index] = newClient(index, limit);
-        everyClient.push(clients[index]);
-        old.retire();
-      });
-    } })),
-    { atMs: s.restart.atMs, apply: () => {
-      driver?.close(new SluiceError("CONTROLLER_UNAVAILABLE", "the controller is restarting"));
-      driver = null;
-    } },
-    { atMs: s.restart.atMs + s.restart.downMs, apply: () => {
-      driver = new QuotaBucketDriver("pdf", config(limit), clock);
-    } },
+    ...limitsSorted.map((change) => ({
+      atMs: change.atMs,
+      apply: () => {
+        limit = change.limit;
+        driver?.reconfigure(config(limit));
+        clients.forEach((old, index) => {
+          clients[index] = newClient(index, limit);
+          everyClient.push(clients[index]);
+          old.retire();
+        });
+      },
+    })),
+    {
+      atMs: s.restart.atMs,
+      apply: () => {
+        driver?.close(new SluiceError("CONTROLLER_UNAVAILABLE", "the controller is restarting"));
+        driver = null;
+      },
+    },
+    {
+      atMs: s.restart.atMs + s.restart.downMs,
+      apply: () => {
+        driver = new QuotaBucketDriver("pdf", config(limit), clock);
+      },
+    },
   ].sort((a, b) => a.atMs - b.atMs);
   for (const event of events) {
     await clock.advanceTo(start + event.atMs);
@@ -213,7 +230,19 @@ export async function run(scenarioDrawn: Scenario) {
   }
   await clock.advanceTo(start + s.runMs);
   running = false;
-  if (process.env["SMOOTH_DEBUG"]) console.log("clients", JSON.stringify(clients.map((c) => { const st = c.stats(); return [st.refills, Math.round(st.expired), st.prefetchAmount]; })), JSON.stringify(s.clients), JSON.stringify(s.latencies), s.jitterMs);
+  if (process.env["SMOOTH_DEBUG"])
+    console.log(
+      "clients",
+      JSON.stringify(
+        clients.map((c) => {
+          const st = c.stats();
+          return [st.refills, Math.round(st.expired), st.prefetchAmount];
+        }),
+      ),
+      JSON.stringify(s.clients),
+      JSON.stringify(s.latencies),
+      s.jitterMs,
+    );
   for (const client of everyClient) client.close("the run ended");
   await clock.advance(10_000);
   await Promise.all(loops);

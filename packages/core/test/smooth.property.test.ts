@@ -32,37 +32,34 @@ function propertySeed(): { seed?: number } {
 // run no closed window of `period` holds more than `limit × period` units handed to callers, and a
 // backlogged throttler delivers ≥ 95 % of limit (with timers up to 15 ms late; later ones lose slots).
 
-const scenario: fc.Arbitrary<Scenario> = fc
-  .integer({ min: 1, max: 20 })
-  .chain((count) =>
-    fc.record({
-      clients: fc.array(
-        fc.record({
-          callers: fc.integer({ min: 1, max: 3 }),
-          thinkMs: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 300 })),
-          burstEveryMs: fc.option(fc.integer({ min: 500, max: 4_000 }), { nil: null }),
-        }),
-        { minLength: count, maxLength: count },
-      ),
-      latencies: fc.array(
-        fc.record({ requestMs: fc.integer({ min: 0, max: MAX_DELAY_MS }), responseMs: fc.integer({ min: 0, max: MAX_DELAY_MS }) }),
-        { minLength: count, maxLength: count },
-      ),
-      responseBaseMs: fc.integer({ min: 0, max: MAX_DELAY_MS }),
-      jitterMs: fc.integer({ min: 0, max: MAX_DELAY_MS }),
-      stalls: fc.boolean(),
-      timerLateMs: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: MAX_LATE_TIMER_FOR_UTILISATION_MS }), fc.integer({ min: 16, max: 120 })),
-      limits: fc.array(fc.record({ atMs: fc.integer({ min: 2_000, max: 28_000 }), limit: fc.integer({ min: 2, max: 120 }) }), {
-        minLength: 1,
-        maxLength: 4,
+const scenario: fc.Arbitrary<Scenario> = fc.integer({ min: 1, max: 20 }).chain((count) =>
+  fc.record({
+    clients: fc.array(
+      fc.record({
+        callers: fc.integer({ min: 1, max: 3 }),
+        thinkMs: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 300 })),
+        burstEveryMs: fc.option(fc.integer({ min: 500, max: 4_000 }), { nil: null }),
       }),
-      restart: fc.record({ atMs: fc.integer({ min: 5_000, max: 25_000 }), downMs: fc.integer({ min: 0, max: 1_500 }) }),
-      runMs: fc.constant(30_000),
-      seed: fc.integer(),
-      allBacklogged: fc.boolean(),
+      { minLength: count, maxLength: count },
+    ),
+    latencies: fc.array(fc.record({ requestMs: fc.integer({ min: 0, max: MAX_DELAY_MS }), responseMs: fc.integer({ min: 0, max: MAX_DELAY_MS }) }), {
+      minLength: count,
+      maxLength: count,
     }),
-  );
-
+    responseBaseMs: fc.integer({ min: 0, max: MAX_DELAY_MS }),
+    jitterMs: fc.integer({ min: 0, max: MAX_DELAY_MS }),
+    stalls: fc.boolean(),
+    timerLateMs: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: MAX_LATE_TIMER_FOR_UTILISATION_MS }), fc.integer({ min: 16, max: 120 })),
+    limits: fc.array(fc.record({ atMs: fc.integer({ min: 2_000, max: 28_000 }), limit: fc.integer({ min: 2, max: 120 }) }), {
+      minLength: 1,
+      maxLength: 4,
+    }),
+    restart: fc.record({ atMs: fc.integer({ min: 5_000, max: 25_000 }), downMs: fc.integer({ min: 0, max: 1_500 }) }),
+    runMs: fc.constant(30_000),
+    seed: fc.integer(),
+    allBacklogged: fc.boolean(),
+  }),
+);
 
 /** Every client backlogged, every answer on time, every client's timers late by up to 1–15 ms at random. */
 const lateTimerScenario: fc.Arbitrary<Scenario> = fc
@@ -88,7 +85,9 @@ const lowLimitScenario: fc.Arbitrary<Scenario> = fc
   )
   .map(([s, initialLimit, limits, count, latencies, workMs, jitterMs]) => ({
     ...s,
-    clients: s.clients.slice(0, count).concat(Array.from({ length: Math.max(0, count - s.clients.length) }, () => ({ callers: 1, thinkMs: 0, burstEveryMs: null }))),
+    clients: s.clients
+      .slice(0, count)
+      .concat(Array.from({ length: Math.max(0, count - s.clients.length) }, () => ({ callers: 1, thinkMs: 0, burstEveryMs: null }))),
     latencies,
     responseBaseMs: 0,
     jitterMs,
@@ -149,7 +148,25 @@ describe("smooth throttler, in virtual time (docs/design.md §11.1)", () => {
     // request is now answered in part (one answer of the new limit), and the client asks again.
     const c = (callers: number, thinkMs: number) => ({ callers, thinkMs, burstEveryMs: null });
     const s: Scenario = {
-      clients: [c(3, 1), c(1, 1), c(1, 1), c(2, 0), c(1, 0), c(1, 1), c(1, 1), c(2, 0), c(2, 0), c(1, 0), c(2, 0), c(1, 1), c(1, 0), c(3, 1), c(3, 1), c(2, 0), c(1, 0)],
+      clients: [
+        c(3, 1),
+        c(1, 1),
+        c(1, 1),
+        c(2, 0),
+        c(1, 0),
+        c(1, 1),
+        c(1, 1),
+        c(2, 0),
+        c(2, 0),
+        c(1, 0),
+        c(2, 0),
+        c(1, 1),
+        c(1, 0),
+        c(3, 1),
+        c(3, 1),
+        c(2, 0),
+        c(1, 0),
+      ],
       latencies: [1, 0, 2, 0, 2, 2, 2, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0].map((requestMs, i) => ({ requestMs, responseMs: i === 2 ? 1 : 0 })),
       responseBaseMs: 0,
       jitterMs: 0,
@@ -176,7 +193,10 @@ describe("smooth throttler, in virtual time (docs/design.md §11.1)", () => {
       jitterMs: 0,
       stalls: false,
       timerLateMs: 1,
-      limits: [{ atMs: 2_000, limit: 9 }, { atMs: 2_000, limit: 2 }],
+      limits: [
+        { atMs: 2_000, limit: 9 },
+        { atMs: 2_000, limit: 2 },
+      ],
       restart: { atMs: 5_000, downMs: 0 },
       runMs: 30_000,
       seed: -352755256,
@@ -196,78 +216,88 @@ describe("smooth throttler, in virtual time (docs/design.md §11.1)", () => {
       const before = steady[i - 1] ?? 0;
       const at = steady[i] ?? 0;
       if (before < s.restart.atMs && at > s.restart.atMs) {
-        assert.ok(at <= s.restart.atMs + reachMs + toleranceMs, `first hand-out after the restart at ${at.toFixed(1)} ms, ${(at - s.restart.atMs).toFixed(1)} ms after it: more than one reach (${reachMs.toFixed(1)} ms)`);
+        assert.ok(
+          at <= s.restart.atMs + reachMs + toleranceMs,
+          `first hand-out after the restart at ${at.toFixed(1)} ms, ${(at - s.restart.atMs).toFixed(1)} ms after it: more than one reach (${reachMs.toFixed(1)} ms)`,
+        );
       } else {
-        assert.ok(Math.abs(at - before - intervalMs) <= toleranceMs, `hand-outs at ${before.toFixed(1)} and ${at.toFixed(1)} ms: ${(at - before).toFixed(1)} ms apart, one slot is ${intervalMs.toFixed(1)} ms`);
+        assert.ok(
+          Math.abs(at - before - intervalMs) <= toleranceMs,
+          `hand-outs at ${before.toFixed(1)} and ${at.toFixed(1)} ms: ${(at - before).toFixed(1)} ms apart, one slot is ${intervalMs.toFixed(1)} ms`,
+        );
       }
     }
   });
 });
 
 async function check(s: Scenario): Promise<void> {
-        const { handedAt, timeline, events } = await run(s);
-        if (process.env["SMOOTH_DEBUG"]) console.log(s.clients.length, handedAt.length, JSON.stringify(timeline), JSON.stringify(s.restart));
-        try {
-          verify(s, handedAt, timeline, events);
-        } catch (error) {
-          if (process.env["SMOOTH_DEBUG"]) console.log(String(error));
-          throw error;
-        }
+  const { handedAt, timeline, events } = await run(s);
+  if (process.env["SMOOTH_DEBUG"]) console.log(s.clients.length, handedAt.length, JSON.stringify(timeline), JSON.stringify(s.restart));
+  try {
+    verify(s, handedAt, timeline, events);
+  } catch (error) {
+    if (process.env["SMOOTH_DEBUG"]) console.log(String(error));
+    throw error;
+  }
 }
 
 function verify(s: Scenario, handedAt: number[], timeline: readonly { atMs: number; limit: number }[], events: readonly number[]): void {
-        handedAt.sort((a, b) => a - b);
-        const largestReach = Math.max(...timeline.map((t) => paceReachMs({ limit: t.limit, requestPeriodMs: REQUEST_PERIOD_MS })));
+  handedAt.sort((a, b) => a - b);
+  const largestReach = Math.max(...timeline.map((t) => paceReachMs({ limit: t.limit, requestPeriodMs: REQUEST_PERIOD_MS })));
 
-        // Every closed window [t, t + period] starting at a hand-out (the fullest windows do).
-        let j = 0;
-        for (let i = 0; i < handedAt.length; i++) {
-          const from = handedAt[i] ?? 0;
-          while (j < handedAt.length && (handedAt[j] ?? 0) <= from + PERIOD_MS) j++;
-          const count = j - i;
-          const bound = (boundFor(timeline, from - largestReach, from + PERIOD_MS) * PERIOD_MS) / 1000;
-          assert.ok(count <= bound, `${count} units in the closed window [${from}, ${from + PERIOD_MS}] ms, limit × period = ${bound}`);
-        }
+  // Every closed window [t, t + period] starting at a hand-out (the fullest windows do).
+  let j = 0;
+  for (let i = 0; i < handedAt.length; i++) {
+    const from = handedAt[i] ?? 0;
+    while (j < handedAt.length && (handedAt[j] ?? 0) <= from + PERIOD_MS) j++;
+    const count = j - i;
+    const bound = (boundFor(timeline, from - largestReach, from + PERIOD_MS) * PERIOD_MS) / 1000;
+    assert.ok(count <= bound, `${count} units in the closed window [${from}, ${from + PERIOD_MS}] ms, limit × period = ${bound}`);
+  }
 
-        // Utilisation: the steady spans, away from the start, a limit change or the restart.
-        const settleMs = largestReach + 2 * REQUEST_PERIOD_MS;
-        const marks = [...events, s.runMs].sort((a, b) => a - b);
-        let delivered = 0;
-        let capacity = 0;
-        /**
-         * 95 % of each span's capacity in whole units, rounded down. A span of length L holds a whole
-         * number of slots, ⌊L × r⌋ or ⌊L × r⌋ + 1 depending on where the slot grid (1/r apart) falls
-         * against its edges: up to one unit per span that no throttler can deliver. At limit 2 that
-         * unit is half a second, more than the 1 % between the paced 96 % and the promised 95 % over
-         * a span of 1.3 s (2 of 2.6 units) or of 23.3 s (44 of 46.6): a perfect grid read 93.5 %
-         * there (46 of 49.2; the regression test below). A perfect grid always holds
-         * ⌊0.96 c⌋ ≥ ⌊0.95 c⌋ units in a span of capacity c, so this forgives the rounding and
-         * nothing else: a lost unit still fails.
-         */
-        let required = 0;
-        for (let k = 0; k + 1 < marks.length; k++) {
-          const from = (marks[k] ?? 0) + settleMs;
-          const to = marks[k + 1] ?? 0;
-          if (to - from < 1_000) continue;
-          delivered += handedAt.filter((t) => t >= from && t < to).length;
-          const spanCapacity = (boundFor(timeline, from, from) * (to - from)) / 1000;
-          capacity += spanCapacity;
-          required += Math.floor(0.95 * spanCapacity + 1e-9);
-        }
-        // Clients that pause waste the rest of the run they hold (docs/internals/smooth-shaping.md): the 95 % is a
-        // promise for a backlog, so it is checked when every client has one.
-        // Stalled answers lose the slots their lateness used up: the bound holds, the 95 % is not promised.
-        // Timers late by more than the allowance lose slots too (the bound holds; docs/internals/smooth-shaping.md).
-        if (capacity > 0 && s.allBacklogged && !s.stalls && s.timerLateMs <= MAX_LATE_TIMER_FOR_UTILISATION_MS) {
-          const utilisation = delivered / capacity;
-          if (process.env["SMOOTH_DEBUG"]) {
-            const gaps = handedAt.slice(1).map((t, i) => [t - (handedAt[i] ?? 0), handedAt[i] ?? 0] as const).sort((a, b) => b[0] - a[0]).slice(0, 8);
-            console.log("gaps", gaps.map(([g, at]) => `${g.toFixed(0)}@${at.toFixed(0)}`).join(" "));
-          }
-          if (process.env["SMOOTH_DEBUG"]) console.log(`utilisation ${(utilisation * 100).toFixed(1)} % (${delivered} / ${capacity.toFixed(1)})`);
-          assert.ok(
-            delivered >= required,
-            `delivered ${delivered} of ${capacity.toFixed(1)} units while backlogged: ${(utilisation * 100).toFixed(1)} %, below 95 % in whole units per span (${required})`,
-          );
-        }
+  // Utilisation: the steady spans, away from the start, a limit change or the restart.
+  const settleMs = largestReach + 2 * REQUEST_PERIOD_MS;
+  const marks = [...events, s.runMs].sort((a, b) => a - b);
+  let delivered = 0;
+  let capacity = 0;
+  /**
+   * 95 % of each span's capacity in whole units, rounded down. A span of length L holds a whole
+   * number of slots, ⌊L × r⌋ or ⌊L × r⌋ + 1 depending on where the slot grid (1/r apart) falls
+   * against its edges: up to one unit per span that no throttler can deliver. At limit 2 that
+   * unit is half a second, more than the 1 % between the paced 96 % and the promised 95 % over
+   * a span of 1.3 s (2 of 2.6 units) or of 23.3 s (44 of 46.6): a perfect grid read 93.5 %
+   * there (46 of 49.2; the regression test below). A perfect grid always holds
+   * ⌊0.96 c⌋ ≥ ⌊0.95 c⌋ units in a span of capacity c, so this forgives the rounding and
+   * nothing else: a lost unit still fails.
+   */
+  let required = 0;
+  for (let k = 0; k + 1 < marks.length; k++) {
+    const from = (marks[k] ?? 0) + settleMs;
+    const to = marks[k + 1] ?? 0;
+    if (to - from < 1_000) continue;
+    delivered += handedAt.filter((t) => t >= from && t < to).length;
+    const spanCapacity = (boundFor(timeline, from, from) * (to - from)) / 1000;
+    capacity += spanCapacity;
+    required += Math.floor(0.95 * spanCapacity + 1e-9);
+  }
+  // Clients that pause waste the rest of the run they hold (docs/internals/smooth-shaping.md): the 95 % is a
+  // promise for a backlog, so it is checked when every client has one.
+  // Stalled answers lose the slots their lateness used up: the bound holds, the 95 % is not promised.
+  // Timers late by more than the allowance lose slots too (the bound holds; docs/internals/smooth-shaping.md).
+  if (capacity > 0 && s.allBacklogged && !s.stalls && s.timerLateMs <= MAX_LATE_TIMER_FOR_UTILISATION_MS) {
+    const utilisation = delivered / capacity;
+    if (process.env["SMOOTH_DEBUG"]) {
+      const gaps = handedAt
+        .slice(1)
+        .map((t, i) => [t - (handedAt[i] ?? 0), handedAt[i] ?? 0] as const)
+        .sort((a, b) => b[0] - a[0])
+        .slice(0, 8);
+      console.log("gaps", gaps.map(([g, at]) => `${g.toFixed(0)}@${at.toFixed(0)}`).join(" "));
+    }
+    if (process.env["SMOOTH_DEBUG"]) console.log(`utilisation ${(utilisation * 100).toFixed(1)} % (${delivered} / ${capacity.toFixed(1)})`);
+    assert.ok(
+      delivered >= required,
+      `delivered ${delivered} of ${capacity.toFixed(1)} units while backlogged: ${(utilisation * 100).toFixed(1)} %, below 95 % in whole units per span (${required})`,
+    );
+  }
 }

@@ -145,7 +145,12 @@ export class CommitCoalescer {
     }
     if (retry.length === 0) return;
     // The join that answers this rebalance may already have happened while the commit was on its way.
-    const joined = this.options.joins() > joinsAtSend || (await this.options.waitForJoin().then(() => true, () => false));
+    const joined =
+      this.options.joins() > joinsAtSend ||
+      (await this.options.waitForJoin().then(
+        () => true,
+        () => false,
+      ));
     for (const entry of retry) {
       // No join to confirm that this member still owns the partition (closing, crashed, timed out):
       // sending again could land in a generation where it belongs to someone else.

@@ -35,7 +35,12 @@ export function bucketKey(throttlerId: string): string {
 }
 
 export function encodeSpec(record: PersistedSpec): string {
-  return JSON.stringify({ version: record.version, dynamic_spec_json: record.dynamicSpecJson, generation: record.generation, written_at_ms: record.writtenAtMs });
+  return JSON.stringify({
+    version: record.version,
+    dynamic_spec_json: record.dynamicSpecJson,
+    generation: record.generation,
+    written_at_ms: record.writtenAtMs,
+  });
 }
 
 export function encodeLeader(record: LeaderRecord): string {

@@ -112,7 +112,12 @@ export class ControllerStateWriter {
       }
       this.broken = true;
       await transaction?.abort().catch(() => undefined);
-      throw new KafkaIoError("SEND_FAILED", `writing ${messages.length} record(s) to "${this.topic}" failed: ${describeError(error)}`, { topic: this.topic }, { cause: error });
+      throw new KafkaIoError(
+        "SEND_FAILED",
+        `writing ${messages.length} record(s) to "${this.topic}" failed: ${describeError(error)}`,
+        { topic: this.topic },
+        { cause: error },
+      );
     }
   }
 

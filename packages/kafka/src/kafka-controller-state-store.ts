@@ -72,7 +72,8 @@ export class KafkaControllerStateStore implements ControllerStateStore {
       await this.reader.run({
         autoCommit: false,
         eachBatch: async ({ batch }) => {
-          for (const message of batch.messages) this.fold.apply(Number(message.offset), message.key?.toString("utf8") ?? null, message.value?.toString("utf8") ?? null);
+          for (const message of batch.messages)
+            this.fold.apply(Number(message.offset), message.key?.toString("utf8") ?? null, message.value?.toString("utf8") ?? null);
           this.readUpTo(batch.lastOffset());
         },
       });

@@ -13,7 +13,8 @@ export const KAFKA_IO_ERROR_GUIDE: Readonly<Record<KafkaIoErrorCode, { readonly 
     action: "Fix the spec (`sluice validate` checks the references); the same spec fails again.",
   },
   PARTITION_REVOKED: {
-    meaning: "The partition was taken away (rebalance, expulsion, a fenced transactional producer) or the source stopped; the next owner resumes from the last commit.",
+    meaning:
+      "The partition was taken away (rebalance, expulsion, a fenced transactional producer) or the source stopped; the next owner resumes from the last commit.",
     action: "Nothing: the work moves to the partition's new owner. Frequent revocations mean members miss `session_timeout`.",
   },
   CLOSED: {
@@ -22,7 +23,8 @@ export const KAFKA_IO_ERROR_GUIDE: Readonly<Record<KafkaIoErrorCode, { readonly 
   },
   SOURCE_START_FAILED: {
     meaning: "A consumer could not connect, subscribe or join its group in time (the controller's state reader included).",
-    action: "Check that the brokers in `kafka.brokers` are reachable and the group can be joined (a slow join of many members may need a longer start-up), then start again.",
+    action:
+      "Check that the brokers in `kafka.brokers` are reachable and the group can be joined (a slow join of many members may need a longer start-up), then start again.",
   },
   CONSUMER_CRASHED: {
     meaning: "kafkajs gave up on the consumer and will not restart it.",
@@ -45,7 +47,8 @@ export const KAFKA_IO_ERROR_GUIDE: Readonly<Record<KafkaIoErrorCode, { readonly 
     action: "Check the brokers; the job rewinds and sends again (duplicates are possible unless `delivery` is `exactly_once`).",
   },
   TRANSACTION_FAILED: {
-    meaning: "With `delivery: \"exactly_once\"`: claiming a partition's transactional id, or a transaction, failed; the batch is redone from the last committed transaction.",
+    meaning:
+      'With `delivery: "exactly_once"`: claiming a partition\'s transactional id, or a transaction, failed; the batch is redone from the last committed transaction.',
     action: "Nothing for a transient broker error; if it repeats, check the brokers' transaction coordinator and `transaction.state.log` settings.",
   },
   INVALID_RECORD: {

@@ -33,7 +33,13 @@ export const KAFKA_RECORD_READER: RecordReader<KafkaMessage> = Object.freeze({
 
 export function toSourceRecord(message: KafkaMessage): SourceRecord {
   const reader = KAFKA_RECORD_READER;
-  return { key: reader.key(message), value: reader.value(message), headers: reader.headers(message), offset: reader.offset(message), timestampMs: reader.timestampMs(message) };
+  return {
+    key: reader.key(message),
+    value: reader.value(message),
+    headers: reader.headers(message),
+    offset: reader.offset(message),
+    timestampMs: reader.timestampMs(message),
+  };
 }
 
 /**

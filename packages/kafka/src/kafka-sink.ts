@@ -106,11 +106,15 @@ export function toMessage(record: SinkRecord, index: number, stream: string): Me
     });
   }
   if (timestampMs !== undefined && !(Number.isSafeInteger(timestampMs) && timestampMs >= 0)) {
-    throw new KafkaIoError("INVALID_RECORD", `record ${index} for stream "${stream}" has timestampMs ${timestampMs}; a timestamp is an integer ≥ 0 (epoch ms)`, {
-      stream,
-      index,
-      timestampMs,
-    });
+    throw new KafkaIoError(
+      "INVALID_RECORD",
+      `record ${index} for stream "${stream}" has timestampMs ${timestampMs}; a timestamp is an integer ≥ 0 (epoch ms)`,
+      {
+        stream,
+        index,
+        timestampMs,
+      },
+    );
   }
   return {
     key: record.key === null ? null : asBuffer(record.key),

@@ -170,7 +170,13 @@ export class KafkaSource implements Source {
   private async shutdown(): Promise<void> {
     const closed = this.closedError("close");
     this.leftAtClose = [...this.slots.values()].flatMap((slot) => (slot.lease?.active ? [slot.lease] : []));
-    this.notifyRevoked(this.revokeWhere(() => true, () => closed, { stillMember: true }));
+    this.notifyRevoked(
+      this.revokeWhere(
+        () => true,
+        () => closed,
+        { stillMember: true },
+      ),
+    );
     this.joinWaiters.rejectAll(closed);
     this.pauseAll();
     await this.launching?.catch(() => undefined);
@@ -182,7 +188,12 @@ export class KafkaSource implements Source {
       await this.consumer.disconnect();
     } catch (error) {
       this.onError(
-        new KafkaIoError("CLOSED", `consumer group "${this.groupId}" did not leave cleanly: ${describeError(error)}`, { groupId: this.groupId }, { cause: error }),
+        new KafkaIoError(
+          "CLOSED",
+          `consumer group "${this.groupId}" did not leave cleanly: ${describeError(error)}`,
+          { groupId: this.groupId },
+          { cause: error },
+        ),
       );
     }
     for (const remove of this.removeListeners.splice(0)) remove();
@@ -222,7 +233,9 @@ export class KafkaSource implements Source {
         new KafkaIoError(
           "PARTITION_REVOKED",
           `partition ${lease.partition} of topic "${lease.topic}" (stream "${lease.stream}") was ` +
-            (expelled ? `lost: this member of group "${this.groupId}" was expelled and rejoined as ${memberId}` : `assigned elsewhere by a rebalance of group "${this.groupId}"`) +
+            (expelled
+              ? `lost: this member of group "${this.groupId}" was expelled and rejoined as ${memberId}`
+              : `assigned elsewhere by a rebalance of group "${this.groupId}"`) +
             "; the next owner resumes from the last committed offset",
           { groupId: this.groupId, topic: lease.topic, partition: lease.partition, stream: lease.stream },
         ),
@@ -240,7 +253,13 @@ export class KafkaSource implements Source {
       if (slot.lease?.active && this.transactions?.isFenced(slot.lease)) {
         // Fenced but assigned here again: give up that lease and claim the partition afresh.
         const stale = slot.lease;
-        stale.revoke(new KafkaIoError("PARTITION_REVOKED", `partition ${partition} of topic "${topic}" was claimed by another member before this rebalance gave it back`, { groupId: this.groupId, topic, partition }));
+        stale.revoke(
+          new KafkaIoError("PARTITION_REVOKED", `partition ${partition} of topic "${topic}" was claimed by another member before this rebalance gave it back`, {
+            groupId: this.groupId,
+            topic,
+            partition,
+          }),
+        );
         void this.transactions.release(stale);
         slot.lease = null;
         slot.dropPending();
@@ -256,7 +275,8 @@ export class KafkaSource implements Source {
           fresh.claiming = true;
           this.pause(slot);
           void this.delivery.claim(slot, fresh);
-        } else if (slot.draining) this.pause(slot); // a handler of the previous lease may still be running; the new one waits for it
+        } else if (slot.draining)
+          this.pause(slot); // a handler of the previous lease may still be running; the new one waits for it
         else this.resume(slot);
       }
       refs.push({ stream: input.stream, partition });
@@ -296,7 +316,11 @@ export class KafkaSource implements Source {
 
   // ---- bookkeeping ----------------------------------------------------------------------------
 
-  private revokeWhere(predicate: (slot: PartitionSlot) => boolean, reason: (lease: PartitionLease) => Error, options: { stillMember?: boolean } = {}): PartitionRef[] {
+  private revokeWhere(
+    predicate: (slot: PartitionSlot) => boolean,
+    reason: (lease: PartitionLease) => Error,
+    options: { stillMember?: boolean } = {},
+  ): PartitionRef[] {
     const revoked: PartitionRef[] = [];
     for (const slot of this.slots.values()) {
       const lease = slot.lease;
@@ -331,7 +355,12 @@ export class KafkaSource implements Source {
       this.listener[event]?.(refs);
     } catch (error) {
       this.onError(
-        new KafkaIoError("LISTENER_FAILED", `listener ${event} of group "${this.groupId}" threw: ${describeError(error)}`, { groupId: this.groupId }, { cause: error }),
+        new KafkaIoError(
+          "LISTENER_FAILED",
+          `listener ${event} of group "${this.groupId}" threw: ${describeError(error)}`,
+          { groupId: this.groupId },
+          { cause: error },
+        ),
       );
     }
   }

@@ -72,7 +72,10 @@ export class PartitionDelivery {
     // After a rejoin kafkajs may read a retained partition again from the committed offset; what
     // this lease already handed over is not handed over twice.
     const head = batch.messages[0];
-    const messages = from === undefined || head === undefined || !offsetLessThan(head.offset, from) ? batch.messages : batch.messages.filter((m) => !offsetLessThan(m.offset, from));
+    const messages =
+      from === undefined || head === undefined || !offsetLessThan(head.offset, from)
+        ? batch.messages
+        : batch.messages.filter((m) => !offsetLessThan(m.offset, from));
     const lastOffset = batch.lastOffset();
     const first = messages[0];
     if (lease.committedOffset === undefined && first) lease.committedOffset = first.offset;
@@ -113,12 +116,17 @@ export class PartitionDelivery {
         const retryMs = Math.min(CLAIM_RETRY_MAX_MS, CLAIM_RETRY_MIN_MS * 2 ** (attempt - 1));
         const reason = isKafkaIoError(error) ? error.message : describeError(error);
         this.options.onError(
-          new KafkaIoError("TRANSACTION_FAILED", `${reason}; partition ${lease.partition} of topic "${lease.topic}" stays paused and is claimed again in ${retryMs} ms`, {
-            groupId: this.options.groupId,
-            topic: lease.topic,
-            partition: lease.partition,
-            attempt,
-          }, { cause: error }),
+          new KafkaIoError(
+            "TRANSACTION_FAILED",
+            `${reason}; partition ${lease.partition} of topic "${lease.topic}" stays paused and is claimed again in ${retryMs} ms`,
+            {
+              groupId: this.options.groupId,
+              topic: lease.topic,
+              partition: lease.partition,
+              attempt,
+            },
+            { cause: error },
+          ),
         );
         await abortableSleep(retryMs, lease.signal);
       }

@@ -107,20 +107,28 @@ export class PartitionTransactions {
     const claim = this.claims.get(lease);
     const where = `stream "${lease.stream}" (topic "${lease.topic}") partition ${lease.partition} in group "${this.options.groupId}"`;
     if (!claim || !lease.active) {
-      throw new KafkaIoError("PARTITION_REVOKED", `no transaction for ${where}: this member no longer owns it; the next owner resumes after the last committed transaction`, {
-        groupId: this.options.groupId,
-        topic: lease.topic,
-        partition: lease.partition,
-      });
+      throw new KafkaIoError(
+        "PARTITION_REVOKED",
+        `no transaction for ${where}: this member no longer owns it; the next owner resumes after the last committed transaction`,
+        {
+          groupId: this.options.groupId,
+          topic: lease.topic,
+          partition: lease.partition,
+        },
+      );
     }
     await claim.ready;
     if (claim.fenced) throw claim.fenced;
     if (claim.broken) {
-      throw new KafkaIoError("TRANSACTION_FAILED", `no transaction for ${where} yet: an earlier one failed with its outcome unknown, so the partition is being claimed again`, {
-        groupId: this.options.groupId,
-        topic: lease.topic,
-        partition: lease.partition,
-      });
+      throw new KafkaIoError(
+        "TRANSACTION_FAILED",
+        `no transaction for ${where} yet: an earlier one failed with its outcome unknown, so the partition is being claimed again`,
+        {
+          groupId: this.options.groupId,
+          topic: lease.topic,
+          partition: lease.partition,
+        },
+      );
     }
     let transaction: Transaction;
     try {
@@ -138,7 +146,10 @@ export class PartitionTransactions {
       },
       commit: async (nextOffset) => {
         await chain;
-        if (!lease.active) throw new KafkaIoError("PARTITION_REVOKED", `transaction for ${where} not committed: the partition was taken away`, { groupId: this.options.groupId });
+        if (!lease.active)
+          throw new KafkaIoError("PARTITION_REVOKED", `transaction for ${where} not committed: the partition was taken away`, {
+            groupId: this.options.groupId,
+          });
         try {
           await transaction.sendOffsets({
             consumerGroupId: this.options.groupId,
@@ -147,7 +158,11 @@ export class PartitionTransactions {
           await transaction.commit();
           ended = true;
         } catch (error) {
-          throw this.failure(claim, `commit of the transaction for ${where} up to offset ${nextOffset} failed; its outputs stay invisible to read_committed readers`, error);
+          throw this.failure(
+            claim,
+            `commit of the transaction for ${where} up to offset ${nextOffset} failed; its outputs stay invisible to read_committed readers`,
+            error,
+          );
         }
         lease.committedOffset = nextOffset;
         lease.durableOffset = nextOffset;

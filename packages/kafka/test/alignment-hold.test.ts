@@ -11,7 +11,9 @@ import { PartitionLease, PartitionSlot } from "../src/partition-lease.ts";
 
 function batchOf(offsets: number[]): Pick<EachBatchPayload, "batch" | "resolveOffset"> {
   // Only the fields the Kafka record reader reads; kafkajs's KafkaMessage is a union of two record formats.
-  const messages = offsets.map((o) => ({ key: null, value: Buffer.from("{}"), headers: {}, offset: String(o), timestamp: String(1_700_000_000_000 + o) }) as unknown as KafkaMessage);
+  const messages = offsets.map(
+    (o) => ({ key: null, value: Buffer.from("{}"), headers: {}, offset: String(o), timestamp: String(1_700_000_000_000 + o) }) as unknown as KafkaMessage,
+  );
   const batch = { topic: "in", partition: 0, messages, lastOffset: () => String(offsets[offsets.length - 1]) } as unknown as EachBatchPayload["batch"];
   return { batch, resolveOffset: () => {} };
 }
@@ -25,7 +27,15 @@ test("a held partition is paused and stays paused until the job lets go", async 
     prefetchBatchesPerPartition: 1,
     transactions: null,
     fencedReclaimDelayMs: 6000,
-    commits: new CommitCoalescer({ groupId: "g", send: async () => {}, isGroupChange: () => false, waitForJoin: async () => {}, joins: () => 1, intervalMs: 10, maxAttempts: 1 }),
+    commits: new CommitCoalescer({
+      groupId: "g",
+      send: async () => {},
+      isGroupChange: () => false,
+      waitForJoin: async () => {},
+      joins: () => 1,
+      intervalMs: 10,
+      maxAttempts: 1,
+    }),
     handler: () => async (_batch, ctx) => {
       context = ctx;
       if (moves.length === 0) {
@@ -62,7 +72,15 @@ test("a hold from a revoked lease does nothing to the partition or its next owne
     prefetchBatchesPerPartition: 1,
     transactions: null,
     fencedReclaimDelayMs: 6000,
-    commits: new CommitCoalescer({ groupId: "g", send: async () => {}, isGroupChange: () => false, waitForJoin: async () => {}, joins: () => 1, intervalMs: 10, maxAttempts: 1 }),
+    commits: new CommitCoalescer({
+      groupId: "g",
+      send: async () => {},
+      isGroupChange: () => false,
+      waitForJoin: async () => {},
+      joins: () => 1,
+      intervalMs: 10,
+      maxAttempts: 1,
+    }),
     handler: () => async (_batch, ctx) => {
       context = ctx;
     },

@@ -97,7 +97,10 @@ test("a lease taken away by a rebalance has its pending offset refused, never se
   releaseSend();
   await inFlight;
   await assert.rejects(pending, (error) => isKafkaIoError(error, "PARTITION_REVOKED") && /offset 7 .*partition 0.*assigned elsewhere/.test(error.message));
-  assert.deepEqual(sent.flat().map((o) => o.partition), [1]);
+  assert.deepEqual(
+    sent.flat().map((o) => o.partition),
+    [1],
+  );
 });
 
 test("a lease ended by close() still commits what it asked for: the member owns the partition until it leaves", async () => {
@@ -111,7 +114,10 @@ test("a lease ended by close() still commits what it asked for: the member owns 
   releaseSend();
   await commits.flush();
   await Promise.all([first, second]);
-  assert.deepEqual(sent.flat().map((o) => o.offset), ["1", "9"]);
+  assert.deepEqual(
+    sent.flat().map((o) => o.offset),
+    ["1", "9"],
+  );
 });
 
 test("a new lease of the same partition replaces the old one's pending offset", async () => {
@@ -150,7 +156,10 @@ test("a rebalance answer is retried after the next join; other failures are refu
   assert.equal(sent.length, 2, "sent again after the join");
 
   failures = ["broker gone"];
-  await assert.rejects(commits.request(lease(2), "8"), (error) => isKafkaIoError(error, "COMMIT_FAILED") && /offset 8 .*after 1 attempt\(s\): broker gone/.test(error.message));
+  await assert.rejects(
+    commits.request(lease(2), "8"),
+    (error) => isKafkaIoError(error, "COMMIT_FAILED") && /offset 8 .*after 1 attempt\(s\): broker gone/.test(error.message),
+  );
 
   failures = ["REBALANCE_IN_PROGRESS", "REBALANCE_IN_PROGRESS", "REBALANCE_IN_PROGRESS"];
   await assert.rejects(commits.request(lease(3), "9"), (error) => isKafkaIoError(error, "COMMIT_FAILED") && /after 3 attempt\(s\)/.test(error.message));

@@ -51,7 +51,11 @@ test("a commit refused by a rebalance is retried after the next join, or refused
   const options = { logLevel: "nothing", source: { heartbeatIntervalMs: 500, sessionTimeoutMs: 10_000, rebalanceTimeoutMs: 5_000 } } as const;
   const factory = new KafkaIoFactory(spec, options);
   const other = new KafkaIoFactory(spec, options);
-  broker.cleanup.push(["factory.close", () => factory.close()], ["other.close", () => other.close()], ["deleteTopics", () => broker.admin.deleteTopics({ topics: [topic], timeout: 10_000 })]);
+  broker.cleanup.push(
+    ["factory.close", () => factory.close()],
+    ["other.close", () => other.close()],
+    ["deleteTopics", () => broker.admin.deleteTopics({ topics: [topic], timeout: 10_000 })],
+  );
   await factory.ensureTopics();
   const records: SinkRecord[] = Array.from({ length: 200 }, (_, i) => ({ key: null, value: encoder.encode(String(i)), partition: i % 2 }));
   await withTimeout(factory.createSink(spec).send("events", records), 20_000, () => "send");
@@ -91,7 +95,11 @@ test("a commit refused by a rebalance is retried after the next join, or refused
     30_000,
     () => "source.start",
   );
-  await waitFor(() => seen.outcome !== null, 30_000, () => "the commit that met the rebalance to settle");
+  await waitFor(
+    () => seen.outcome !== null,
+    30_000,
+    () => "the commit that met the rebalance to settle",
+  );
   await withTimeout(seen.joinedSecond ?? Promise.resolve(), 30_000, () => "second source start");
   const elapsed = Date.now() - t0;
   const settled = seen.outcome;

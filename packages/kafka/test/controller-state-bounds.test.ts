@@ -18,7 +18,6 @@ import { concurrencyRecord, leasesOf } from "./state-record-fixtures.ts";
 
 const units = (leases: PersistedLeases) => Object.values(leases.holders).reduce((sum, byClass) => sum + Object.values(byClass).reduce((a, b) => a + b, 0), 0);
 
-
 describe("bounds of a controller-state record", () => {
   it("a concurrency throttler with 10,000 holders and 1,000 request ids (ids of 64 characters) is kept whole and fits", () => {
     const leases = leasesOf(PERSISTED_HOLDERS_MAX, 64, PERSISTED_REQUEST_IDS_MAX);
@@ -37,7 +36,10 @@ describe("bounds of a controller-state record", () => {
     assert.ok(Buffer.byteLength(JSON.stringify(record.leases!.holders)) <= PERSISTED_HOLDERS_MAX_BYTES);
     assert.ok(holders.includes(UNLISTED_HOLDER), "the rest are summed under one holder");
     assert.equal(units(record.leases!), units(leases), "every unit in use is still counted");
-    assert.ok(record.leases!.requestIds.length < 5_000 && record.leases!.requestIds.at(-1)?.requestId === leases.requestIds.at(-1)?.requestId, "the newest request ids are kept");
+    assert.ok(
+      record.leases!.requestIds.length < 5_000 && record.leases!.requestIds.at(-1)?.requestId === leases.requestIds.at(-1)?.requestId,
+      "the newest request ids are kept",
+    );
     const bytes = Buffer.byteLength(encodeThrottler(record));
     assert.ok(bytes <= STATE_RECORD_MAX_BYTES, `${bytes} bytes ≤ ${STATE_RECORD_MAX_BYTES}`);
   });
@@ -63,7 +65,15 @@ describe("bounds of a controller-state record", () => {
 
   it("1,000 throttlers are 1,000 small records, each the size of one bucket", () => {
     const sizes = Array.from({ length: 1_000 }, (_, i) =>
-      Buffer.byteLength(encodeThrottler({ throttlerId: `throttler-${i}`, balance: { balance: -12.345678, atMs: 1_700_000_000_000 }, limitPerSecond: 1_000, generation: 3, writtenAtMs: 1_700_000_000_000 })),
+      Buffer.byteLength(
+        encodeThrottler({
+          throttlerId: `throttler-${i}`,
+          balance: { balance: -12.345678, atMs: 1_700_000_000_000 },
+          limitPerSecond: 1_000,
+          generation: 3,
+          writtenAtMs: 1_700_000_000_000,
+        }),
+      ),
     );
     assert.ok(Math.max(...sizes) < 200, `largest ${Math.max(...sizes)} bytes`);
   });
@@ -75,9 +85,17 @@ describe("ControllerStateFold", () => {
     const records: [number, string, string | null][] = [];
     for (let v = 1; v <= 3; v++) {
       records.push([records.length, "spec", encodeSpec({ version: v, dynamicSpecJson: "{}", generation: 4 - v, writtenAtMs: v })]);
-      records.push([records.length, bucketKey("rows"), encodeThrottler({ throttlerId: "rows", balance: { balance: -v, atMs: v }, limitPerSecond: 1, generation: 1, writtenAtMs: v })]);
+      records.push([
+        records.length,
+        bucketKey("rows"),
+        encodeThrottler({ throttlerId: "rows", balance: { balance: -v, atMs: v }, limitPerSecond: 1, generation: 1, writtenAtMs: v }),
+      ]);
     }
-    records.push([records.length, bucketKey("gone"), encodeThrottler({ throttlerId: "gone", balance: { balance: 1, atMs: 1 }, limitPerSecond: 1, generation: 1, writtenAtMs: 1 })]);
+    records.push([
+      records.length,
+      bucketKey("gone"),
+      encodeThrottler({ throttlerId: "gone", balance: { balance: 1, atMs: 1 }, limitPerSecond: 1, generation: 1, writtenAtMs: 1 }),
+    ]);
     records.push([records.length, bucketKey("gone"), null]);
     for (const [offset, key, value] of records) fold.apply(offset, key, value);
     const state = fold.state();

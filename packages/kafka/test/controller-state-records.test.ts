@@ -44,7 +44,10 @@ describe("controller state records", () => {
     const tasks = throttler("tasks", { leases });
     assert.match(encodeThrottler(tasks), /"request_ids":\[\{"request_id":"r-1","client_id":"w1\/Admit\/0","amount":2,"waited_ms":5,"expires_at_ms":61000\}\]/);
     assert.deepEqual(roundTrip(tasks), { kind: "throttler", record: tasks });
-    const bad = JSON.stringify({ throttler: "tasks", leases: { holders: { a: { default: -1, x: "2" }, b: { default: 1 } }, request_ids: [{ request_id: 5 }, null] } });
+    const bad = JSON.stringify({
+      throttler: "tasks",
+      leases: { holders: { a: { default: -1, x: "2" }, b: { default: 1 } }, request_ids: [{ request_id: 5 }, null] },
+    });
     assert.deepEqual(decodeStateRecord("bucket/tasks", bad), {
       kind: "throttler",
       record: { ...throttler("tasks", { generation: 0, writtenAtMs: 0 }), leases: { holders: { b: { default: 1 } }, requestIds: [] } },
@@ -57,7 +60,10 @@ describe("controller state records", () => {
     assert.match(encodeThrottler(tasks), /"silent_ms":\{"a":900\}/);
     assert.deepEqual(roundTrip(tasks), { kind: "throttler", record: tasks });
     assert.doesNotMatch(encodeThrottler(throttler("tasks", { leases: { ...leases, silentMs: {} } })), /silent_ms/);
-    const bad = JSON.stringify({ throttler: "tasks", leases: { holders: { a: { default: 1 }, b: { default: 1 } }, request_ids: [], silent_ms: { a: -5, b: "9", c: 300, __proto__: 1 } } });
+    const bad = JSON.stringify({
+      throttler: "tasks",
+      leases: { holders: { a: { default: 1 }, b: { default: 1 } }, request_ids: [], silent_ms: { a: -5, b: "9", c: 300, __proto__: 1 } },
+    });
     const decoded = decodeStateRecord("bucket/tasks", bad);
     assert.equal(decoded.kind, "throttler");
     assert.deepEqual(decoded.kind === "throttler" ? decoded.record.leases : null, { holders: { a: { default: 1 }, b: { default: 1 } }, requestIds: [] });
@@ -82,10 +88,24 @@ describe("controller state records", () => {
     assert.match(encodeThrottler(tasks), /"steady_last":true,"since_loss_cut":0,"last_load":0\.997,"last_use":20,"decided_at_ms":9000/);
     assert.deepEqual(roundTrip(tasks), { kind: "throttler", record: tasks });
     const bad = (fields: Record<string, unknown>) =>
-      decodeStateRecord("bucket/t", JSON.stringify({ throttler: "t", adaptive: { limit_in_force: 4, suggested_limit: 4, failures: 0, raised_last: false, ...fields } }));
-    for (const fields of [{ steady_last: "yes" }, { since_loss_cut: 0.5 }, { since_loss_cut: -1 }, { last_load: -0.1 }, { last_load: "0.9" }, { last_load: null }]) {
+      decodeStateRecord(
+        "bucket/t",
+        JSON.stringify({ throttler: "t", adaptive: { limit_in_force: 4, suggested_limit: 4, failures: 0, raised_last: false, ...fields } }),
+      );
+    for (const fields of [
+      { steady_last: "yes" },
+      { since_loss_cut: 0.5 },
+      { since_loss_cut: -1 },
+      { last_load: -0.1 },
+      { last_load: "0.9" },
+      { last_load: null },
+    ]) {
       const decoded = bad(fields);
-      assert.deepEqual(decoded.kind === "throttler" ? decoded.record.adaptive : undefined, { limitInForce: 4, law: { limit: 4, failures: 0, raisedLast: false }, decidedAtMs: null }, JSON.stringify(fields));
+      assert.deepEqual(
+        decoded.kind === "throttler" ? decoded.record.adaptive : undefined,
+        { limitInForce: 4, law: { limit: 4, failures: 0, raisedLast: false }, decidedAtMs: null },
+        JSON.stringify(fields),
+      );
     }
   });
 

@@ -108,7 +108,9 @@ describe("spec errors", () => {
     );
     assert.throws(
       () => factory.createSource("D", { ...spec.computations["C"]!, inputs: ["nope"] }, spec),
-      (error: unknown) => isKafkaIoError(error, "KAFKA_SPEC_INVALID") && /computations\.D\.inputs: stream "nope" is not declared in pipeline "p" \(streams: "in", "out"\)/.test(error.message),
+      (error: unknown) =>
+        isKafkaIoError(error, "KAFKA_SPEC_INVALID") &&
+        /computations\.D\.inputs: stream "nope" is not declared in pipeline "p" \(streams: "in", "out"\)/.test(error.message),
     );
     await factory.close();
   });
@@ -125,16 +127,27 @@ describe("source start", () => {
 
   it("fails with the group and the topic named when the input topic does not exist, and leaves nothing running", { timeout: 30_000 }, async () => {
     const topic = uniqueName("sluice-missing");
-    const spec = pipelineSpec({ pipeline: uniqueName("missing"), brokers: handle.brokers, streams: { in: { topic, partitions: 1 } }, computations: { C: { inputs: ["in"] } } });
+    const spec = pipelineSpec({
+      pipeline: uniqueName("missing"),
+      brokers: handle.brokers,
+      streams: { in: { topic, partitions: 1 } },
+      computations: { C: { inputs: ["in"] } },
+    });
     const factory = new KafkaIoFactory(spec, { logLevel: "nothing" });
     const source = factory.createSource("C", spec.computations["C"]!, spec);
-    await assert.rejects(source.start(async () => {}), (error: unknown) => {
-      assert.ok(isKafkaIoError(error, "SOURCE_START_FAILED"), String(error));
-      assert.match(error.message, new RegExp(`group "${spec.pipeline}\\.C" could not start on topics "${topic}"`));
-      return true;
-    });
+    await assert.rejects(
+      source.start(async () => {}),
+      (error: unknown) => {
+        assert.ok(isKafkaIoError(error, "SOURCE_START_FAILED"), String(error));
+        assert.match(error.message, new RegExp(`group "${spec.pipeline}\\.C" could not start on topics "${topic}"`));
+        return true;
+      },
+    );
     await source.close();
     await factory.close();
-    assert.throws(() => factory.createSink(spec), (error: unknown) => isKafkaIoError(error, "CLOSED"));
+    assert.throws(
+      () => factory.createSink(spec),
+      (error: unknown) => isKafkaIoError(error, "CLOSED"),
+    );
   });
 });

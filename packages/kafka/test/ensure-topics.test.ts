@@ -64,10 +64,13 @@ test("ensureTopics refuses a replication factor the cluster cannot meet, naming 
   });
   const factory = new KafkaIoFactory(spec, { logLevel: "nothing", topics: { replicationFactor: 3 } });
   broker.cleanup.push(["factory.close", () => factory.close()]);
-  await assert.rejects(withTimeout(factory.ensureTopics(), 30_000, () => "ensureTopics rf 3"), (error: unknown) => {
-    assert.ok(isKafkaIoError(error, "TOPIC_SETUP_FAILED"), String(error));
-    assert.match(error.message, new RegExp(`"${topic}".*${broker.brokers.replaceAll(".", "\\.")}.*[Rr]eplication`));
-    return true;
-  });
+  await assert.rejects(
+    withTimeout(factory.ensureTopics(), 30_000, () => "ensureTopics rf 3"),
+    (error: unknown) => {
+      assert.ok(isKafkaIoError(error, "TOPIC_SETUP_FAILED"), String(error));
+      assert.match(error.message, new RegExp(`"${topic}".*${broker.brokers.replaceAll(".", "\\.")}.*[Rr]eplication`));
+      return true;
+    },
+  );
   assert.deepEqual(await broker.admin.listTopics().then((all) => all.filter((t) => t === topic)), []);
 });

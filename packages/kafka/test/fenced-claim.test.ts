@@ -47,9 +47,18 @@ test("a fenced lease still assigned here claims its partition back and relays ev
   const errors: KafkaIoError[] = [];
   const factory = new KafkaIoFactory(spec, {
     logLevel: "nothing",
-    source: { maxBytesPerPartition: 1_024, heartbeatIntervalMs: 500, sessionTimeoutMs: SESSION_TIMEOUT_MS, rebalanceTimeoutMs: 5_000, onError: (e) => errors.push(e) },
+    source: {
+      maxBytesPerPartition: 1_024,
+      heartbeatIntervalMs: 500,
+      sessionTimeoutMs: SESSION_TIMEOUT_MS,
+      rebalanceTimeoutMs: 5_000,
+      onError: (e) => errors.push(e),
+    },
   });
-  broker.cleanup.push(["factory.close", () => factory.close()], ["deleteTopics", () => broker.admin.deleteTopics({ topics: [input, output], timeout: 10_000 })]);
+  broker.cleanup.push(
+    ["factory.close", () => factory.close()],
+    ["deleteTopics", () => broker.admin.deleteTopics({ topics: [input, output], timeout: 10_000 })],
+  );
   await createTopic(broker.admin, input, 1);
   await createTopic(broker.admin, output, 1);
   const records: SinkRecord[] = Array.from({ length: COUNT }, (_, i) => ({ key: null, value: encoder.encode(String(i)), partition: 0 }));
@@ -79,7 +88,10 @@ test("a fenced lease still assigned here claims its partition back and relays ev
     let transaction: Awaited<ReturnType<NonNullable<typeof context.beginTransaction>>> | undefined;
     try {
       transaction = await context.beginTransaction();
-      await transaction.send("out", batch.records.map((r) => ({ key: r.key, value: r.value, partition: 0 })));
+      await transaction.send(
+        "out",
+        batch.records.map((r) => ({ key: r.key, value: r.value, partition: 0 })),
+      );
       await transaction.commit((BigInt(last.offset) + 1n).toString());
       relayed += batch.records.length;
     } catch (error) {
@@ -90,7 +102,12 @@ test("a fenced lease still assigned here claims its partition back and relays ev
   };
   await withTimeout(source.start(handler), 30_000, () => "source start");
   broker.cleanup.push(["source.close", () => source.close()]);
-  await waitFor(() => relayed >= COUNT, 60_000, () => `all ${COUNT} inputs relayed (relayed ${relayed}; failures: ${failures.map(String).join(" | ")}; errors: ${errors.map((e) => e.message).join(" | ")})`);
+  await waitFor(
+    () => relayed >= COUNT,
+    60_000,
+    () =>
+      `all ${COUNT} inputs relayed (relayed ${relayed}; failures: ${failures.map(String).join(" | ")}; errors: ${errors.map((e) => e.message).join(" | ")})`,
+  );
   const resumedAfterMs = Date.now() - (fencedAt ?? Date.now());
   t.diagnostic(`fenced after ${COUNT / 4}+ inputs; ${failures.length} failed transaction(s); all relayed ${resumedAfterMs} ms after the fence`);
 

@@ -136,11 +136,7 @@ export function useBroker(): BrokerFixture {
     connected = await connectAdmin(handle.brokers);
   });
   after(async () => {
-    await closeAll([
-      ...steps.reverse(),
-      ["admin.disconnect", async () => connected?.admin.disconnect()],
-      ["broker", async () => handle?.stop()],
-    ]);
+    await closeAll([...steps.reverse(), ["admin.disconnect", async () => connected?.admin.disconnect()], ["broker", async () => handle?.stop()]]);
   });
   const ready = <T>(value: T | undefined): T => {
     if (value === undefined) throw new Error("useBroker(): read before its before() hook connected the broker");

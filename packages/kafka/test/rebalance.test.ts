@@ -7,16 +7,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { BatchHandler, PartitionRef, SinkRecord } from "@sluice/runtime";
 import { KafkaIoFactory, isKafkaIoError, type KafkaSource } from "../src/index.ts";
-import {
-  committedOffsets,
-  endOffsets,
-  pipelineSpec,
-  sleep,
-  uniqueName,
-  useBroker,
-  waitFor,
-  withTimeout,
-} from "./kafka-test-kit.ts";
+import { committedOffsets, endOffsets, pipelineSpec, sleep, uniqueName, useBroker, waitFor, withTimeout } from "./kafka-test-kit.ts";
 
 const PARTITIONS = 3;
 const COUNT = 3_000;
@@ -76,7 +67,8 @@ test("two sources in one group split the partitions; when one closes the other t
       const expected = w.expected.get(batch.partition);
       if (!w.expected.has(batch.partition)) violations.push(`${w.name}: batch of partition ${batch.partition} it does not own`);
       // Within one ownership batches continue exactly where the previous one ended, across rejoins that kept the partition.
-      if (expected !== undefined && firstOffset !== expected) violations.push(`${w.name}: partition ${batch.partition} batch starts at ${firstOffset}, expected ${expected}`);
+      if (expected !== undefined && firstOffset !== expected)
+        violations.push(`${w.name}: partition ${batch.partition} batch starts at ${firstOffset}, expected ${expected}`);
       w.expected.set(batch.partition, BigInt(batch.records[batch.records.length - 1]!.offset) + 1n);
       for (const record of batch.records) {
         const key = `${batch.partition}:${record.offset}`;
@@ -117,7 +109,11 @@ test("two sources in one group split the partitions; when one closes the other t
       assigned,
       revoked,
       delivered: 0,
-      owned: () => source.assignment().map((r) => r.partition).sort(),
+      owned: () =>
+        source
+          .assignment()
+          .map((r) => r.partition)
+          .sort(),
     };
   };
   const a = makeWorker("A", factoryA);
@@ -134,34 +130,87 @@ test("two sources in one group split the partitions; when one closes the other t
   });
 
   const t0 = Date.now();
-  await withTimeout(a.source.start(handlerOf(() => a), listen(a)), 30_000, () => "A start");
+  await withTimeout(
+    a.source.start(
+      handlerOf(() => a),
+      listen(a),
+    ),
+    30_000,
+    () => "A start",
+  );
   assert.deepEqual(a.owned(), [0, 1, 2], "A alone owns every partition");
-  await waitFor(() => a.delivered >= 200, 20_000, () => `A delivering (${a.delivered})`);
+  await waitFor(
+    () => a.delivered >= 200,
+    20_000,
+    () => `A delivering (${a.delivered})`,
+  );
   const tSplit0 = Date.now();
 
-  await withTimeout(b.source.start(handlerOf(() => b), listen(b)), 30_000, () => "B start");
-  await waitFor(() => a.revoked.length > 0 && a.assigned.length >= 2, 20_000, () => `A rejoined after B joined (assigned ${JSON.stringify(a.assigned)})`);
+  await withTimeout(
+    b.source.start(
+      handlerOf(() => b),
+      listen(b),
+    ),
+    30_000,
+    () => "B start",
+  );
+  await waitFor(
+    () => a.revoked.length > 0 && a.assigned.length >= 2,
+    20_000,
+    () => `A rejoined after B joined (assigned ${JSON.stringify(a.assigned)})`,
+  );
   const tSplit = Date.now();
   const split = { a: a.owned(), b: b.owned() };
   assert.ok(split.b.length > 0 && split.a.length > 0, `both own partitions: ${JSON.stringify(split)}`);
   assert.deepEqual([...split.a, ...split.b].sort(), [0, 1, 2], `the partitions are split without overlap: ${JSON.stringify(split)}`);
-  assert.deepEqual(a.revoked.flat().map((r) => r.partition).sort(), split.b, "A was told which partitions it lost");
+  assert.deepEqual(
+    a.revoked
+      .flat()
+      .map((r) => r.partition)
+      .sort(),
+    split.b,
+    "A was told which partitions it lost",
+  );
   const remainingAtSplit = COUNT - seen.size;
-  await waitFor(() => b.delivered > 0, 20_000, () => "B delivering");
+  await waitFor(
+    () => b.delivered > 0,
+    20_000,
+    () => "B delivering",
+  );
   // A keeps working on the partitions it kept, continuing where it was (checked in the handler).
   const aAtSplit = a.delivered;
-  await waitFor(() => a.delivered > aAtSplit, 20_000, () => "A delivering after the split");
+  await waitFor(
+    () => a.delivered > aAtSplit,
+    20_000,
+    () => "A delivering after the split",
+  );
 
   const tHandOver0 = Date.now();
   await withTimeout(a.source.close(), 30_000, () => "A close");
-  await waitFor(() => b.owned().length === PARTITIONS, 20_000, () => `B owns every partition (owns ${JSON.stringify(b.owned())})`);
+  await waitFor(
+    () => b.owned().length === PARTITIONS,
+    20_000,
+    () => `B owns every partition (owns ${JSON.stringify(b.owned())})`,
+  );
   const tHandOver = Date.now();
-  assert.deepEqual(b.assigned[b.assigned.length - 1]!.map((r) => r.partition), [0, 1, 2], "B's last onAssigned lists every partition");
+  assert.deepEqual(
+    b.assigned[b.assigned.length - 1]!.map((r) => r.partition),
+    [0, 1, 2],
+    "B's last onAssigned lists every partition",
+  );
   const remainingAtHandOver = COUNT - seen.size;
 
-  await waitFor(() => seen.size === COUNT, 40_000, () => `${seen.size} of ${COUNT} records delivered`);
+  await waitFor(
+    () => seen.size === COUNT,
+    40_000,
+    () => `${seen.size} of ${COUNT} records delivered`,
+  );
   const ends = await endOffsets(broker.admin, topic);
-  await waitFor(() => [...ends].every(([p, end]) => committed.get(p) === BigInt(end)), 20_000, () => `commits at the end offsets (${JSON.stringify([...committed])})`);
+  await waitFor(
+    () => [...ends].every(([p, end]) => committed.get(p) === BigInt(end)),
+    20_000,
+    () => `commits at the end offsets (${JSON.stringify([...committed])})`,
+  );
   const tDone = Date.now();
   assert.deepEqual(await committedOffsets(broker.admin, b.source.groupId, topic), ends, "the group's committed offsets = end offsets");
   assert.deepEqual(violations, []);

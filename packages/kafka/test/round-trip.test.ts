@@ -6,16 +6,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { recordByteSize, type PartitionRef, type SinkRecord, type SourceRecord } from "@sluice/runtime";
 import { KafkaIoFactory } from "../src/index.ts";
-import {
-  committedOffsets,
-  endOffsets,
-  javaPartition,
-  pipelineSpec,
-  uniqueName,
-  useBroker,
-  waitFor,
-  withTimeout,
-} from "./kafka-test-kit.ts";
+import { committedOffsets, endOffsets, javaPartition, pipelineSpec, uniqueName, useBroker, waitFor, withTimeout } from "./kafka-test-kit.ts";
 
 const PARTITIONS = 3;
 const COUNT = 3_000;
@@ -92,7 +83,11 @@ test("KafkaSink → KafkaSource round trip: 3 partitions, 3,000 keyed records, e
   const tJoined = Date.now();
   assert.deepEqual(assignments, [[0, 1, 2].map((partition) => ({ stream: "events", partition }))]);
 
-  await waitFor(() => total >= COUNT, 40_000, () => `${total} of ${COUNT} records`);
+  await waitFor(
+    () => total >= COUNT,
+    40_000,
+    () => `${total} of ${COUNT} records`,
+  );
   const tConsumed = Date.now();
 
   assert.equal(total, COUNT, "no record may arrive twice");
@@ -107,11 +102,15 @@ test("KafkaSink → KafkaSource round trip: 3 partitions, 3,000 keyed records, e
       const original = sent[i]!;
       assert.equal(record.timestampMs, baseTimestamp + i, `record ${i}: timestamp`);
       assert.deepEqual(Buffer.from(record.key ?? []), Buffer.from(original.key ?? []), `record ${i}: key`);
-      assert.deepEqual(
-        Object.fromEntries(Object.entries(record.headers).map(([k, v]) => [k, decoder.decode(v)])),
-        { seq: String(i), kind: i % 2 === 0 ? "even" : "odd" },
+      assert.deepEqual(Object.fromEntries(Object.entries(record.headers).map(([k, v]) => [k, decoder.decode(v)])), {
+        seq: String(i),
+        kind: i % 2 === 0 ? "even" : "odd",
+      });
+      assert.equal(
+        recordByteSize(record),
+        recordByteSize({ key: original.key, value: original.value, headers: original.headers ?? {} }),
+        `record ${i}: byteSize`,
       );
-      assert.equal(recordByteSize(record), recordByteSize({ key: original.key, value: original.value, headers: original.headers ?? {} }), `record ${i}: byteSize`);
       assert.equal(partition, javaPartition(original.key!, PARTITIONS), `record ${i}: partition of its key as Java's DefaultPartitioner`);
     });
   }

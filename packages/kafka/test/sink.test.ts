@@ -32,7 +32,10 @@ test("keyless records are spread over every partition", { timeout: 30_000 }, asy
   const records: SinkRecord[] = Array.from({ length: 300 }, (_, i) => ({ key: null, value: encoder.encode(String(i)) }));
   await withTimeout(sink.send("out", records), 20_000, () => "send");
   const counts = [...(await endOffsets(broker.admin, topic)).values()].map(Number);
-  assert.equal(counts.reduce((a, b) => a + b, 0), 300);
+  assert.equal(
+    counts.reduce((a, b) => a + b, 0),
+    300,
+  );
   for (const n of counts) assert.ok(n >= 50, `each partition gets a share: ${counts.join("/")}`);
   await sink.close();
   await sink.close();
@@ -55,18 +58,28 @@ test("an emit larger than one produce request (2,000 × 1 KiB to one partition) 
   await consumer.subscribe({ topics: [topic], fromBeginning: true });
   const keys: string[] = [];
   await consumer.run({ eachMessage: async ({ message }) => void keys.push(message.key?.toString() ?? "") });
-  await waitFor(() => keys.length >= 2_000, 20_000, () => `${keys.length} of 2000 read back`);
-  assert.deepEqual(keys, records.map((_, i) => String(i)));
+  await waitFor(
+    () => keys.length >= 2_000,
+    20_000,
+    () => `${keys.length} of 2000 read back`,
+  );
+  assert.deepEqual(
+    keys,
+    records.map((_, i) => String(i)),
+  );
   t.diagnostic(`2,000 records of 1 KiB (2 MiB) acknowledged in ${sendMs} ms`);
 });
 
 test("a partition the topic does not have and an undeclared stream are refused", { timeout: 30_000 }, async () => {
   const { topic, sink } = await setup("invalid");
-  await assert.rejects(withTimeout(sink.send("out", [{ key: null, value: null, partition: 7 }]), 10_000, () => "send to partition 7"), (error: unknown) => {
-    assert.ok(isKafkaIoError(error, "SEND_FAILED"), String(error));
-    assert.match(error.message, new RegExp(`partition 7 of topic "${topic}", which has 3 partition\\(s\\)`));
-    return true;
-  });
+  await assert.rejects(
+    withTimeout(sink.send("out", [{ key: null, value: null, partition: 7 }]), 10_000, () => "send to partition 7"),
+    (error: unknown) => {
+      assert.ok(isKafkaIoError(error, "SEND_FAILED"), String(error));
+      assert.match(error.message, new RegExp(`partition 7 of topic "${topic}", which has 3 partition\\(s\\)`));
+      return true;
+    },
+  );
   await assert.rejects(sink.send("missing", [{ key: null, value: null }]), (error: unknown) => {
     assert.ok(isKafkaIoError(error, "KAFKA_SPEC_INVALID"), String(error));
     assert.match(error.message, /stream "missing" is not declared .*streams: "out"/);

@@ -6,16 +6,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { PartitionRef, SinkRecord } from "@sluice/runtime";
 import { KafkaIoFactory } from "../src/index.ts";
-import {
-  committedOffsets,
-  endOffsets,
-  pipelineSpec,
-  sleep,
-  uniqueName,
-  useBroker,
-  waitFor,
-  withTimeout,
-} from "./kafka-test-kit.ts";
+import { committedOffsets, endOffsets, pipelineSpec, sleep, uniqueName, useBroker, waitFor, withTimeout } from "./kafka-test-kit.ts";
 
 const PARTITIONS = 3;
 const PER_PARTITION = 300;
@@ -25,7 +16,9 @@ const encoder = new TextEncoder();
 
 const broker = useBroker();
 
-test(`a handler waiting ${WAIT_MS / 1000} s with a ${SESSION_TIMEOUT_MS / 1000} s session timeout keeps its membership; other partitions keep flowing`, { timeout: 60_000 }, async (t) => {
+test(`a handler waiting ${WAIT_MS / 1000} s with a ${SESSION_TIMEOUT_MS / 1000} s session timeout keeps its membership; other partitions keep flowing`, {
+  timeout: 60_000,
+}, async (t) => {
   const topic = uniqueName("sluice-slow");
   const spec = pipelineSpec({
     pipeline: uniqueName("slow"),
@@ -87,7 +80,11 @@ test(`a handler waiting ${WAIT_MS / 1000} s with a ${SESSION_TIMEOUT_MS / 1000} 
   );
 
   const total = () => [...delivered.values()].reduce((a, b) => a + b, 0);
-  await waitFor(() => total() === PARTITIONS * PER_PARTITION, 40_000, () => `${total()} of ${PARTITIONS * PER_PARTITION} delivered`);
+  await waitFor(
+    () => total() === PARTITIONS * PER_PARTITION,
+    40_000,
+    () => `${total()} of ${PARTITIONS * PER_PARTITION} delivered`,
+  );
   const ends = await endOffsets(broker.admin, topic);
   const committed = await committedOffsets(broker.admin, source.groupId, topic);
 

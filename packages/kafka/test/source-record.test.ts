@@ -8,7 +8,17 @@ import { NO_RECORD_HEADERS } from "@sluice/runtime";
 import { KafkaSourceBatch, KAFKA_RECORD_READER, toSourceRecord } from "../src/kafka-record-reader.ts";
 
 function message(offset: string, timestamp: string, headers: KafkaMessage["headers"] = {}): KafkaMessage {
-  return { magicByte: 2, attributes: 0, timestamp, offset, key: null, value: Buffer.from("{}"), headers, isControlRecord: false, batchContext: {} as never } as KafkaMessage;
+  return {
+    magicByte: 2,
+    attributes: 0,
+    timestamp,
+    offset,
+    key: null,
+    value: Buffer.from("{}"),
+    headers,
+    isControlRecord: false,
+    batchContext: {} as never,
+  } as KafkaMessage;
 }
 
 describe("toSourceRecord and the Kafka record reader", () => {
@@ -19,7 +29,10 @@ describe("toSourceRecord and the Kafka record reader", () => {
       records.map((r) => r.timestampMs),
       [1764601234567, 1764601234567, 1764601234568, 1764601234567, -1, 0],
     );
-    assert.deepEqual(records.map((r) => r.offset), ["10", "11", "12", "13", "14", "15"]);
+    assert.deepEqual(
+      records.map((r) => r.offset),
+      ["10", "11", "12", "13", "14", "15"],
+    );
     assert.equal(records[0]?.key, null);
     assert.equal(Buffer.from(records[0]?.value ?? []).toString(), "{}");
   });
@@ -43,11 +56,21 @@ describe("toSourceRecord and the Kafka record reader", () => {
     assert.equal(batch.oldestEventTimeMs(), 1764601234567, "the minimum, not the first");
     const records = batch.records;
     assert.equal(batch.records, records, "made once");
-    assert.deepEqual(records.map((r) => [r.offset, r.timestampMs]), [["7", 1764601234569], ["8", 1764601234567], ["9", 1764601234568]]);
+    assert.deepEqual(
+      records.map((r) => [r.offset, r.timestampMs]),
+      [
+        ["7", 1764601234569],
+        ["8", 1764601234567],
+        ["9", 1764601234568],
+      ],
+    );
     assert.equal(Buffer.from(records[1]?.headers["trace"] ?? []).toString(), "t");
     const reader = KAFKA_RECORD_READER;
     for (const [i, m] of messages.entries()) {
-      assert.deepEqual([reader.key(m), reader.offset(m), reader.timestampMs(m), reader.headers(m)], [records[i]?.key, records[i]?.offset, records[i]?.timestampMs, records[i]?.headers]);
+      assert.deepEqual(
+        [reader.key(m), reader.offset(m), reader.timestampMs(m), reader.headers(m)],
+        [records[i]?.key, records[i]?.offset, records[i]?.timestampMs, records[i]?.headers],
+      );
       assert.equal(reader.value(m), m.value, "the bytes themselves");
     }
   });

@@ -14,4 +14,3 @@ export function leasesOf(holders: number, idLength: number, ids: number): Persis
 export function concurrencyRecord(leases: PersistedLeases): PersistedThrottler {
   return { throttlerId: "tasks", balance: null, limitPerSecond: null, leases: boundedLeases(leases), generation: 1, writtenAtMs: 1_700_000_000_000 };
 }
-

@@ -168,11 +168,10 @@ export function fromGrpcError(error: unknown, site: CallSite): SluiceError {
     case GrpcStatus.UNAUTHENTICATED:
       // Not from our server (it sends the code in metadata), e.g. from a proxy in front of it; still
       // not worth retrying, so it keeps its own code rather than becoming CONTROLLER_UNAVAILABLE.
-      return new SluiceError(
-        "UNAUTHENTICATED",
-        `${site.method} to ${site.address} was refused as unauthenticated (${details}); check the controller token`,
-        { address: site.address, method: site.method },
-      );
+      return new SluiceError("UNAUTHENTICATED", `${site.method} to ${site.address} was refused as unauthenticated (${details}); check the controller token`, {
+        address: site.address,
+        method: site.method,
+      });
     case GrpcStatus.UNAVAILABLE:
       return unreachable();
     default:
@@ -187,11 +186,10 @@ export function fromGrpcError(error: unknown, site: CallSite): SluiceError {
 
 /** A call made on, or cut short by, a client that was closed: every transport says the same. */
 export function clientClosedError(address: string, method: string): SluiceError {
-  return new SluiceError(
-    "CONTROLLER_UNAVAILABLE",
-    `${method} to the controller at ${address} was not sent or not answered: this client was closed`,
-    { address, method },
-  );
+  return new SluiceError("CONTROLLER_UNAVAILABLE", `${method} to the controller at ${address} was not sent or not answered: this client was closed`, {
+    address,
+    method,
+  });
 }
 
 /**

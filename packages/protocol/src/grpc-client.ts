@@ -151,13 +151,7 @@ export function createGrpcQuotaClient(address: string, options: GrpcQuotaClientO
       const metadata = toGrpcMetadata(undefined, options.token);
       metadata.setOptions({ waitForReady: false });
       return new Promise<void>((resolve, reject) => {
-        const stream = client.makeServerStreamRequest(
-          watch.path,
-          watch.requestSerialize,
-          watch.responseDeserialize,
-          { clientId },
-          metadata,
-        );
+        const stream = client.makeServerStreamRequest(watch.path, watch.requestSerialize, watch.responseDeserialize, { clientId }, metadata);
         const entry: ActiveCall = { cancel: () => stream.cancel() };
         active.add(entry);
         let settled = false;

@@ -1,11 +1,4 @@
-import {
-  Server,
-  type Metadata,
-  type ServerUnaryCall,
-  type ServerWritableStream,
-  type sendUnaryData,
-  type UntypedServiceImplementation,
-} from "@grpc/grpc-js";
+import { Server, type Metadata, type ServerUnaryCall, type ServerWritableStream, type sendUnaryData, type UntypedServiceImplementation } from "@grpc/grpc-js";
 import { SluiceError, systemClock } from "@sluice/core";
 import { timingSafeEqual } from "node:crypto";
 import { AUTHORIZATION_METADATA_KEY, bearer, fromGrpcMetadata } from "./call-metadata.ts";
@@ -87,8 +80,10 @@ export async function serveQuotaService(handler: QuotaServiceHandler, options: S
   const quotaStreams = new OpenQuotaStreams();
 
   const implementation = {
-    RequestQuota: unary(authorize, async (request: WireRequestQuotaRequest, context): Promise<WireRequestQuotaResponse> =>
-      wireRequestQuotaResponseOf(await handler.requestQuota(requestQuotaCallOf(request), context)),
+    RequestQuota: unary(
+      authorize,
+      async (request: WireRequestQuotaRequest, context): Promise<WireRequestQuotaResponse> =>
+        wireRequestQuotaResponseOf(await handler.requestQuota(requestQuotaCallOf(request), context)),
     ),
     ReleaseQuota: unary(authorize, async (request: WireReleaseQuotaRequest, context): Promise<WireReleaseQuotaResponse> => {
       await handler.releaseQuota(releaseQuotaCallOf(request), context);
@@ -109,14 +104,11 @@ export async function serveQuotaService(handler: QuotaServiceHandler, options: S
         settling: result.settling,
       };
     }),
-    UpdateDynamicSpec: unary(
-      authorize,
-      async (request: CheckedUpdateDynamicSpecRequest, context): Promise<WireUpdateDynamicSpecResponse> => {
-        if (request.encodingProblem) throw request.encodingProblem;
-        const { version } = await handler.updateDynamicSpec(request.dynamicSpecJson, context);
-        return { version: toUint64(version) };
-      },
-    ),
+    UpdateDynamicSpec: unary(authorize, async (request: CheckedUpdateDynamicSpecRequest, context): Promise<WireUpdateDynamicSpecResponse> => {
+      if (request.encodingProblem) throw request.encodingProblem;
+      const { version } = await handler.updateDynamicSpec(request.dynamicSpecJson, context);
+      return { version: toUint64(version) };
+    }),
     DescribeThrottlers: unary(authorize, async (_request: unknown, context): Promise<WireDescribeThrottlersResponse> => {
       const { snapshotJson } = await handler.describeThrottlers(context);
       return { snapshotJson };
@@ -221,8 +213,7 @@ function bearerCheck(token: string | undefined): Authorize {
     if (typeof header !== "string" || header === "") {
       return new SluiceError(
         "UNAUTHENTICATED",
-        `this controller requires a token: send metadata "${AUTHORIZATION_METADATA_KEY}: Bearer <token>" ` +
-          "(sluice: --token or SLUICE_CONTROLLER_TOKEN)",
+        `this controller requires a token: send metadata "${AUTHORIZATION_METADATA_KEY}: Bearer <token>" ` + "(sluice: --token or SLUICE_CONTROLLER_TOKEN)",
       );
     }
     const given = Buffer.from(header);
@@ -301,9 +292,7 @@ function callContext(call: CancellableCall): { context: CallContext; dispose(): 
   const deadlineAt = receivedCallerDeadline(call.metadata, fromGrpcDeadline(call.getDeadline()), receivedAt);
   const onCancel = () => {
     const reason =
-      deadlineAt !== null && systemClock.now() >= deadlineAt
-        ? "the call's deadline passed"
-        : "the client cancelled the call or its connection dropped";
+      deadlineAt !== null && systemClock.now() >= deadlineAt ? "the call's deadline passed" : "the client cancelled the call or its connection dropped";
     abort.abort(new Error(reason));
   };
   if (call.cancelled) onCancel();

@@ -1,14 +1,13 @@
 import { cancelledError, SluiceError, systemClock, type Clock } from "@sluice/core";
 import { type CallSite, clientClosedError, deadlineExceededError, fromGrpcError, streamEndedStatus, toServiceError } from "./error-mapping.ts";
-import type {
-  CallContext,
-  CallMetadata,
-  CallOptions,
-  DynamicSpecUpdate,
-  QuotaServiceClient,
-  QuotaServiceHandler,
+import type { CallContext, CallMetadata, CallOptions, DynamicSpecUpdate, QuotaServiceClient, QuotaServiceHandler } from "./quota-service.ts";
+import {
+  paceFieldsOf,
+  RENEW_LEASES_UNIMPLEMENTED,
+  REPORT_WATERMARKS_UNIMPLEMENTED,
+  reportWatermarksCallOf,
+  reportWatermarksResultOf,
 } from "./quota-service.ts";
-import { paceFieldsOf, RENEW_LEASES_UNIMPLEMENTED, REPORT_WATERMARKS_UNIMPLEMENTED, reportWatermarksCallOf, reportWatermarksResultOf } from "./quota-service.ts";
 import { toUint64 } from "./uint64.ts";
 
 export interface InMemoryQuotaClientOptions {
@@ -130,7 +129,9 @@ export function createInMemoryQuotaClient(handler: QuotaServiceHandler, options:
     },
 
     reportWatermarks(call, callOptions) {
-      const request = wireCopy(reportWatermarksCallOf({ clientId: call.clientId, partitions: call.partitions.map((p) => ({ ...p, watermarkMs: toUint64(p.watermarkMs) })) }));
+      const request = wireCopy(
+        reportWatermarksCallOf({ clientId: call.clientId, partitions: call.partitions.map((p) => ({ ...p, watermarkMs: toUint64(p.watermarkMs) })) }),
+      );
       return unary("ReportWatermarks", callOptions, async (context) => {
         if (!handler.reportWatermarks) throw new SluiceError("CONTROLLER_UNAVAILABLE", REPORT_WATERMARKS_UNIMPLEMENTED);
         return reportWatermarksResultOf(await handler.reportWatermarks(request, context));
@@ -224,9 +225,7 @@ export function createInMemoryQuotaClient(handler: QuotaServiceHandler, options:
  * a NaN amount must reach the handler as NaN over either transport.
  */
 export function wireCopy<T>(value: T): T {
-  const text = JSON.stringify(value, (_key, item: unknown) =>
-    typeof item === "number" && !Number.isFinite(item) ? { [NON_FINITE_TAG]: String(item) } : item,
-  );
+  const text = JSON.stringify(value, (_key, item: unknown) => (typeof item === "number" && !Number.isFinite(item) ? { [NON_FINITE_TAG]: String(item) } : item));
   if (text === undefined) return value;
   return JSON.parse(text, (_key, item: unknown) => {
     if (typeof item === "object" && item !== null && Object.hasOwn(item, NON_FINITE_TAG)) {

@@ -38,7 +38,12 @@ export { QUOTA_CLIENT_CHANNEL_OPTIONS, createGrpcQuotaClient, type GrpcQuotaClie
 export { createInMemoryQuotaClient, wireCopy, type InMemoryQuotaClientOptions } from "./in-memory-transport.ts";
 export { QUOTA_PROTO_PATH, QUOTA_SERVICE_NAME, quotaServiceDefinition, type QuotaServiceDefinition } from "./proto-definition.ts";
 export { toUint64 } from "./uint64.ts";
-export { FAILOVER_CHANNEL_OPTIONS, createLeaderFollowingClient, type LeaderFollowingClient, type LeaderFollowingClientOptions } from "./leader-following-client.ts";
+export {
+  FAILOVER_CHANNEL_OPTIONS,
+  createLeaderFollowingClient,
+  type LeaderFollowingClient,
+  type LeaderFollowingClientOptions,
+} from "./leader-following-client.ts";
 export {
   clientChannelCredentials,
   clientTlsProblem,

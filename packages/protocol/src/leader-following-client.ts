@@ -70,8 +70,7 @@ export function createLeaderFollowingClient(addresses: readonly string[], option
   const next = (after: string): string => known[(known.indexOf(after) + 1) % known.length] ?? after;
 
   /** Whether an error from one controller is worth trying another for. */
-  const movable = (error: SluiceError): boolean =>
-    error.code === "CONTROLLER_UNAVAILABLE" || (error.code === "QUOTA_TIMEOUT" && known.length > 1);
+  const movable = (error: SluiceError): boolean => error.code === "CONTROLLER_UNAVAILABLE" || (error.code === "QUOTA_TIMEOUT" && known.length > 1);
 
   async function call<T>(method: string, run: (client: QuotaServiceClient) => Promise<T>, signal?: AbortSignal): Promise<T> {
     const tried = new Set<string>();
@@ -108,7 +107,14 @@ export function createLeaderFollowingClient(addresses: readonly string[], option
     updateDynamicSpec: (json, callOptions?: CallOptions) => call("UpdateDynamicSpec", (c) => c.updateDynamicSpec(json, callOptions), callOptions?.signal),
     describeThrottlers: (callOptions?: CallOptions) => call("DescribeThrottlers", (c) => c.describeThrottlers(callOptions), callOptions?.signal),
     reportWatermarks: (request, callOptions?: CallOptions) =>
-      call("ReportWatermarks", (c) => (c.reportWatermarks ? c.reportWatermarks(request, callOptions) : Promise.reject(new SluiceError("CONTROLLER_UNAVAILABLE", REPORT_WATERMARKS_UNIMPLEMENTED))), callOptions?.signal),
+      call(
+        "ReportWatermarks",
+        (c) =>
+          c.reportWatermarks
+            ? c.reportWatermarks(request, callOptions)
+            : Promise.reject(new SluiceError("CONTROLLER_UNAVAILABLE", REPORT_WATERMARKS_UNIMPLEMENTED)),
+        callOptions?.signal,
+      ),
     watchDynamicSpec: (clientId, onUpdate, signal) => call("WatchDynamicSpec", (c) => c.watchDynamicSpec(clientId, onUpdate, signal), signal),
     close() {
       closed = true;

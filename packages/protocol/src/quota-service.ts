@@ -176,11 +176,7 @@ export interface QuotaServiceHandler {
    * CONTROLLER_UNAVAILABLE so that watchers reconnect). Returning nothing keeps the stream open
    * until the caller cancels.
    */
-  watchDynamicSpec(
-    clientId: string,
-    emit: (update: DynamicSpecUpdate) => void,
-    context: CallContext,
-  ): void | Promise<void>;
+  watchDynamicSpec(clientId: string, emit: (update: DynamicSpecUpdate) => void, context: CallContext): void | Promise<void>;
   updateDynamicSpec(dynamicSpecJson: string, context: CallContext): Promise<{ version: number }>;
   describeThrottlers(context: CallContext): Promise<{ snapshotJson: string }>;
   /**
@@ -200,7 +196,9 @@ export interface QuotaServiceHandler {
 export function requestQuotaCallOf(wire: RequestQuotaCall): RequestQuotaCall {
   const { throttlerId, clientId, amount, timestampMs, quotaClassId, requestId, key } = wire;
   // A key only where there is one (keyed throttlers, docs/design.md §11.4): "" on the wire is "not keyed".
-  return key ? { throttlerId, clientId, amount, timestampMs, quotaClassId, requestId, key } : { throttlerId, clientId, amount, timestampMs, quotaClassId, requestId };
+  return key
+    ? { throttlerId, clientId, amount, timestampMs, quotaClassId, requestId, key }
+    : { throttlerId, clientId, amount, timestampMs, quotaClassId, requestId };
 }
 
 export function releaseQuotaCallOf(wire: ReleaseQuotaCall): ReleaseQuotaCall {
@@ -209,7 +207,9 @@ export function releaseQuotaCallOf(wire: ReleaseQuotaCall): ReleaseQuotaCall {
 }
 
 export function renewLeasesCallOf(wire: RenewLeasesCall): RenewLeasesCall {
-  return wire.key ? { clientId: wire.clientId, throttlerIds: [...wire.throttlerIds], key: wire.key } : { clientId: wire.clientId, throttlerIds: [...wire.throttlerIds] };
+  return wire.key
+    ? { clientId: wire.clientId, throttlerIds: [...wire.throttlerIds], key: wire.key }
+    : { clientId: wire.clientId, throttlerIds: [...wire.throttlerIds] };
 }
 
 export const RENEW_LEASES_UNIMPLEMENTED = "this controller does not implement RenewLeases (concurrency throttlers)";
@@ -236,4 +236,5 @@ export function reportWatermarksResultOf(wire: {
   };
 }
 
-export const REPORT_WATERMARKS_UNIMPLEMENTED = "this controller does not implement ReportWatermarks (watermark alignment); upgrade the controller or remove watermark_alignment from the spec";
+export const REPORT_WATERMARKS_UNIMPLEMENTED =
+  "this controller does not implement ReportWatermarks (watermark alignment); upgrade the controller or remove watermark_alignment from the spec";

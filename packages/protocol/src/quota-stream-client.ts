@@ -95,30 +95,38 @@ export function createStreamQuotaClient(address: string, options: GrpcQuotaClien
         on.cancel(callId);
         reject(signal ? cancelledError(signal, `${name} to the controller at ${address}`) : closedError(name));
       };
-      on.send(entry, {
-        answer(answer) {
-          done();
-          if (answer.error) reject(fromStreamError(answer.error, site));
-          else {
-            const value = decode(answer);
-            if (value === undefined) reject(unexpectedAnswer(name, address, answer));
-            else resolve(value);
-          }
-          return true;
+      on.send(
+        entry,
+        {
+          answer(answer) {
+            done();
+            if (answer.error) reject(fromStreamError(answer.error, site));
+            else {
+              const value = decode(answer);
+              if (value === undefined) reject(unexpectedAnswer(name, address, answer));
+              else resolve(value);
+            }
+            return true;
+          },
+          fail(cause) {
+            done();
+            reject(closed && !signal?.aborted ? closedError(name) : transportError(cause, site, options.tls));
+          },
         },
-        fail(cause) {
-          done();
-          reject(closed && !signal?.aborted ? closedError(name) : transportError(cause, site, options.tls));
-        },
-      }, deadlineAt, size);
+        deadlineAt,
+        size,
+      );
       signal?.addEventListener("abort", onAbort, { once: true });
       // The controller answers at the deadline; this is for a controller that cannot (stuck, cut off).
       if (deadlineAt !== undefined) {
-        timer = setTimeout(() => {
-          done();
-          on.cancel(callId);
-          reject(deadlineExceededError(site));
-        }, Math.max(0, deadlineAt + DEADLINE_ANSWER_GRACE_MS - systemClock.now()));
+        timer = setTimeout(
+          () => {
+            done();
+            on.cancel(callId);
+            reject(deadlineExceededError(site));
+          },
+          Math.max(0, deadlineAt + DEADLINE_ANSWER_GRACE_MS - systemClock.now()),
+        );
       }
     });
   }
@@ -140,14 +148,23 @@ export function createStreamQuotaClient(address: string, options: GrpcQuotaClien
         "RequestQuota",
         call,
         callOptions,
-        (answer) => (answer.requestQuota ? { granted: answer.requestQuota.granted, waitedMs: answer.requestQuota.waitedMs, ...paceFieldsOf(answer.requestQuota) } : undefined),
+        (answer) =>
+          answer.requestQuota
+            ? { granted: answer.requestQuota.granted, waitedMs: answer.requestQuota.waitedMs, ...paceFieldsOf(answer.requestQuota) }
+            : undefined,
         () => unary.requestQuota(request, callOptions),
       );
     },
 
     releaseQuota(request, callOptions) {
       const call = {
-        releaseQuota: { throttlerId: request.throttlerId, clientId: request.clientId, amount: request.amount, quotaClassId: request.quotaClassId, key: request.key ?? "" },
+        releaseQuota: {
+          throttlerId: request.throttlerId,
+          clientId: request.clientId,
+          amount: request.amount,
+          quotaClassId: request.quotaClassId,
+          key: request.key ?? "",
+        },
       };
       return once(
         "ReleaseQuota",
@@ -180,7 +197,8 @@ export function createStreamQuotaClient(address: string, options: GrpcQuotaClien
       if (closed) return Promise.reject(closedError(name));
       if (signal.aborted) return Promise.resolve();
       const call = { watchDynamicSpec: { clientId } };
-      if (callSize({ callId: 0, timeoutMs: 0, metadata: NO_METADATA, ...call }) > MAX_STREAM_CALL_BYTES) return unary.watchDynamicSpec(clientId, onUpdate, signal);
+      if (callSize({ callId: 0, timeoutMs: 0, metadata: NO_METADATA, ...call }) > MAX_STREAM_CALL_BYTES)
+        return unary.watchDynamicSpec(clientId, onUpdate, signal);
       const callId = ++nextCallId;
       const on = currentSession();
       return new Promise<void>((resolve, reject) => {

@@ -1,5 +1,5 @@
 import { Metadata, type ServiceError } from "@grpc/grpc-js";
-import { SluiceError } from "@sluice/core";
+import type { SluiceError } from "@sluice/core";
 import { ERROR_CODE_METADATA_KEY, ERROR_DETAILS_METADATA_KEY, LEADER_METADATA_KEY, fromGrpcError, toServiceError, type CallSite } from "./error-mapping.ts";
 import type { WireQuotaStreamError } from "./proto-definition.ts";
 

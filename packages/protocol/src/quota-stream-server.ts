@@ -6,12 +6,7 @@ import { toServiceError } from "./error-mapping.ts";
 import { AnswerOutbox, answerSize } from "./answer-outbox.ts";
 import { DEFAULT_MAX_OPEN_CALLS_PER_STREAM, tooManyCalls } from "./quota-stream-limits.ts";
 import { fromGrpcDeadline } from "./grpc-deadline.ts";
-import type {
-  WireQuotaStreamAnswer,
-  WireQuotaStreamCall,
-  WireQuotaStreamClientFrame,
-  WireQuotaStreamServerFrame,
-} from "./proto-definition.ts";
+import type { WireQuotaStreamAnswer, WireQuotaStreamCall, WireQuotaStreamClientFrame, WireQuotaStreamServerFrame } from "./proto-definition.ts";
 import { streamErrorOfStatus, toStreamError } from "./quota-stream-errors.ts";
 import {
   releaseQuotaCallOf,
@@ -55,7 +50,6 @@ export class OpenQuotaStreams {
     for (const stream of this.streams) stream.endWhenIdle();
   }
 }
-
 
 /** The QuotaStream method of a QuotaService implementation. */
 export function quotaStreamMethod(
@@ -113,7 +107,12 @@ class ServedQuotaStream {
     private readonly maxOpenCalls: number,
   ) {
     // A client that reads no answers stops being read: what it costs is bounded by its open calls.
-    this.out = new AnswerOutbox(call, answerSize, () => this.updateReading(), () => this.startBacklog());
+    this.out = new AnswerOutbox(
+      call,
+      answerSize,
+      () => this.updateReading(),
+      () => this.startBacklog(),
+    );
     this.deadlines = new StreamCallDeadlines<StreamCall>(
       (callId, open) => this.calls.get(callId) === open,
       (callId, open, method, at) => {

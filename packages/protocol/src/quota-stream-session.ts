@@ -80,7 +80,13 @@ export class QuotaStreamSession {
     stream.on("status", (status: StatusObject) => {
       // A non-OK status also arrives as "error"; OK means the controller ended the stream itself
       // (it is shutting down): to the calls on it, the connection is gone.
-      if (status.code === GrpcStatus.OK) this.end(Object.assign(new Error("the controller ended the quota stream"), { code: GrpcStatus.UNAVAILABLE, details: "the controller ended the quota stream (it may be shutting down)" }));
+      if (status.code === GrpcStatus.OK)
+        this.end(
+          Object.assign(new Error("the controller ended the quota stream"), {
+            code: GrpcStatus.UNAVAILABLE,
+            details: "the controller ended the quota stream (it may be shutting down)",
+          }),
+        );
     });
   }
 

@@ -29,8 +29,7 @@ function tolerant<Request>(method: string, decode: Decoder<Request>, message = `
       return new UndecodableRequest(
         new SluiceError(
           "INVALID_REQUEST",
-          `the ${method} request (${bytes.length} bytes) is not a valid ${message} message: ${reason}; ` +
-            "send it with a client generated from quota.proto",
+          `the ${method} request (${bytes.length} bytes) is not a valid ${message} message: ${reason}; ` + "send it with a client generated from quota.proto",
           { method, bytes: bytes.length },
         ),
       );
@@ -56,7 +55,10 @@ export function checkedServiceDefinition(definition: QuotaServiceDefinition) {
     RenewLeases: { ...definition.RenewLeases, requestDeserialize: tolerant("RenewLeases", definition.RenewLeases.requestDeserialize) },
     // A frame that does not decode ends its stream with INVALID_REQUEST (quota-stream-server.ts):
     // nothing in it can be trusted, not even its call ids.
-    QuotaStream: { ...definition.QuotaStream, requestDeserialize: tolerant("QuotaStream", definition.QuotaStream.requestDeserialize, "QuotaStreamClientFrame") },
+    QuotaStream: {
+      ...definition.QuotaStream,
+      requestDeserialize: tolerant("QuotaStream", definition.QuotaStream.requestDeserialize, "QuotaStreamClientFrame"),
+    },
     DescribeThrottlers: {
       ...definition.DescribeThrottlers,
       requestDeserialize: tolerant("DescribeThrottlers", definition.DescribeThrottlers.requestDeserialize),

@@ -23,7 +23,11 @@ function errorCodeRows(markdown: string): Row[] {
   const section = /^## SluiceError\n([\s\S]*?)(?=^## |(?![\s\S]))/m.exec(markdown)?.[1];
   assert.ok(section, "docs/reference/errors.md has a `## SluiceError` section");
   const lines = section.split("\n").filter((line) => line.startsWith("|"));
-  const cells = (line: string) => line.slice(1, -1).split("|").map((cell) => cell.trim());
+  const cells = (line: string) =>
+    line
+      .slice(1, -1)
+      .split("|")
+      .map((cell) => cell.trim());
   assert.deepEqual(cells(lines[0] ?? "").slice(0, 4), ["code", "gRPC status", "retriable", "quota consumed"], "table header");
   return lines.slice(2).map((line) => {
     const [code = "", grpcStatus = "", retriable = "", quotaConsumed = ""] = cells(line);

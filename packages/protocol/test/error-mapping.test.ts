@@ -167,7 +167,10 @@ describe("token", () => {
       await assert.rejects(anonymous.requestQuota(quota()), /UNAUTHENTICATED: this controller requires a token/);
       await assert.rejects(wrong.describeThrottlers(), /UNAUTHENTICATED: the token in metadata "authorization" does not match/);
       const watch = new AbortController();
-      await assert.rejects(anonymous.watchDynamicSpec("w", () => {}, watch.signal), /UNAUTHENTICATED/);
+      await assert.rejects(
+        anonymous.watchDynamicSpec("w", () => {}, watch.signal),
+        /UNAUTHENTICATED/,
+      );
       assert.deepEqual(await right.requestQuota(quota({ amount: 2 })), { granted: 2, waitedMs: 0 });
     } finally {
       for (const c of [anonymous, wrong, right]) c.close();

@@ -2,14 +2,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { isSluiceError, type SluiceError } from "@sluice/core";
 import { generateTestCertificates, type TestCertificates } from "../../../test/support/certificates.ts";
-import {
-  clientTlsProblem,
-  createGrpcQuotaClient,
-  serveQuotaService,
-  serverTlsProblem,
-  type GrpcQuotaClientOptions,
-  type QuotaServer,
-} from "../src/index.ts";
+import { clientTlsProblem, createGrpcQuotaClient, serveQuotaService, serverTlsProblem, type GrpcQuotaClientOptions, type QuotaServer } from "../src/index.ts";
 import { StubHandler } from "./stub-handler.ts";
 
 // Real TLS over loopback with certificates generated for this run: what each mismatch looks like to
@@ -103,16 +96,13 @@ describe("gRPC over TLS", () => {
 
   it("mutual TLS: accepts a certificate of the client CA, refuses none and one of another CA", async () => {
     const ca = certs.read(certs.caCert);
-    assert.deepEqual(
-      await describeWith(mtlsServer.address, { tls: { ca, cert: certs.read(certs.clientCert), key: certs.read(certs.clientKey) } }),
-      { ok: true },
-    );
+    assert.deepEqual(await describeWith(mtlsServer.address, { tls: { ca, cert: certs.read(certs.clientCert), key: certs.read(certs.clientKey) } }), {
+      ok: true,
+    });
     const without = refused(await describeWith(mtlsServer.address, { tls: { ca } }));
     assert.equal(without.code, "UNAUTHENTICATED");
     assert.match(without.message, /requires a client certificate .*pass --tls-cert and --tls-key/);
-    const stranger = refused(
-      await describeWith(mtlsServer.address, { tls: { ca, cert: certs.read(certs.strangerCert), key: certs.read(certs.strangerKey) } }),
-    );
+    const stranger = refused(await describeWith(mtlsServer.address, { tls: { ca, cert: certs.read(certs.strangerCert), key: certs.read(certs.strangerKey) } }));
     // TLS 1.3: the server refuses the certificate after the client's side of the handshake is done.
     assert.equal(stranger.code, "CONTROLLER_UNAVAILABLE");
     assert.match(stranger.message, /check that --tls-cert \(controller\.tls\.cert\) is signed by that CA/);
@@ -127,7 +117,13 @@ describe("gRPC over TLS", () => {
     assert.match(serverTlsProblem({ cert: key, key }) ?? "", /server certificate file holds no PEM certificate/);
     assert.match(serverTlsProblem({ cert, key, clientCa: Buffer.from("not a certificate") }) ?? "", /client CA file holds no PEM certificate/);
     assert.match(clientTlsProblem({ cert: certs.read(certs.clientCert) }) ?? "", /needs its key/);
-    await assert.rejects(serveQuotaService(handler, { port: 0, tls: { cert, key: certs.read(certs.clientKey) } }), /cannot serve TLS: the server key does not belong/);
-    assert.throws(() => createGrpcQuotaClient(tlsServer.address, { tls: { ca: Buffer.from("junk") } }), /cannot connect with TLS: the CA file holds no PEM certificate/);
+    await assert.rejects(
+      serveQuotaService(handler, { port: 0, tls: { cert, key: certs.read(certs.clientKey) } }),
+      /cannot serve TLS: the server key does not belong/,
+    );
+    assert.throws(
+      () => createGrpcQuotaClient(tlsServer.address, { tls: { ca: Buffer.from("junk") } }),
+      /cannot connect with TLS: the CA file holds no PEM certificate/,
+    );
   });
 });

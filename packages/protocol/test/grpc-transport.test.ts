@@ -55,7 +55,10 @@ describe("gRPC transport", () => {
     });
     const seen = handler.requests[0];
     assert.deepEqual(seen?.call, { throttlerId: "api", clientId: "w1/C/0", amount: 2, timestampMs: 1234, quotaClassId: "gold", requestId: "x" });
-    assert.ok(seen?.context.deadlineAt !== null && Math.abs((seen?.context.deadlineAt ?? 0) - deadlineAt) < TRANSIT_MS, `the handler saw ${Math.round((seen?.context.deadlineAt ?? 0) - deadlineAt)} ms off the caller's deadline (a transit on a loaded machine, not a 60 s clock step)`);
+    assert.ok(
+      seen?.context.deadlineAt !== null && Math.abs((seen?.context.deadlineAt ?? 0) - deadlineAt) < TRANSIT_MS,
+      `the handler saw ${Math.round((seen?.context.deadlineAt ?? 0) - deadlineAt)} ms off the caller's deadline (a transit on a loaded machine, not a 60 s clock step)`,
+    );
     assert.equal(seen?.context.metadata["traceparent"], "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
     assert.equal(seen?.context.metadata["authorization"], undefined, "the token stops at the transport");
     await client.requestQuota(quota());
@@ -79,7 +82,12 @@ describe("gRPC transport", () => {
     const saved = handler.onRequest;
     handler.onRequest = async (call) => ({ granted: call.amount, waitedMs: 4, paceStartDelayMs: 12.5, paceIntervalMs: 104.16666666666667 });
     try {
-      assert.deepEqual(await client.requestQuota(quota({ amount: 3 })), { granted: 3, waitedMs: 4, paceStartDelayMs: 12.5, paceIntervalMs: 104.16666666666667 });
+      assert.deepEqual(await client.requestQuota(quota({ amount: 3 })), {
+        granted: 3,
+        waitedMs: 4,
+        paceStartDelayMs: 12.5,
+        paceIntervalMs: 104.16666666666667,
+      });
       handler.onRequest = async (call) => ({ granted: call.amount, waitedMs: 0 });
       assert.deepEqual(await client.requestQuota(quota({ amount: 3 })), { granted: 3, waitedMs: 0 });
     } finally {

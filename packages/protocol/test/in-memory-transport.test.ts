@@ -49,11 +49,9 @@ describe("in-memory transport", () => {
     const handler = new StubHandler();
     const client = createInMemoryQuotaClient(handler);
     handler.onRequest = async (call) => ({ granted: call.amount, waitedMs: 4, paceStartDelayMs: 12.5, paceIntervalMs: 104.16666666666667 });
-    {
-      assert.deepEqual(await client.requestQuota(quota({ amount: 3 })), { granted: 3, waitedMs: 4, paceStartDelayMs: 12.5, paceIntervalMs: 104.16666666666667 });
-      handler.onRequest = async (call) => ({ granted: call.amount, waitedMs: 0 });
-      assert.deepEqual(await client.requestQuota(quota({ amount: 3 })), { granted: 3, waitedMs: 0 });
-    }
+    assert.deepEqual(await client.requestQuota(quota({ amount: 3 })), { granted: 3, waitedMs: 4, paceStartDelayMs: 12.5, paceIntervalMs: 104.16666666666667 });
+    handler.onRequest = async (call) => ({ granted: call.amount, waitedMs: 0 });
+    assert.deepEqual(await client.requestQuota(quota({ amount: 3 })), { granted: 3, waitedMs: 0 });
   });
 
   it("copies requests and responses through JSON, keeping NaN and Infinity as a proto double would", async () => {
@@ -155,6 +153,9 @@ describe("in-memory transport", () => {
       /CONTROLLER_UNAVAILABLE: the controller is shutting down/,
     );
     handler.onWatch = async () => {};
-    await assert.rejects(client.watchDynamicSpec("w", () => {}, new AbortController().signal), /ended the dynamic_spec watch stream/);
+    await assert.rejects(
+      client.watchDynamicSpec("w", () => {}, new AbortController().signal),
+      /ended the dynamic_spec watch stream/,
+    );
   });
 });

@@ -42,7 +42,10 @@ describe("createLeaderFollowingClient", () => {
     const cluster = fakeCluster({ "h:1": { follower: "h:3" }, "h:2": { follower: "h:3" }, "h:3": "leader" });
     const client = createLeaderFollowingClient(["h:1", "h:2", "h:3"], { connect: cluster.connect });
     assert.equal((await client.requestQuota(request("r1"))).granted, 1);
-    assert.deepEqual(cluster.calls, [{ address: "h:1", requestId: "r1" }, { address: "h:3", requestId: "r1" }]);
+    assert.deepEqual(cluster.calls, [
+      { address: "h:1", requestId: "r1" },
+      { address: "h:3", requestId: "r1" },
+    ]);
     assert.equal(client.currentAddress, "h:3");
     await client.requestQuota(request("r2"));
     assert.equal(cluster.calls.at(-1)?.address, "h:3", "later calls go to the leader directly");
@@ -52,7 +55,10 @@ describe("createLeaderFollowingClient", () => {
     const cluster = fakeCluster({ "h:1": { follower: "h:2" }, "h:2": "leader" });
     const client = createLeaderFollowingClient(["h:1", "h:2"], { connect: cluster.connect });
     assert.deepEqual(await client.renewLeases?.({ clientId: "c", throttlerIds: ["t"] }), { held: 3 });
-    assert.deepEqual(cluster.calls, [{ address: "h:1", requestId: "renew:c" }, { address: "h:2", requestId: "renew:c" }]);
+    assert.deepEqual(cluster.calls, [
+      { address: "h:1", requestId: "renew:c" },
+      { address: "h:2", requestId: "renew:c" },
+    ]);
   });
 
   it("moves past a dead controller and one that knows no leader, visiting each at most once per call", async () => {
@@ -60,11 +66,17 @@ describe("createLeaderFollowingClient", () => {
     const cluster = fakeCluster(behaviours);
     const client = createLeaderFollowingClient(["h:1", "h:2", "h:3"], { connect: cluster.connect });
     await assert.rejects(client.requestQuota(request("r1")), (e: unknown) => e instanceof SluiceError && e.code === "CONTROLLER_UNAVAILABLE");
-    assert.deepEqual(cluster.calls.map((c) => c.address), ["h:1", "h:2", "h:3"]);
+    assert.deepEqual(
+      cluster.calls.map((c) => c.address),
+      ["h:1", "h:2", "h:3"],
+    );
     // The caller's retrying channel tries again (same id) once a leader is elected.
     behaviours["h:2"] = "leader";
     assert.equal((await client.requestQuota(request("r1"))).granted, 1);
-    assert.deepEqual(cluster.calls.slice(3).map((c) => `${c.address}/${c.requestId}`), ["h:1/r1", "h:2/r1"]);
+    assert.deepEqual(
+      cluster.calls.slice(3).map((c) => `${c.address}/${c.requestId}`),
+      ["h:1/r1", "h:2/r1"],
+    );
   });
 
   it("stays with a controller that names itself (elected, still reading its state)", async () => {
@@ -72,7 +84,10 @@ describe("createLeaderFollowingClient", () => {
     const client = createLeaderFollowingClient(["h:1", "h:2"], { connect: cluster.connect });
     await assert.rejects(client.requestQuota(request("r1")), (e: unknown) => e instanceof SluiceError && e.code === "CONTROLLER_UNAVAILABLE");
     assert.equal(client.currentAddress, "h:1");
-    assert.deepEqual(cluster.calls.map((c) => c.address), ["h:1"]);
+    assert.deepEqual(
+      cluster.calls.map((c) => c.address),
+      ["h:1"],
+    );
   });
 
   it("follows a leader the spec did not list, and leaves other errors to the caller", async () => {

@@ -41,7 +41,10 @@ describe("QuotaStream bounds", () => {
     stream.on("error", () => {});
     const call = (callId: number) => ({ callId, timeoutMs: 0, metadata: {}, requestQuota: quota({ requestId: `r${callId}` }) });
     stream.write({ calls: [1, 2, 3, 4, 5].map(call) });
-    await eventually(() => answers.length >= 2, () => `2 refusals, got ${answers.length}`);
+    await eventually(
+      () => answers.length >= 2,
+      () => `2 refusals, got ${answers.length}`,
+    );
     assert.deepEqual(answers.map((a) => a.callId).sort(), [4, 5]);
     const refusal = answers[0]?.error;
     assert.equal(refusal?.sluiceErrorCode, "TOO_MANY_CALLS");
@@ -56,7 +59,10 @@ describe("QuotaStream bounds", () => {
     assert.equal(handler.requests.length, 3, "the refused calls never reached the handler");
     // An answered call makes room again.
     stream.write({ calls: [{ callId: 1, timeoutMs: 0, metadata: {}, cancel: {} }, call(6)] });
-    await eventually(() => handler.requests.length === 4, () => `call 6 started (${handler.requests.length} started)`);
+    await eventually(
+      () => handler.requests.length === 4,
+      () => `call 6 started (${handler.requests.length} started)`,
+    );
     stream.cancel();
     client.close();
   });
@@ -92,7 +98,9 @@ describe("QuotaStream bounds", () => {
   it("a client that reads no answers stops being read, and nothing it sent is lost once it reads", async () => {
     const handler = new StubHandler();
     // Every watch gets a 10 KB spec at once and stays open: the answers are what the client does not read.
-    const spec = JSON.stringify({ throttlers: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`t${i}`, { limit: i + 1, period: 10_000, pad: "x".repeat(40) }])) });
+    const spec = JSON.stringify({
+      throttlers: Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`t${i}`, { limit: i + 1, period: 10_000, pad: "x".repeat(40) }])),
+    });
     let watches = 0;
     handler.onWatch = (emit, context) => {
       watches += 1;
@@ -118,7 +126,11 @@ describe("QuotaStream bounds", () => {
       );
       console.log(`unread stream: ${watches} of ${total} watches started before the controller stopped reading`);
       hostile.startReading();
-      await eventually(() => hostile.answersRead >= total, () => `${total} answers read, got ${hostile.answersRead} (${watches} watches started)`, 60_000);
+      await eventually(
+        () => hostile.answersRead >= total,
+        () => `${total} answers read, got ${hostile.answersRead} (${watches} watches started)`,
+        60_000,
+      );
       assert.equal(watches, total);
       assert.deepEqual([...hostile.errorsRead], [], "no call was refused or failed");
     } finally {

@@ -61,8 +61,15 @@ describe("QuotaStream server: a bounded number of calls per turn", () => {
       const count = 5_000;
       stream.write({ calls: Array.from({ length: count }, (_, i) => requestCall(i + 1)) });
       await eventually(() => answers().length === count, `${count} answers`);
-      assert.deepEqual(started, Array.from({ length: count }, (_, i) => i + 1), "calls start in the order they arrived");
-      assert.deepEqual(answers().map((answer) => [answer.callId, answer.requestQuota?.granted]), Array.from({ length: count }, (_, i) => [i + 1, i + 1]));
+      assert.deepEqual(
+        started,
+        Array.from({ length: count }, (_, i) => i + 1),
+        "calls start in the order they arrived",
+      );
+      assert.deepEqual(
+        answers().map((answer) => [answer.callId, answer.requestQuota?.granted]),
+        Array.from({ length: count }, (_, i) => [i + 1, i + 1]),
+      );
       assert.ok((frames[0]?.answers.length ?? 0) <= CALLS_PER_TURN, `the first answer frame carried ${frames[0]?.answers.length} answers`);
       assert.ok(CALLS_PER_TURN < count && frames.length >= Math.ceil(count / CALLS_PER_TURN), `${frames.length} answer frames for ${count} calls`);
     } finally {

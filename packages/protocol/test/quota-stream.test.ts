@@ -74,7 +74,10 @@ describe("QuotaStream transport", () => {
     await client.requestQuota(quota({ requestId: "y" }));
     const [first, second] = handler.requests;
     assert.deepEqual(first?.call, { throttlerId: "api", clientId: "w1/C/0", amount: 2, timestampMs: 1234, quotaClassId: "gold", requestId: "x" });
-    assert.ok(first?.context.deadlineAt != null && Math.abs(first.context.deadlineAt - deadlineAt) < 5_000, `the handler saw ${Math.round((first?.context.deadlineAt ?? 0) - deadlineAt)} ms off the caller's deadline`);
+    assert.ok(
+      first?.context.deadlineAt != null && Math.abs(first.context.deadlineAt - deadlineAt) < 5_000,
+      `the handler saw ${Math.round((first?.context.deadlineAt ?? 0) - deadlineAt)} ms off the caller's deadline`,
+    );
     assert.equal(first?.context.metadata["traceparent"], traceparent);
     assert.equal(first?.context.metadata["authorization"], undefined, "the token stops at the transport");
     assert.equal(second?.context.deadlineAt, null, "no deadline → null");
@@ -85,7 +88,10 @@ describe("QuotaStream transport", () => {
     handler.requests.length = 0;
     handler.onRequest = async (call) => ({ granted: call.amount, waitedMs: 0 });
     const results = await Promise.all(Array.from({ length: 500 }, (_, i) => client.requestQuota(quota({ amount: i, requestId: `many-${i}` }))));
-    assert.deepEqual(results.map((r) => r.granted), Array.from({ length: 500 }, (_, i) => i));
+    assert.deepEqual(
+      results.map((r) => r.granted),
+      Array.from({ length: 500 }, (_, i) => i),
+    );
     assert.equal(handler.requests.length, 500);
   });
 
@@ -198,7 +204,9 @@ describe("QuotaStream server: bad frames and ends", () => {
 
   it("answers a call without a kind, with call_id 0 or with an id already open with INVALID_REQUEST, and serves the rest", async () => {
     handler.onRequest = (call, context) =>
-      call.requestId === "hold" ? untilAborted(context.signal).then(() => ({ granted: 0, waitedMs: 0 })) : Promise.resolve({ granted: call.amount, waitedMs: 0 });
+      call.requestId === "hold"
+        ? untilAborted(context.signal).then(() => ({ granted: 0, waitedMs: 0 }))
+        : Promise.resolve({ granted: call.amount, waitedMs: 0 });
     const raw = rawStream(server.address);
     try {
       const request = (requestId: string, amount = 1) => ({ throttlerId: "api", clientId: "c", amount, timestampMs: 0, quotaClassId: "", requestId });
@@ -239,7 +247,16 @@ describe("QuotaStream server: bad frames and ends", () => {
     };
     const raw = rawStream(server.address);
     try {
-      raw.send({ calls: [{ callId: 1, timeoutMs: 0, metadata: {}, requestQuota: { throttlerId: "api", clientId: "c", amount: 1, timestampMs: 0, quotaClassId: "", requestId: "w" } }] });
+      raw.send({
+        calls: [
+          {
+            callId: 1,
+            timeoutMs: 0,
+            metadata: {},
+            requestQuota: { throttlerId: "api", clientId: "c", amount: 1, timestampMs: 0, quotaClassId: "", requestId: "w" },
+          },
+        ],
+      });
       await eventually(() => handler.requests.some((r) => r.call.requestId === "w"), "the call at the handler");
       raw.sendBytes(Buffer.from([0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x01]));
       await eventually(() => raw.ended() !== null, "the stream's end");
@@ -272,7 +289,8 @@ describe("QuotaStream server: bad frames and ends", () => {
     const calls = Array.from({ length: 50 }, (_, i) => streamClient.requestQuota(quota({ requestId: `end-${i}` })).catch((error: unknown) => error));
     await eventually(() => waiting === 50, "50 waiting calls");
     streamClient.close();
-    for (const outcome of await Promise.all(calls)) assert.ok(isSluiceError(outcome, "CONTROLLER_UNAVAILABLE") && /this client was closed/.test(outcome.message), String(outcome));
+    for (const outcome of await Promise.all(calls))
+      assert.ok(isSluiceError(outcome, "CONTROLLER_UNAVAILABLE") && /this client was closed/.test(outcome.message), String(outcome));
     await eventually(() => aborted === 50, "every waiting call cancelled on the controller");
   });
 });
@@ -287,12 +305,21 @@ describe("QuotaStream: failover", () => {
       throw new SluiceError("CONTROLLER_UNAVAILABLE", "not the leader", { leader: leader.address });
     };
     const lines: string[] = [];
-    const client = createLeaderFollowingClient([follower.address, leader.address], { connect: (address) => createStreamQuotaClient(address), log: (line) => lines.push(line) });
+    const client = createLeaderFollowingClient([follower.address, leader.address], {
+      connect: (address) => createStreamQuotaClient(address),
+      log: (line) => lines.push(line),
+    });
     try {
       assert.equal((await client.requestQuota(quota({ requestId: "same", amount: 3 }))).granted, 3);
       assert.equal(client.currentAddress, leader.address);
-      assert.deepEqual(followerHandler.requests.map((r) => r.call.requestId), ["same"]);
-      assert.deepEqual(leaderHandler.requests.map((r) => r.call.requestId), ["same"]);
+      assert.deepEqual(
+        followerHandler.requests.map((r) => r.call.requestId),
+        ["same"],
+      );
+      assert.deepEqual(
+        leaderHandler.requests.map((r) => r.call.requestId),
+        ["same"],
+      );
       // The leader goes away mid-call: its stream ends, and the call is sent to the next controller.
       leaderHandler.onRequest = (_call, context) => untilAborted(context.signal).then(() => ({ granted: 0, waitedMs: 0 }));
       followerHandler.onRequest = async (call) => ({ granted: call.amount, waitedMs: 0 });
@@ -300,7 +327,10 @@ describe("QuotaStream: failover", () => {
       await eventually(() => leaderHandler.requests.some((r) => r.call.requestId === "in-flight"), "the call at the leader");
       await leader.close({ graceMs: 0 });
       assert.equal((await moved).granted, 2);
-      assert.deepEqual(followerHandler.requests.map((r) => r.call.requestId), ["same", "in-flight"]);
+      assert.deepEqual(
+        followerHandler.requests.map((r) => r.call.requestId),
+        ["same", "in-flight"],
+      );
     } finally {
       client.close();
       await Promise.all([leader.close({ graceMs: 0 }), follower.close({ graceMs: 0 })]);
@@ -338,7 +368,10 @@ describe("RenewLeases over both transports", () => {
     try {
       assert.deepEqual(await unary.renewLeases?.({ clientId: "w1", throttlerIds: ["db"] }), { held: 4 });
       assert.deepEqual(await stream.renewLeases?.({ clientId: "w2", throttlerIds: ["db", "pool"] }), { held: 4 });
-      assert.deepEqual(handler.renewed, [["w1", "db"], ["w2", "db", "pool"]]);
+      assert.deepEqual(handler.renewed, [
+        ["w1", "db"],
+        ["w2", "db", "pool"],
+      ]);
     } finally {
       unary.close();
       stream.close();
@@ -361,7 +394,9 @@ describe("QuotaStream client: one frame per turn", () => {
         QuotaStream: (call: ServerDuplexStream<WireQuotaStreamClientFrame, WireQuotaStreamServerFrame>) => {
           call.on("data", (frame: WireQuotaStreamClientFrame) => {
             frames.push(frame);
-            const answers = frame.calls.filter((c) => c.requestQuota).map((c) => ({ callId: c.callId, requestQuota: { granted: c.requestQuota?.amount ?? 0, waitedMs: 0, paceStartDelayMs: 0, paceIntervalMs: 0 } }));
+            const answers = frame.calls
+              .filter((c) => c.requestQuota)
+              .map((c) => ({ callId: c.callId, requestQuota: { granted: c.requestQuota?.amount ?? 0, waitedMs: 0, paceStartDelayMs: 0, paceIntervalMs: 0 } }));
             call.write({ answers });
           });
           call.on("end", () => call.end());
@@ -381,7 +416,10 @@ describe("QuotaStream client: one frame per turn", () => {
       await client.requestQuota(quota({ requestId: "warm" }));
       frames.length = 0;
       const results = await Promise.all(Array.from({ length: 300 }, (_, i) => client.requestQuota(quota({ requestId: `t-${i}`, amount: i }))));
-      assert.deepEqual(results.map((r) => r.granted), Array.from({ length: 300 }, (_, i) => i));
+      assert.deepEqual(
+        results.map((r) => r.granted),
+        Array.from({ length: 300 }, (_, i) => i),
+      );
       assert.equal(frames.length, 1, `300 calls of one turn came in ${frames.length} frames`);
       assert.equal(frames[0]?.calls.length, 300);
       assert.deepEqual(frames[0]?.calls.map((c) => c.requestQuota?.requestId).slice(0, 3), ["t-0", "t-1", "t-2"]);

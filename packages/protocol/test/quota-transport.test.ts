@@ -14,7 +14,8 @@ describe("choosing the quota transport", () => {
       () => parseQuotaTransport("grpc"),
       (error: unknown) =>
         isSluiceError(error, "SPEC_INVALID") &&
-        error.message === 'SPEC_INVALID: SLUICE_QUOTA_TRANSPORT is "grpc": choose "stream" (one multiplexed stream per worker, the default) or "unary" (one RPC per call)',
+        error.message ===
+          'SPEC_INVALID: SLUICE_QUOTA_TRANSPORT is "grpc": choose "stream" (one multiplexed stream per worker, the default) or "unary" (one RPC per call)',
     );
   });
 

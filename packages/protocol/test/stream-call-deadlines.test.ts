@@ -16,7 +16,12 @@ describe("StreamCallDeadlines", () => {
       () => open.size,
     );
     const now = systemClock.now();
-    for (const [id, inMs] of [[1, 60], [2, 20], [3, 40], [4, 30]] as const) {
+    for (const [id, inMs] of [
+      [1, 60],
+      [2, 20],
+      [3, 40],
+      [4, 30],
+    ] as const) {
       const call = {};
       open.set(id, call);
       deadlines.add(now + inMs, id, call, "RequestQuota");
@@ -30,7 +35,11 @@ describe("StreamCallDeadlines", () => {
 
   it("rebuilds from the open calls when answered calls' deadlines pile up", () => {
     const open = new Map<number, object>();
-    const deadlines = new StreamCallDeadlines<object>((id, call) => open.get(id) === call, () => undefined, () => open.size);
+    const deadlines = new StreamCallDeadlines<object>(
+      (id, call) => open.get(id) === call,
+      () => undefined,
+      () => open.size,
+    );
     const far = systemClock.now() + 60_000;
     for (let id = 1; id <= 20_000; id++) {
       const call = {};

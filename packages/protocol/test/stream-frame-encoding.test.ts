@@ -2,7 +2,13 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { loadSync } from "@grpc/proto-loader";
 import type { MethodDefinition } from "@grpc/grpc-js";
-import { QUOTA_PROTO_PATH, QUOTA_SERVICE_NAME, quotaServiceDefinition, type WireQuotaStreamClientFrame, type WireQuotaStreamServerFrame } from "../src/proto-definition.ts";
+import {
+  QUOTA_PROTO_PATH,
+  QUOTA_SERVICE_NAME,
+  quotaServiceDefinition,
+  type WireQuotaStreamClientFrame,
+  type WireQuotaStreamServerFrame,
+} from "../src/proto-definition.ts";
 
 // QuotaStream's frames are encoded straight from plain objects (proto-definition.ts); the bytes must
 // be those proto-loader's own serializer (fromObject, then encode) writes, for every kind of call
@@ -20,7 +26,12 @@ const serverFrame: WireQuotaStreamServerFrame = {
 };
 const clientFrame: WireQuotaStreamClientFrame = {
   calls: [
-    { callId: 1, timeoutMs: 100, metadata: { traceparent: "00-ab" }, requestQuota: { throttlerId: "api", clientId: "c", amount: 3, timestampMs: 1_700_000_000_000, quotaClassId: "gold", requestId: "r" } },
+    {
+      callId: 1,
+      timeoutMs: 100,
+      metadata: { traceparent: "00-ab" },
+      requestQuota: { throttlerId: "api", clientId: "c", amount: 3, timestampMs: 1_700_000_000_000, quotaClassId: "gold", requestId: "r" },
+    },
     { callId: 2, timeoutMs: 0, metadata: {}, releaseQuota: { throttlerId: "api", clientId: "c", amount: 1, quotaClassId: "" } },
     { callId: 3, timeoutMs: 0, metadata: {}, renewLeases: { clientId: "c", throttlerIds: ["a", "b"] } },
     { callId: 4, timeoutMs: 0, metadata: {}, watchDynamicSpec: { clientId: "c" } },
@@ -41,11 +52,24 @@ describe("QuotaStream frame encoding", () => {
 
   it("reads back what it wrote", () => {
     const answers = direct.responseDeserialize(direct.responseSerialize(serverFrame)).answers;
-    assert.deepEqual(answers.map((answer) => [answer.callId, answer.answer]), [[1, "requestQuota"], [2 ** 40, "releaseQuota"], [3, "renewLeases"], [4, "dynamicSpecUpdate"], [5, "error"], [6, "requestQuota"]]);
+    assert.deepEqual(
+      answers.map((answer) => [answer.callId, answer.answer]),
+      [
+        [1, "requestQuota"],
+        [2 ** 40, "releaseQuota"],
+        [3, "renewLeases"],
+        [4, "dynamicSpecUpdate"],
+        [5, "error"],
+        [6, "requestQuota"],
+      ],
+    );
     assert.equal(answers[3]?.dynamicSpecUpdate?.dynamicSpecJson, '{"a":"é"}');
     assert.equal(answers[5]?.requestQuota?.paceIntervalMs, 2.25);
     const calls = direct.requestDeserialize(direct.requestSerialize(clientFrame)).calls;
-    assert.deepEqual(calls.map((call) => call.call), ["requestQuota", "releaseQuota", "renewLeases", "watchDynamicSpec", "cancel"]);
+    assert.deepEqual(
+      calls.map((call) => call.call),
+      ["requestQuota", "releaseQuota", "renewLeases", "watchDynamicSpec", "cancel"],
+    );
     assert.equal(calls[0]?.metadata["traceparent"], "00-ab");
   });
 });

@@ -20,13 +20,7 @@ const CHUNK = 100;
  * module's function for indexes 0..messages-1 and sends the results, paced to `rate_per_second`
  * when set. Resolves when all are written, or when `signal` aborts.
  */
-export async function runGenerators(options: {
-  pipeline: PipelineSpec;
-  specDir: string;
-  sink: Sink;
-  clock: Clock;
-  signal: AbortSignal;
-}): Promise<void> {
+export async function runGenerators(options: { pipeline: PipelineSpec; specDir: string; sink: Sink; clock: Clock; signal: AbortSignal }): Promise<void> {
   const { pipeline, specDir, sink, clock, signal } = options;
   const runs = Object.entries(pipeline.streams).flatMap(([stream, spec]) => {
     const generator = spec.generator;
@@ -46,7 +40,12 @@ export async function runGenerators(options: {
           };
         };
         if (isObservable(generate)) {
-          await writeObservable(generate as Observable<OutputMessage>, generator.messages, (message, index) => sink.send(stream, [toRecord(message, index)]), signal);
+          await writeObservable(
+            generate as Observable<OutputMessage>,
+            generator.messages,
+            (message, index) => sink.send(stream, [toRecord(message, index)]),
+            signal,
+          );
           return;
         }
         if (typeof generate !== "function") {

@@ -25,9 +25,25 @@ export { MemorySink } from "./memory/memory-sink.ts";
 export { MemorySource } from "./memory/memory-source.ts";
 export type { IoFactory } from "./ports/io-factory.ts";
 export type { Sink, SinkRecord } from "./ports/sink.ts";
-export type { BatchContext, BatchHandler, BatchTransaction, NativeRecords, PartitionRef, RecordReader, Source, SourceBatch, SourceListener, SourceRecord } from "./ports/source.ts";
+export type {
+  BatchContext,
+  BatchHandler,
+  BatchTransaction,
+  NativeRecords,
+  PartitionRef,
+  RecordReader,
+  Source,
+  SourceBatch,
+  SourceListener,
+  SourceRecord,
+} from "./ports/source.ts";
 export { NO_RECORD_HEADERS, SOURCE_RECORD_READER } from "./io/source-record-reader.ts";
 export { Worker, type WorkerOptions } from "./worker.ts";
 export { AlignedPartition, type AlignmentAnswer, type AlignmentSettings } from "./alignment/aligned-partition.ts";
-export { WatermarkAlignment, WATERMARK_ALIGNMENT_DEFAULTS, type AlignmentMetricsView, type WatermarkAlignmentOptions } from "./alignment/watermark-alignment.ts";
+export {
+  WatermarkAlignment,
+  WATERMARK_ALIGNMENT_DEFAULTS,
+  type AlignmentMetricsView,
+  type WatermarkAlignmentOptions,
+} from "./alignment/watermark-alignment.ts";
 export { defaultWorkerId } from "./worker-id.ts";

@@ -161,7 +161,8 @@ export class Worker {
       ),
     ]);
     waited.abort(); // no timer left behind once the controller answered
-    if (!first) this.log.warn(`no dynamic_spec from the controller after ${waitMs} ms; starting with the spec file's and applying the controller's when it arrives`);
+    if (!first)
+      this.log.warn(`no dynamic_spec from the controller after ${waitMs} ms; starting with the spec file's and applying the controller's when it arrives`);
     this.sink = this.options.io.createSink(pipeline);
     for (const { name, computation } of loaded) {
       const spec = pipeline.computations[name];

@@ -9,7 +9,11 @@ const settings = { groupName: "g", driftBoundMs: 10 * MIN, idleTimeoutMs: 5_000 
 
 function answer(othersWatermarkMs: number | "unbounded", controllerInstance = "a", settling = false): AlignmentAnswer {
   return {
-    bound: { partitionId: "C/in/0", othersWatermarkMs: othersWatermarkMs === "unbounded" ? 0 : othersWatermarkMs, unbounded: othersWatermarkMs === "unbounded" },
+    bound: {
+      partitionId: "C/in/0",
+      othersWatermarkMs: othersWatermarkMs === "unbounded" ? 0 : othersWatermarkMs,
+      unbounded: othersWatermarkMs === "unbounded",
+    },
     controllerInstance,
     settling,
   };

@@ -22,7 +22,12 @@ export function testJob(options: {
   readonly stream?: string;
 }): Job {
   const { spec, computationName, errors } = options;
-  const throttlers = new DistributedThrottlerFactory({ computation: computationName, clientId: `w/${computationName}/0`, client: () => new FakeQuotaClient(), clock: systemClock });
+  const throttlers = new DistributedThrottlerFactory({
+    computation: computationName,
+    clientId: `w/${computationName}/0`,
+    client: () => new FakeQuotaClient(),
+    clock: systemClock,
+  });
   throttlers.reconfigure(spec.dynamic_spec);
   return new Job({
     pipeline: spec,

@@ -9,7 +9,7 @@ import { SpanStatusCode } from "@opentelemetry/api";
 import { InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
 import { validatePipelineSpec } from "@sluice/spec";
-import { type BatchContext, type ComputationDefinition, type Sink, type SinkRecord, type SourceRecord } from "../src/index.ts";
+import type { BatchContext, ComputationDefinition, Sink, SinkRecord, SourceRecord } from "../src/index.ts";
 import { testJob } from "./job-factory.ts";
 
 const exporter = new InMemorySpanExporter();
@@ -43,7 +43,11 @@ async function run(definition: ComputationDefinition, count: number, onSend: (ba
   const commits: string[] = [];
   let rewinds = 0;
   const errors: string[] = [];
-  const context: BatchContext = { signal: new AbortController().signal, commit: async (offset) => void commits.push(offset), rewind: () => void (rewinds += 1) };
+  const context: BatchContext = {
+    signal: new AbortController().signal,
+    commit: async (offset) => void commits.push(offset),
+    rewind: () => void (rewinds += 1),
+  };
   const job = testJob({ spec, computationName: "Stage", computation: definition, sink, tracer: provider.getTracer("job-iteration-spans-test"), errors });
   await job.handle({ stream: "input", partition: 0, records: records(count) }, context);
   await job.close();
@@ -64,7 +68,10 @@ describe("Job iteration spans", () => {
     assert.equal(iterations.length, 3);
     for (const iteration of iterations) {
       const children = childrenOf(iteration);
-      assert.deepEqual(children.map((s) => s.name), ["Process", "Output", "Commit"]);
+      assert.deepEqual(
+        children.map((s) => s.name),
+        ["Process", "Output", "Commit"],
+      );
       for (const child of children) assert.notEqual(child.status.code, SpanStatusCode.ERROR, child.name);
     }
     assert.deepEqual(commits, ["2", "4", "5"]);
@@ -86,12 +93,30 @@ describe("Job iteration spans", () => {
     assert.equal(sent.length, 3);
     assert.deepEqual(order, ["processed 2", "sent 2", "processed 1", "sent 1"], "each Output sent after its process() resolved");
     assert.deepEqual(commits, ["2", "3"]);
-    for (const iteration of iterations) assert.deepEqual(childrenOf(iteration).map((s) => s.name), ["Process", "Output", "Commit"]);
+    for (const iteration of iterations)
+      assert.deepEqual(
+        childrenOf(iteration).map((s) => s.name),
+        ["Process", "Output", "Commit"],
+      );
   });
 
   for (const [how, definition] of [
-    ["throws", { process: () => { throw new Error("bad row"); } }],
-    ["rejects", { process: async () => { throw new Error("bad row"); } }],
+    [
+      "throws",
+      {
+        process: () => {
+          throw new Error("bad row");
+        },
+      },
+    ],
+    [
+      "rejects",
+      {
+        process: async () => {
+          throw new Error("bad row");
+        },
+      },
+    ],
   ] as const) {
     it(`a process() that ${how}: its span fails, the iteration rewinds, nothing is committed or sent`, async () => {
       const { spans, commits, rewinds, errors, sent } = await run(definition, 2);

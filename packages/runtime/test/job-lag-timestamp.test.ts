@@ -85,7 +85,10 @@ describe("Job lag timestamp (docs/design.md §12)", () => {
     const clicks = job(spec, "clicks", shared, stats, clock, quota);
     // Three iterations of 2 rows, out of order; a fetched-ahead batch holds 4,000 until the last iteration.
     let ahead: number | undefined = 4_000;
-    await clicks.handle({ stream: "clicks", partition: 0, records: records([9_000, 8_000, 7_000, 2_000, 6_000, 5_000]) }, context(() => ahead));
+    await clicks.handle(
+      { stream: "clicks", partition: 0, records: records([9_000, 8_000, 7_000, 2_000, 6_000, 5_000]) },
+      context(() => ahead),
+    );
     // stream_delay of clicks is 1 s: iteration 1 sees min(9,8,7,2,6,5 k, 4 k ahead) = 2 k; iteration 2 the same;
     // iteration 3 only [6 k, 5 k] and 4 k ahead.
     assert.deepEqual(priorities(), [3_000, 3_000, 5_000]);
@@ -107,7 +110,10 @@ describe("Job lag timestamp (docs/design.md §12)", () => {
     const orders = job(spec, "orders", shared, stats, clock, quota);
     // orders has fetched ahead an event at 1,500 (no stream_delay) while clicks processes events at 3,000.
     let ordersAhead: number | undefined = 1_500;
-    await orders.handle({ stream: "orders", partition: 0, records: [] }, context(() => ordersAhead));
+    await orders.handle(
+      { stream: "orders", partition: 0, records: [] },
+      context(() => ordersAhead),
+    );
     await clicks.handle({ stream: "clicks", partition: 0, records: records([3_000]) }, context());
     assert.deepEqual(priorities(), [1_500], "the older input decides");
     assert.equal(stats.view(1_000_000).lagMs, 1_000_000 - 1_500, "the lag metric follows the lag timestamp");

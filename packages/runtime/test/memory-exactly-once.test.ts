@@ -18,7 +18,8 @@ describe("delivery exactly_once on the memory log", () => {
   it("outputs and offsets are applied together: every input copied once, a failed iteration leaves nothing, offsets at the end", async () => {
     const spec = pipeline();
     const io = new MemoryIoFactory(spec);
-    for (let i = 0; i < 200; i++) io.log.append("numbers", { key: new TextEncoder().encode(`k${i}`), value: new TextEncoder().encode(JSON.stringify({ n: i })), timestampMs: 1_000 + i });
+    for (let i = 0; i < 200; i++)
+      io.log.append("numbers", { key: new TextEncoder().encode(`k${i}`), value: new TextEncoder().encode(JSON.stringify({ n: i })), timestampMs: 1_000 + i });
     let failOnce = true;
     const copier = defineComputation<{ n: number }>({
       process(batch, ctx) {
@@ -45,7 +46,10 @@ describe("delivery exactly_once on the memory log", () => {
     const deadline = Date.now() + 10_000;
     while ((worker.stats()[0]?.rows ?? 0) < 200 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
     await worker.close();
-    const copies = io.log.records("copies").flat().map((r) => (JSON.parse(new TextDecoder().decode(r.value ?? new Uint8Array())) as { n: number }).n);
+    const copies = io.log
+      .records("copies")
+      .flat()
+      .map((r) => (JSON.parse(new TextDecoder().decode(r.value ?? new Uint8Array())) as { n: number }).n);
     assert.equal(failOnce, false, "the failure happened");
     assert.equal(copies.length, 200, `${copies.length} copies`);
     assert.deepEqual(new Set(copies), new Set(Array.from({ length: 200 }, (_, i) => i)));

@@ -152,7 +152,10 @@ describe("Worker on the memory log", () => {
     await runUntil(worker, () => (worker.stats()[0]?.rows ?? 0) >= 600);
     const tookMs = performance.now() - started;
     await worker.close();
-    const out = io.log.records("doubled").flat().map((r) => (JSON.parse(new TextDecoder().decode(r.value ?? new Uint8Array())) as { n: number }).n);
+    const out = io.log
+      .records("doubled")
+      .flat()
+      .map((r) => (JSON.parse(new TextDecoder().decode(r.value ?? new Uint8Array())) as { n: number }).n);
     assert.equal(out.length, 600);
     assert.deepEqual(new Set(out), new Set(Array.from({ length: 600 }, (_, i) => i * 2)));
     for (let p = 0; p < 3; p++) {
@@ -186,7 +189,10 @@ describe("Worker on the memory log", () => {
     // every iteration asked for rows and bytes together: the prefetching clients saw both throttlers
     assert.ok(quota.calls.some((c) => c.throttlerId === "rows") && quota.calls.some((c) => c.throttlerId === "bytes"));
     assert.equal(rows?.consumed, 600, "600 rows consumed");
-    const bytes = io.log.records("numbers").flat().reduce((sum, r) => sum + (r.key?.byteLength ?? 0) + (r.value?.byteLength ?? 0), 0);
+    const bytes = io.log
+      .records("numbers")
+      .flat()
+      .reduce((sum, r) => sum + (r.key?.byteLength ?? 0) + (r.value?.byteLength ?? 0), 0);
     assert.equal(consumed.find((m) => m.throttlerId === "bytes")?.consumed, bytes, "Σ byteSize consumed");
   });
 
@@ -200,8 +206,7 @@ describe("Worker on the memory log", () => {
     const spans = exporter.getFinishedSpans();
     const iterations = spans.filter((s) => s.name === "Doubler iteration");
     assert.ok(iterations.length >= 3, `${iterations.length} iterations`);
-    const childrenOf = (parent: ReadableSpan) =>
-      spans.filter((s) => s.parentSpanContext?.spanId === parent.spanContext().spanId).map((s) => s.name);
+    const childrenOf = (parent: ReadableSpan) => spans.filter((s) => s.parentSpanContext?.spanId === parent.spanContext().spanId).map((s) => s.name);
     for (const iteration of iterations) assert.deepEqual(childrenOf(iteration), ["Input.Throttle", "Process", "Output", "Commit"]);
     const throttle = spans.find((s) => s.name === "Input.Throttle");
     assert.equal(throttle?.attributes["sluice.throttle.rows.throttler_id"], "rows");
@@ -209,7 +214,10 @@ describe("Worker on the memory log", () => {
     assert.equal(throttle?.attributes["sluice.throttle.rows.class_id"], "default");
     assert.equal(typeof throttle?.attributes["sluice.throttle.wait_ms"], "number");
     const rowsAmounts = spans.filter((s) => s.name === "Input.Throttle").map((s) => Number(s.attributes["sluice.throttle.rows.amount"]));
-    assert.equal(rowsAmounts.reduce((a, b) => a + b, 0), 30);
+    assert.equal(
+      rowsAmounts.reduce((a, b) => a + b, 0),
+      30,
+    );
   });
 
   it("restarts a failing job from the last committed offset: nothing lost", async () => {
@@ -229,7 +237,10 @@ describe("Worker on the memory log", () => {
     await worker.start();
     await runUntil(worker, () => (worker.stats()[0]?.rows ?? 0) >= 300);
     await worker.close();
-    const out = io.log.records("doubled").flat().map((r) => (JSON.parse(new TextDecoder().decode(r.value ?? new Uint8Array())) as { n: number }).n);
+    const out = io.log
+      .records("doubled")
+      .flat()
+      .map((r) => (JSON.parse(new TextDecoder().decode(r.value ?? new Uint8Array())) as { n: number }).n);
     assert.equal(out.length, 300);
     assert.ok(!out.includes(-1));
     assert.equal(worker.stats()[0]?.failures, 1);
@@ -263,11 +274,17 @@ describe("Worker on the memory log", () => {
     assert.ok(kept[0], "process() took a handle");
     await assert.rejects(kept[0].throttle(1), (error: unknown) => {
       assert.ok(isSluiceError(error, "CANCELLED"), String(error));
-      assert.match(error.message, /^CANCELLED: throttler "rows" \(computation "Doubler"\): job w1\/Doubler\/\d stopped \(take a new handle from the context of a running job\); this handle no longer serves calls$/);
+      assert.match(
+        error.message,
+        /^CANCELLED: throttler "rows" \(computation "Doubler"\): job w1\/Doubler\/\d stopped \(take a new handle from the context of a running job\); this handle no longer serves calls$/,
+      );
       return true;
     });
     assert.equal(seen[0], "null");
-    assert.match(seen[1] ?? "", /THROTTLER_NOT_DECLARED: throttler "nope" is not declared in dynamic_spec.throttlers \(computation "Doubler"; declared: "rows", "bytes"\)/);
+    assert.match(
+      seen[1] ?? "",
+      /THROTTLER_NOT_DECLARED: throttler "nope" is not declared in dynamic_spec.throttlers \(computation "Doubler"; declared: "rows", "bytes"\)/,
+    );
   });
 
   it("fails the iteration when user code emits to a stream that is not an output", async () => {

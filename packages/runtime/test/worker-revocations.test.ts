@@ -71,13 +71,10 @@ describe("Worker: throttler sensors of stopped jobs", () => {
     await new Promise((resolve) => setImmediate(resolve));
 
     const metrics = worker.throttlerMetrics();
-    assert.deepEqual(
-      metrics.map((m) => [m.computation, m.throttlerId]).sort(),
-      [
-        ["Counter", "bytes"],
-        ["Counter", "rows"],
-      ],
-    );
+    assert.deepEqual(metrics.map((m) => [m.computation, m.throttlerId]).sort(), [
+      ["Counter", "bytes"],
+      ["Counter", "rows"],
+    ]);
     const rows = metrics.find((m) => m.throttlerId === "rows");
     assert.equal(rows?.consumed, ROUNDS * ROWS_PER_BATCH, "every stopped job's rows are in the total");
     assert.equal(rows?.rpcCount, quota.calls.filter((c) => c.throttlerId === "rows").length, "every RPC counted once");

@@ -72,7 +72,9 @@ const fraction = (rule: string) => z.number({ error: mustBe(rule) }).min(0);
 const targetSchema = z
   .strictObject(
     {
-      low: fraction("a finite number ≥ 0 (a load as a fraction of capacity)").describe("Lower edge of the band: below it the limit climbs while demand exists."),
+      low: fraction("a finite number ≥ 0 (a load as a fraction of capacity)").describe(
+        "Lower edge of the band: below it the limit climbs while demand exists.",
+      ),
       high: fraction("a finite number ≥ 0 (a load as a fraction of capacity)").describe("Upper edge of the band: above it the limit is cut."),
     },
     { error: mustBe('an object such as { "low": 0.90, "high": 0.95 }') },
@@ -99,9 +101,7 @@ export const adaptiveSpecSchema = z
     {
       load: loadSchema,
       target: targetSchema,
-      initial_limit: positiveLimit()
-        .optional()
-        .describe("Limit in force when the loop starts (slow start climbs from here). Default min_limit."),
+      initial_limit: positiveLimit().optional().describe("Limit in force when the loop starts (slow start climbs from here). Default min_limit."),
       min_limit: positiveLimit()
         .prefault(ADAPTIVE_DEFAULTS.min_limit)
         .describe(`Lowest limit the loop sets; also the fallback after repeated failed readings. Default ${ADAPTIVE_DEFAULTS.min_limit}.`),

@@ -49,10 +49,7 @@ interface DurationBound {
  * message (`period must be a duration of at least 1ms, got 0ms`).
  */
 export function duration(bound?: DurationBound) {
-  const boundText =
-    bound === undefined
-      ? undefined
-      : `${bound.exclusive === true ? "greater than" : "of at least"} ${formatDuration(bound.minMs)}`;
+  const boundText = bound === undefined ? undefined : `${bound.exclusive === true ? "greater than" : "of at least"} ${formatDuration(bound.minMs)}`;
   const error = mustBe(boundText === undefined ? DURATION_RULE : `${DURATION_RULE} (a duration ${boundText})`);
   const parsed = z
     .union(

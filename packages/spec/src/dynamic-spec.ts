@@ -37,12 +37,10 @@ export const computationDynamicSpecSchema = z
           "Must differ from input_rows_throttler_id.",
       ),
       input_rows_throttler_class_id: idRule("class id").describe(
-        `Quota class of every request this computation makes to its rows throttler (absent = "${DEFAULT_CLASS_ID}"). ` +
-          "Needs input_rows_throttler_id.",
+        `Quota class of every request this computation makes to its rows throttler (absent = "${DEFAULT_CLASS_ID}"). ` + "Needs input_rows_throttler_id.",
       ),
       input_bytes_throttler_class_id: idRule("class id").describe(
-        `Quota class of every request this computation makes to its bytes throttler (absent = "${DEFAULT_CLASS_ID}"). ` +
-          "Needs input_bytes_throttler_id.",
+        `Quota class of every request this computation makes to its bytes throttler (absent = "${DEFAULT_CLASS_ID}"). ` + "Needs input_bytes_throttler_id.",
       ),
     },
     { error: mustBe("an object") },

@@ -20,20 +20,43 @@ function mergedProblems(template: Record<string, unknown>, override: Record<stri
       }
     }
   } else if (has("lease_timeout")) {
-    issues.push({ field: "lease_timeout", message: `lease_timeout applies only to concurrency throttlers (this one is a rate throttler); remove it from the override of key ${quoted}` });
+    issues.push({
+      field: "lease_timeout",
+      message: `lease_timeout applies only to concurrency throttlers (this one is a rate throttler); remove it from the override of key ${quoted}`,
+    });
   }
   if (has("limit") && merged["limit"] !== null) {
     if (template["adaptive"] !== undefined) {
-      issues.push({ field: "limit", message: `key ${quoted} cannot override limit: the template's adaptive loop sets the limit of every key; remove limit from the override or adaptive from the template` });
+      issues.push({
+        field: "limit",
+        message: `key ${quoted} cannot override limit: the template's adaptive loop sets the limit of every key; remove limit from the override or adaptive from the template`,
+      });
     } else if (template["use_class_weights_as_limit"] === true) {
-      issues.push({ field: "limit", message: `key ${quoted} cannot override limit: the template's use_class_weights_as_limit makes the rate the sum of the class weights; override classes instead` });
+      issues.push({
+        field: "limit",
+        message: `key ${quoted} cannot override limit: the template's use_class_weights_as_limit makes the rate the sum of the class weights; override classes instead`,
+      });
     }
   }
-  if (has("classes") && template["use_class_weights_as_limit"] === true && isPlainObject(override["classes"]) && Object.keys(override["classes"]).length === 0) {
-    issues.push({ field: "classes", message: `key ${quoted} needs at least one class: with use_class_weights_as_limit its rate is the sum of its class weights` });
+  if (
+    has("classes") &&
+    template["use_class_weights_as_limit"] === true &&
+    isPlainObject(override["classes"]) &&
+    Object.keys(override["classes"]).length === 0
+  ) {
+    issues.push({
+      field: "classes",
+      message: `key ${quoted} needs at least one class: with use_class_weights_as_limit its rate is the sum of its class weights`,
+    });
   }
   const limitless = merged["limit"] === null || merged["limit"] === undefined;
-  if ((has("smooth") || has("limit")) && merged["smooth"] === true && limitless && template["use_class_weights_as_limit"] !== true && template["adaptive"] === undefined) {
+  if (
+    (has("smooth") || has("limit")) &&
+    merged["smooth"] === true &&
+    limitless &&
+    template["use_class_weights_as_limit"] !== true &&
+    template["adaptive"] === undefined
+  ) {
     issues.push({
       field: has("smooth") ? "smooth" : "limit",
       message: `key ${quoted} would be smooth without a limit: smooth paces units at the key's rate, and an unlimited key has none; give the key a limit or set smooth to false`,

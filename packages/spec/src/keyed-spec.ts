@@ -42,7 +42,10 @@ export const keyOverrideSchema = z
         .optional()
         .describe("This key's limit instead of the template's."),
       period: duration({ minMs: 1 }).optional().describe("This key's period instead of the template's."),
-      smooth: z.boolean({ error: mustBe("true or false") }).optional().describe("This key's smooth instead of the template's."),
+      smooth: z
+        .boolean({ error: mustBe("true or false") })
+        .optional()
+        .describe("This key's smooth instead of the template's."),
       lease_timeout: duration({ minMs: 0, exclusive: true }).optional().describe("This key's lease_timeout instead of the template's."),
       classes: z
         .record(throttlerClassIdSchema, throttlerClassSpecSchema, { error: mustBe("an object of class id → { weight }") })

@@ -21,12 +21,7 @@ export function knownKeysAt(root: z.core.$ZodType, path: readonly PropertyKey[])
 function unwrap(schema: z.core.$ZodType): z.core.$ZodType {
   let current = schema;
   for (;;) {
-    if (
-      current instanceof z.ZodPrefault ||
-      current instanceof z.ZodDefault ||
-      current instanceof z.ZodOptional ||
-      current instanceof z.ZodNullable
-    ) {
+    if (current instanceof z.ZodPrefault || current instanceof z.ZodDefault || current instanceof z.ZodOptional || current instanceof z.ZodNullable) {
       current = current.unwrap();
     } else if (current instanceof z.ZodPipe) {
       current = current.in;

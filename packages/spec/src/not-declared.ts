@@ -8,6 +8,7 @@ import { closestMatch } from "./did-you-mean.ts";
 export function notDeclaredMessage(kind: string, name: string, where: string, declared: readonly string[]): string {
   const list = declared.length === 0 ? `(no ${kind} is declared)` : `(declared: ${quoteList(declared)})`;
   const suggestion = closestMatch(name, declared);
-  return `${kind} ${JSON.stringify(name)} is not declared in ${where} ${list}` +
-    (suggestion === undefined ? "" : `; did you mean ${JSON.stringify(suggestion)}?`);
+  return (
+    `${kind} ${JSON.stringify(name)} is not declared in ${where} ${list}` + (suggestion === undefined ? "" : `; did you mean ${JSON.stringify(suggestion)}?`)
+  );
 }

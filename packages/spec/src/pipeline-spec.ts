@@ -101,9 +101,7 @@ export const controllerTlsSpecSchema = z
 export const controllerSpecSchema = z
   .strictObject(
     {
-      address: hostPortSchema
-        .optional()
-        .describe('Address of the controller\'s gRPC server, "host:port". Absent = `sluice run` starts one in-process.'),
+      address: hostPortSchema.optional().describe('Address of the controller\'s gRPC server, "host:port". Absent = `sluice run` starts one in-process.'),
       addresses: z
         .array(hostPortSchema, { error: mustBe('a non-empty array of "host:port" addresses') })
         .min(1, { error: 'must list at least one "host:port" address' })
@@ -135,14 +133,17 @@ export const controllerSpecSchema = z
     }
     const seen = new Set<string>();
     (value.addresses ?? []).forEach((address, index) => {
-      if (seen.has(address)) ctx.addIssue({ code: "custom", path: ["addresses", index], input: address, message: `${JSON.stringify(address)} is listed twice` });
+      if (seen.has(address))
+        ctx.addIssue({ code: "custom", path: ["addresses", index], input: address, message: `${JSON.stringify(address)} is listed twice` });
       seen.add(address);
     });
   })
   .describe("Where workers find the controller.");
 
 /** The controller addresses a client may use, in the spec's order: `addresses`, else `[address]`, else none. */
-export function controllerAddressesOf(controller: { readonly address?: string | undefined; readonly addresses?: readonly string[] | undefined } | undefined): string[] {
+export function controllerAddressesOf(
+  controller: { readonly address?: string | undefined; readonly addresses?: readonly string[] | undefined } | undefined,
+): string[] {
   if (controller?.addresses !== undefined) return [...controller.addresses];
   return controller?.address !== undefined ? [controller.address] : [];
 }
@@ -151,8 +152,7 @@ export const generatorSpecSchema = z
   .strictObject(
     {
       module: modulePath("a module whose default export is a function (index) => message"),
-      messages: integer("an integer ≥ 0", { min: 0 })
-        .describe("How many messages the generator produces."),
+      messages: integer("an integer ≥ 0", { min: 0 }).describe("How many messages the generator produces."),
       rate_per_second: z
         .number({ error: mustBe("a finite number greater than 0") })
         .gt(0)
@@ -180,10 +180,7 @@ export const streamSpecSchema = z
         ),
       partitions: integer("an integer ≥ 1", { min: 1 })
         .prefault(STREAM_DEFAULTS.partitions)
-        .describe(
-          "Partition count of the in-memory log in embedded mode and of topics Sluice creates. " +
-            `Default ${STREAM_DEFAULTS.partitions}.`,
-        ),
+        .describe("Partition count of the in-memory log in embedded mode and of topics Sluice creates. " + `Default ${STREAM_DEFAULTS.partitions}.`),
       stream_delay: duration()
         .prefault(STREAM_DEFAULTS.stream_delay)
         .describe(`Added to the event timestamps of this stream when computing a job's lag priority. Default 0.`),
@@ -235,9 +232,7 @@ export const pipelineSpecSchema = z
         .describe("Pipeline name; prefixes Kafka consumer group ids."),
       kafka: kafkaSpecSchema.optional(),
       controller: controllerSpecSchema.optional(),
-      streams: z
-        .record(nonEmptyName("stream name"), streamSpecSchema, { error: mustBe("an object of stream name → stream") })
-        .describe("Streams by name."),
+      streams: z.record(nonEmptyName("stream name"), streamSpecSchema, { error: mustBe("an object of stream name → stream") }).describe("Streams by name."),
       computations: z
         .record(nonEmptyName("computation name"), computationSpecSchema, {
           error: mustBe("an object of computation name → computation"),
@@ -294,9 +289,7 @@ function checkPipelineReferences(value: unknown, ctx: z.RefinementCtx): void {
         code: "custom",
         path: ["streams", name, "topic"],
         input: stream["topic"],
-        message:
-          `topic ${JSON.stringify(stream["topic"])} is already used by stream ${JSON.stringify(owner)}; ` +
-          "two streams cannot share one topic",
+        message: `topic ${JSON.stringify(stream["topic"])} is already used by stream ${JSON.stringify(owner)}; ` + "two streams cannot share one topic",
       });
     }
   }

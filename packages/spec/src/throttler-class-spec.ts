@@ -50,6 +50,6 @@ export const throttlerClassSpecSchema = z
             `Finite, within [${MIN_CLASS_WEIGHT}, ${MAX_CLASS_WEIGHT}]. Default ${THROTTLER_CLASS_DEFAULTS.weight}.`,
         ),
     },
-    { error: mustBe("an object such as { \"weight\": 2 }") },
+    { error: mustBe('an object such as { "weight": 2 }') },
   )
   .describe("A weighted quota class of one throttler.");

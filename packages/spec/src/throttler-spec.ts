@@ -37,13 +37,13 @@ export const retryingChannelSpecSchema = z
         ),
       retry_timeout: duration({ minMs: 0, exclusive: true })
         .prefault(retryDefaults.retry_timeout)
-        .describe(`Total time budget of one call across retries; once spent, throttle() fails with RETRIES_EXHAUSTED. Default "${retryDefaults.retry_timeout}".`),
+        .describe(
+          `Total time budget of one call across retries; once spent, throttle() fails with RETRIES_EXHAUSTED. Default "${retryDefaults.retry_timeout}".`,
+        ),
       retry_backoff_time: duration()
         .prefault(retryDefaults.retry_backoff_time)
         .describe(`Pause between retries when exponential backoff is off. Default "${retryDefaults.retry_backoff_time}".`),
-      min_backoff: duration()
-        .prefault(retryDefaults.min_backoff)
-        .describe(`First exponential backoff. Default "${retryDefaults.min_backoff}".`),
+      min_backoff: duration().prefault(retryDefaults.min_backoff).describe(`First exponential backoff. Default "${retryDefaults.min_backoff}".`),
       max_backoff: duration()
         .prefault(retryDefaults.max_backoff)
         .describe(`Largest exponential backoff; at least min_backoff. Default "${retryDefaults.max_backoff}".`),
@@ -136,9 +136,7 @@ export const throttlerSpecSchema = z
       classes: z
         .record(throttlerClassIdSchema, throttlerClassSpecSchema, { error: mustBe("an object of class id → { weight }") })
         .prefault({})
-        .describe(
-          `Weighted quota classes by id. "${DEFAULT_CLASS_ID}" (weight 1.0) always exists implicitly and cannot be declared.`,
-        ),
+        .describe(`Weighted quota classes by id. "${DEFAULT_CLASS_ID}" (weight 1.0) always exists implicitly and cannot be declared.`),
       use_class_weights_as_limit: z
         .boolean({ error: mustBe("true or false") })
         .prefault(throttlerDefaults.use_class_weights_as_limit)
@@ -151,7 +149,9 @@ export const throttlerSpecSchema = z
         .describe(`Requests that may wait on this throttler; one more is refused at once (QUEUE_FULL). Default ${throttlerDefaults.max_queue_size}.`),
       adaptive: adaptiveSpecSchema
         .optional()
-        .describe("Adaptive limit (docs/design.md §11.3) instead of a fixed limit: the controller moves the limit to hold the load of the protected system inside a band."),
+        .describe(
+          "Adaptive limit (docs/design.md §11.3) instead of a fixed limit: the controller moves the limit to hold the load of the protected system inside a band.",
+        ),
       smooth: z
         .boolean({ error: mustBe("true or false") })
         .prefault(throttlerDefaults.smooth)
@@ -195,8 +195,7 @@ export const throttlerSpecSchema = z
         code: "custom",
         path: ["use_class_weights_as_limit"],
         input: true,
-        message:
-          "use_class_weights_as_limit needs at least one class in classes: the bucket rate is the sum of the class weights",
+        message: "use_class_weights_as_limit needs at least one class in classes: the bucket rate is the sum of the class weights",
       });
     }
     const limit = value["limit"];

@@ -36,10 +36,7 @@ export function validatePipelineSpec(input: unknown): ValidationResult<PipelineS
   return { ok: false, issues: sortIssues([...issues, ...reserved]) };
 }
 
-export function validateDynamicSpec(
-  input: unknown,
-  options: DynamicSpecValidationOptions = {},
-): ValidationResult<DynamicSpec> {
+export function validateDynamicSpec(input: unknown, options: DynamicSpecValidationOptions = {}): ValidationResult<DynamicSpec> {
   const prefix = options.pathPrefix === undefined || options.pathPrefix === "" ? [] : options.pathPrefix.split(".");
   const result = dynamicSpecSchema.safeParse(input, parseOptions);
   const issues = result.success ? [] : toSpecIssues(result.error.issues, dynamicSpecSchema, prefix);
@@ -66,11 +63,7 @@ export function sortIssues(issues: readonly SpecIssue[]): SpecIssue[] {
 // Input is kept on issues for messages; fields without their own rule fall back to this wording.
 const parseOptions = { reportInput: true, error: mustBe("valid") } as const;
 
-function toSpecIssues(
-  zodIssues: readonly z.core.$ZodIssue[],
-  root: z.ZodType,
-  prefix: readonly IssuePathSegment[],
-): SpecIssue[] {
+function toSpecIssues(zodIssues: readonly z.core.$ZodIssue[], root: z.ZodType, prefix: readonly IssuePathSegment[]): SpecIssue[] {
   const seen = new Set<string>();
   const issues: SpecIssue[] = [];
   const add = (path: readonly PropertyKey[], message: string) => {

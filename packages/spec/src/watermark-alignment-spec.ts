@@ -15,9 +15,7 @@ export const watermarkAlignmentSpecSchema = z
         .string({ error: mustBe("a non-empty group name") })
         .min(1, { error: mustBe("a non-empty group name") })
         .prefault(WATERMARK_ALIGNMENT_DEFAULTS.group_name)
-        .describe(
-          `Partitions of all computations naming the same group are aligned with each other. Default "${WATERMARK_ALIGNMENT_DEFAULTS.group_name}".`,
-        ),
+        .describe(`Partitions of all computations naming the same group are aligned with each other. Default "${WATERMARK_ALIGNMENT_DEFAULTS.group_name}".`),
       drift_bound: duration()
         .prefault(WATERMARK_ALIGNMENT_DEFAULTS.drift_bound)
         .describe(

@@ -25,7 +25,10 @@ describe("adaptive throttler spec", () => {
   });
 
   it("refuses a fixed limit or class-weight limit beside adaptive", () => {
-    assert.match(issuesOf(base, { limit: 10 }), /^dynamic_spec\.throttlers\.tasks\.limit: limit must not be set together with adaptive .* got 10; remove limit/);
+    assert.match(
+      issuesOf(base, { limit: 10 }),
+      /^dynamic_spec\.throttlers\.tasks\.limit: limit must not be set together with adaptive .* got 10; remove limit/,
+    );
     assert.match(
       issuesOf(base, { use_class_weights_as_limit: true, classes: { a: {} } }),
       /dynamic_spec\.throttlers\.tasks\.use_class_weights_as_limit: use_class_weights_as_limit cannot be combined with adaptive/,
@@ -38,7 +41,10 @@ describe("adaptive throttler spec", () => {
       "dynamic_spec.throttlers.tasks.adaptive.target.high: target.high (0.9) must be greater than target.low (0.95): the band the loop holds the load in would be empty",
     );
     assert.equal(issuesOf({ ...base, target: { low: 0.9, high: 0.9 } }).includes("adaptive.target.high"), true);
-    assert.equal(issuesOf({ ...base, min_limit: 10, max_limit: 5 }), "dynamic_spec.throttlers.tasks.adaptive.max_limit: max_limit (5) must be at least min_limit (10)");
+    assert.equal(
+      issuesOf({ ...base, min_limit: 10, max_limit: 5 }),
+      "dynamic_spec.throttlers.tasks.adaptive.max_limit: max_limit (5) must be at least min_limit (10)",
+    );
     assert.equal(
       issuesOf({ ...base, initial_limit: 200 }),
       "dynamic_spec.throttlers.tasks.adaptive.initial_limit: initial_limit must be within [min_limit, max_limit] = [1, 100], got 200",
@@ -49,7 +55,10 @@ describe("adaptive throttler spec", () => {
     assert.match(issuesOf({ ...base, load: {} }), /adaptive\.load: load needs a source/);
     assert.match(issuesOf({ ...base, load: { ...load, module: "./load.ts" } }), /adaptive\.load\.module: load takes either "prometheus" or "module", not both/);
     assert.match(issuesOf({ ...base, load: { prometheus: { url: "ftp://x", query: "up" } } }), /adaptive\.load\.prometheus\.url: url must be an http\(s\) URL/);
-    assert.match(issuesOf({ ...base, load: { prometheus: { url: "http://x:9090", query: "" } } }), /adaptive\.load\.prometheus\.query: query must be a PromQL expression/);
+    assert.match(
+      issuesOf({ ...base, load: { prometheus: { url: "http://x:9090", query: "" } } }),
+      /adaptive\.load\.prometheus\.query: query must be a PromQL expression/,
+    );
   });
 
   it("refuses missing max_limit, non-positive limits, a too short interval and unknown keys", () => {

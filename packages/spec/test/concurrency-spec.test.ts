@@ -53,6 +53,9 @@ describe("throttler kind", () => {
       dynamic_spec: { throttlers: { t: { kind: "concurrency", use_class_weights_as_limit: true } } },
     });
     assert.ok(!pipeline.ok);
-    assert.match(formatIssues(pipeline.issues), /^dynamic_spec\.throttlers\.t\.use_class_weights_as_limit: use_class_weights_as_limit does not apply to a concurrency throttler/);
+    assert.match(
+      formatIssues(pipeline.issues),
+      /^dynamic_spec\.throttlers\.t\.use_class_weights_as_limit: use_class_weights_as_limit does not apply to a concurrency throttler/,
+    );
   });
 });

@@ -25,12 +25,15 @@ describe("parseDuration", () => {
 
   for (const bad of ["5 sec", "", "1d", "-1s", "1e3ms", " 1s", "1S", ".5s", "1.s", "ms"]) {
     it(`rejects ${JSON.stringify(bad)} with a message naming the accepted forms`, () => {
-      assert.throws(() => parseDuration(bad), (error: unknown) => {
-        assert.ok(error instanceof RangeError);
-        assert.match(error.message, /"500ms"/);
-        assert.ok(error.message.includes(`got ${JSON.stringify(bad)}`), error.message);
-        return true;
-      });
+      assert.throws(
+        () => parseDuration(bad),
+        (error: unknown) => {
+          assert.ok(error instanceof RangeError);
+          assert.match(error.message, /"500ms"/);
+          assert.ok(error.message.includes(`got ${JSON.stringify(bad)}`), error.message);
+          return true;
+        },
+      );
     });
   }
 

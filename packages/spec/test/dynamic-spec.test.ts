@@ -1,14 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import {
-  compareIssuePaths,
-  extractDynamicSpec,
-  formatIssuePath,
-  formatIssues,
-  MAX_ID_LENGTH,
-  throttlerSpecSchema,
-  validateDynamicSpec,
-} from "@sluice/spec";
+import { compareIssuePaths, extractDynamicSpec, formatIssuePath, formatIssues, MAX_ID_LENGTH, throttlerSpecSchema, validateDynamicSpec } from "@sluice/spec";
 import { validSpec } from "./fixtures.ts";
 
 describe("validateDynamicSpec", () => {
@@ -23,10 +15,16 @@ describe("validateDynamicSpec", () => {
     const bad = { throttlers: { q: { limit: -1 } } };
     const bare = validateDynamicSpec(bad);
     assert.ok(!bare.ok);
-    assert.deepEqual(bare.issues.map((issue) => issue.path), ["throttlers.q.limit"]);
+    assert.deepEqual(
+      bare.issues.map((issue) => issue.path),
+      ["throttlers.q.limit"],
+    );
     const prefixed = validateDynamicSpec(bad, { pathPrefix: "dynamic_spec" });
     assert.ok(!prefixed.ok);
-    assert.deepEqual(prefixed.issues.map((issue) => issue.path), ["dynamic_spec.throttlers.q.limit"]);
+    assert.deepEqual(
+      prefixed.issues.map((issue) => issue.path),
+      ["dynamic_spec.throttlers.q.limit"],
+    );
   });
 
   it("checks references to throttlers and classes", () => {
@@ -123,7 +121,10 @@ describe("id lengths", () => {
     const quoted = `["${"t".repeat(32)}"… (${MAX_ID_LENGTH + 1} characters)]`;
     assert.deepEqual(
       result.issues.map((issue) => `${issue.path}: ${issue.message}`),
-      [`throttlers.q.classes${quoted}: class id must be at most ${MAX_ID_LENGTH} characters`, `throttlers${quoted}: throttler id must be at most ${MAX_ID_LENGTH} characters`],
+      [
+        `throttlers.q.classes${quoted}: class id must be at most ${MAX_ID_LENGTH} characters`,
+        `throttlers${quoted}: throttler id must be at most ${MAX_ID_LENGTH} characters`,
+      ],
     );
   });
 });
@@ -146,7 +147,9 @@ describe("ids named __proto__, constructor and prototype", () => {
   });
 
   it("takes throttlers and classes named constructor and prototype as own entries", () => {
-    const input = JSON.parse('{"throttlers":{"constructor":{"limit":5,"classes":{"prototype":{"weight":2}}},"prototype":{"limit":1}},"computations":{}}') as unknown;
+    const input = JSON.parse(
+      '{"throttlers":{"constructor":{"limit":5,"classes":{"prototype":{"weight":2}}},"prototype":{"limit":1}},"computations":{}}',
+    ) as unknown;
     const result = validateDynamicSpec(input);
     assert.ok(result.ok, JSON.stringify(result));
     assert.deepEqual(Object.keys(result.value.throttlers).sort(), ["constructor", "prototype"]);

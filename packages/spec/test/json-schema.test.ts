@@ -63,10 +63,7 @@ describe("pipelineJsonSchema", () => {
     }
     assert.equal(child(throttler, "properties", "max_queue_size")["default"], 10_000);
     assert.equal(child(throttler, "properties", "max_queue_size")["type"], "integer");
-    assert.equal(
-      child(throttler, "properties", "retrying_channel", "properties", "retry_timeout")["default"],
-      "10m",
-    );
+    assert.equal(child(throttler, "properties", "retrying_channel", "properties", "retry_timeout")["default"], "10m");
     const weight = child(throttler, "properties", "classes", "additionalProperties", "properties", "weight");
     assert.equal(weight["default"], 1);
     assert.equal(weight["minimum"], 1e-6);

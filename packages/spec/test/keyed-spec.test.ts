@@ -16,7 +16,11 @@ describe("keyed throttler spec", () => {
     const result = validateDynamicSpec({
       throttlers: {
         a: { limit: 10, period: "1s", keyed: {} },
-        b: { limit: 10, period: "1s", keyed: { max_keys: 100, idle_timeout: "30s", overrides: { acme: { limit: 100, period: "2s", smooth: true } }, top_keys: 3 } },
+        b: {
+          limit: 10,
+          period: "1s",
+          keyed: { max_keys: 100, idle_timeout: "30s", overrides: { acme: { limit: 100, period: "2s", smooth: true } }, top_keys: 3 },
+        },
       },
     });
     assert.ok(result.ok, result.ok ? "" : formatIssues(result.issues));

@@ -9,7 +9,11 @@ describe("computations.<name>.watermark_alignment", () => {
   it("fills group_name, drift_bound and idle_timeout with their documented defaults", () => {
     const result = validatePipelineSpec(withAlignment({}));
     if (!result.ok) assert.fail(formatIssues(result.issues));
-    assert.deepEqual(result.value.computations["C"]?.watermark_alignment, { group_name: "default-alignment-group", drift_bound: 20 * 60_000, idle_timeout: 30_000 });
+    assert.deepEqual(result.value.computations["C"]?.watermark_alignment, {
+      group_name: "default-alignment-group",
+      drift_bound: 20 * 60_000,
+      idle_timeout: 30_000,
+    });
   });
 
   it("is absent unless asked for", () => {
@@ -31,7 +35,10 @@ describe("computations.<name>.watermark_alignment", () => {
     assert.match(byPath.get("computations.C.watermark_alignment.group_name") ?? "", /group_name must be a non-empty group name, got ""/);
     assert.match(byPath.get("computations.C.watermark_alignment.drift_bound") ?? "", /drift_bound must be a duration.*got "soon"/);
     assert.match(byPath.get("computations.C.watermark_alignment.idle_timeout") ?? "", /idle_timeout must be a duration greater than 0ms, got 0ms/);
-    assert.ok([...byPath.keys()].some((path) => path.startsWith("computations.C.watermark_alignment")) && /extra/.test(formatIssues(result.issues)), formatIssues(result.issues));
+    assert.ok(
+      [...byPath.keys()].some((path) => path.startsWith("computations.C.watermark_alignment")) && /extra/.test(formatIssues(result.issues)),
+      formatIssues(result.issues),
+    );
   });
 
   it("refuses a non-object", () => {

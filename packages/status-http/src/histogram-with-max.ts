@@ -17,5 +17,9 @@ export function histogramWithMax(
     WAIT_BUCKETS_MS,
     series.map(({ labels, view }) => ({ labels, buckets: view.buckets, count: view.count, sum: view.sumMs })),
   );
-  out.gauge(`${name}_max`, `Longest single value of ${name} in the last minute (60 s, counted in 10 s slots), milliseconds; not an all-time maximum.`, series.map(({ labels, view }) => ({ labels, value: view.maxMs })));
+  out.gauge(
+    `${name}_max`,
+    `Longest single value of ${name} in the last minute (60 s, counted in 10 s slots), milliseconds; not an all-time maximum.`,
+    series.map(({ labels, view }) => ({ labels, value: view.maxMs })),
+  );
 }

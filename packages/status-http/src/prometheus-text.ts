@@ -71,7 +71,9 @@ export class PrometheusText {
       if (sample.buckets.length !== bounds.length) {
         throw new Error(`histogram "${name}" ${JSON.stringify(sample.labels)}: ${sample.buckets.length} buckets for ${bounds.length} bounds`);
       }
-      bounds.forEach((bound, i) => series.push({ metricName: `${name}_bucket`, labels: { ...sample.labels, le: String(bound) }, value: sample.buckets[i] ?? 0 }));
+      bounds.forEach((bound, i) =>
+        series.push({ metricName: `${name}_bucket`, labels: { ...sample.labels, le: String(bound) }, value: sample.buckets[i] ?? 0 }),
+      );
       series.push({ metricName: `${name}_bucket`, labels: { ...sample.labels, le: "+Inf" }, value: sample.count });
       series.push({ metricName: `${name}_sum`, labels: sample.labels, value: sample.sum });
       series.push({ metricName: `${name}_count`, labels: sample.labels, value: sample.count });
@@ -155,7 +157,10 @@ function register(family: Family, registry: Registry): void {
   } catch (error) {
     // prom-client says "Invalid metric name" / "Invalid label name" without saying which.
     const labels = config.labelNames.length > 0 ? ` (labels ${config.labelNames.map((l) => `"${l}"`).join(", ")})` : "";
-    throw new Error(`metric family "${family.name}"${labels}: ${error instanceof Error ? error.message : String(error)}; names must match [a-zA-Z_:][a-zA-Z0-9_:]*, labels [a-zA-Z_][a-zA-Z0-9_]*`, { cause: error });
+    throw new Error(
+      `metric family "${family.name}"${labels}: ${error instanceof Error ? error.message : String(error)}; names must match [a-zA-Z_:][a-zA-Z0-9_:]*, labels [a-zA-Z_][a-zA-Z0-9_]*`,
+      { cause: error },
+    );
   }
 }
 

@@ -114,7 +114,10 @@ async function route(request: IncomingMessage, response: ServerResponse, options
       default:
         break;
     }
-    const served = page === null ? "/metrics and /healthz (this process has no controller: its dashboard is on the controller's --http-port)" : "/, /api/snapshot, /metrics and /healthz";
+    const served =
+      page === null
+        ? "/metrics and /healthz (this process has no controller: its dashboard is on the controller's --http-port)"
+        : "/, /api/snapshot, /metrics and /healthz";
     return send(response, request, 404, "text/plain; charset=utf-8", `nothing at ${path}; this server has ${served}\n`);
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);

@@ -52,8 +52,16 @@ describe("PrometheusText (prom-client)", () => {
   });
 
   it("spells special values as Prometheus parses them", async () => {
-    assert.deepEqual([formatValue(Number.NaN), formatValue(Infinity), formatValue(-Infinity), formatValue(0.1), formatValue(1e21)], ["NaN", "+Inf", "-Inf", "0.1", "1e+21"]);
-    const text = await new PrometheusText().gauge("limit", "x", [{ labels: { id: "a" }, value: Infinity }, { labels: { id: "b" }, value: Number.NaN }]).render();
+    assert.deepEqual(
+      [formatValue(Number.NaN), formatValue(Infinity), formatValue(-Infinity), formatValue(0.1), formatValue(1e21)],
+      ["NaN", "+Inf", "-Inf", "0.1", "1e+21"],
+    );
+    const text = await new PrometheusText()
+      .gauge("limit", "x", [
+        { labels: { id: "a" }, value: Infinity },
+        { labels: { id: "b" }, value: Number.NaN },
+      ])
+      .render();
     assert.match(text, /^limit\{id="a"\} \+Inf$/m);
     // prom-client spells it "Nan"; Prometheus parses values with Go's ParseFloat, which ignores case.
     assert.match(text, /^limit\{id="b"\} (NaN|Nan)$/m);

@@ -46,7 +46,11 @@ export const registerController: CommandRegistration = (program, cli) => {
     .option("--host <host>", "interface to listen on", "127.0.0.1")
     .option("--port <port>", "TCP port; 0 picks a free one", parsePort, DEFAULT_CONTROLLER_PORT)
     .option("--token <token>", `require "authorization: Bearer <token>" on every call (default: $${CONTROLLER_TOKEN_ENV})`)
-    .option("--http-port <port>", "also serve the live dashboard (/), /api/snapshot, Prometheus /metrics and /healthz over HTTP; 0 picks a free port", parseHttpPort)
+    .option(
+      "--http-port <port>",
+      "also serve the live dashboard (/), /api/snapshot, Prometheus /metrics and /healthz over HTTP; 0 picks a free port",
+      parseHttpPort,
+    )
     .option("--http-host <host>", "interface of the --http-port server", DEFAULT_HTTP_HOST)
     .option("--http-tls-cert <file>", "serve --http-port over https with this PEM certificate (default: --tls-cert's)")
     .option("--http-tls-key <file>", "PEM private key of --http-tls-cert (default: --tls-key's)")
@@ -56,10 +60,7 @@ export const registerController: CommandRegistration = (program, cli) => {
     .option(...SERVER_TLS_OPTIONS.key)
     .option(...SERVER_TLS_OPTIONS.clientCa)
     .option("--brokers <host:port,...>", "Kafka bootstrap brokers of the failover group (override kafka.brokers)", parseBrokers)
-    .option(
-      "--advertise <host:port>",
-      "with a kafka section: the address the other controllers' followers send clients to (default: the bound host:port)",
-    )
+    .option("--advertise <host:port>", "with a kafka section: the address the other controllers' followers send clients to (default: the bound host:port)")
     .action(async (specPath: string, options: ControllerOptions) => {
       const say = (line: string) => cli.stdout(`sluice controller: ${line}\n`);
       const loaded = await loadPipelineSpec(specPath);

@@ -65,7 +65,10 @@ export const registerReconfigure: CommandRegistration = (program, cli) => {
         return fail([`✗ ${error instanceof Error ? error.message : String(error)}`, `sluice reconfigure: nothing was sent`]);
       }
       const token = options.token ?? (process.env[CONTROLLER_TOKEN_ENV] || undefined);
-      const client = controllerClient(parseControllerList(options.controller), { ...(token !== undefined ? { token } : {}), ...(tls !== undefined ? { tls } : {}) });
+      const client = controllerClient(parseControllerList(options.controller), {
+        ...(token !== undefined ? { token } : {}),
+        ...(tls !== undefined ? { tls } : {}),
+      });
       try {
         const { version } = await client.updateDynamicSpec(JSON.stringify(dynamicSpec), {
           deadlineAt: systemClock.now() + UPDATE_DEADLINE_MS,
@@ -103,8 +106,7 @@ function issuesOf(error: SluiceError): SpecIssue[] {
   const issues = error.details["issues"];
   if (!Array.isArray(issues)) return [];
   return issues.filter(
-    (issue): issue is SpecIssue =>
-      typeof issue === "object" && issue !== null && typeof issue.path === "string" && typeof issue.message === "string",
+    (issue): issue is SpecIssue => typeof issue === "object" && issue !== null && typeof issue.path === "string" && typeof issue.message === "string",
   );
 }
 

@@ -88,7 +88,8 @@ export const registerRun: CommandRegistration = (program, cli) => {
         return;
       }
       const httpEndpoint = { host: options.httpHost, port: options.httpPort ?? 0, tls: tls.http, token, openMetrics: options.metricsOpen === true };
-      const warning = options.httpPort !== undefined ? httpEndpointWarning(httpEndpoint, "the --http-port server", "--http-tls-cert and --http-tls-key") : undefined;
+      const warning =
+        options.httpPort !== undefined ? httpEndpointWarning(httpEndpoint, "the --http-port server", "--http-tls-cert and --http-tls-key") : undefined;
       if (warning !== undefined) cli.stderr(`sluice run: ${warning}\n`);
       // Before anything that makes spans; the embedded controller's spans go to a tracer of its own.
       const tracing = await startTracing({ ...(options.otlp ? { otlp: options.otlp } : {}), ...runServices(spec, options.workerId) });
@@ -105,10 +106,7 @@ export const registerRun: CommandRegistration = (program, cli) => {
         cli,
         ...(options.httpPort !== undefined
           ? {
-              serve: (worker) =>
-                serveRunStatus(quota.controller, worker, spec.pipeline, httpEndpoint, (line) =>
-                  cli.stdout(`sluice run: ${line}\n`),
-                ),
+              serve: (worker) => serveRunStatus(quota.controller, worker, spec.pipeline, httpEndpoint, (line) => cli.stdout(`sluice run: ${line}\n`)),
             }
           : {}),
         ...(options.drain && io instanceof MemoryIoFactory ? { finished: (worker, generatorsDone) => drained(worker, generatorsDone, io, spec) } : {}),
@@ -134,7 +132,11 @@ async function connectQuota(
     const bound = spec.controller?.max_open_calls_per_stream;
     const client = controllerClient(
       addresses,
-      { ...(token !== undefined ? { token } : {}), ...(tls.client !== undefined ? { tls: tls.client } : {}), ...(bound !== undefined ? { maxOpenCallsPerStream: bound } : {}) },
+      {
+        ...(token !== undefined ? { token } : {}),
+        ...(tls.client !== undefined ? { tls: tls.client } : {}),
+        ...(bound !== undefined ? { maxOpenCallsPerStream: bound } : {}),
+      },
       log,
     );
     return { client, controller: null, close: async () => client.close() };

@@ -56,7 +56,10 @@ export const registerTop: CommandRegistration = (program, cli) => {
         return;
       }
       const token = options.token ?? (process.env[CONTROLLER_TOKEN_ENV] || undefined);
-      const client = controllerClient(parseControllerList(options.controller), { ...(token !== undefined ? { token } : {}), ...(tls !== undefined ? { tls } : {}) });
+      const client = controllerClient(parseControllerList(options.controller), {
+        ...(token !== undefined ? { token } : {}),
+        ...(tls !== undefined ? { tls } : {}),
+      });
       const terminal = process.stdout.isTTY === true;
       const color = terminal && !process.env["NO_COLOR"];
       const columns = process.stdout.columns ?? 120;
@@ -64,7 +67,9 @@ export const registerTop: CommandRegistration = (program, cli) => {
         if (options.once) {
           const [snapshot, parts] = await Promise.all([describe(client), readParts(options)]);
           const computationLines = parts ? partLines(parts, undefined, dimmer(color)) : undefined;
-          cli.stdout(`${formatTopFrame({ address: client.currentAddress, snapshot, intervalMs: options.interval, color, columns, ...(computationLines ? { computationLines } : {}) }).join("\n")}\n`);
+          cli.stdout(
+            `${formatTopFrame({ address: client.currentAddress, snapshot, intervalMs: options.interval, color, columns, ...(computationLines ? { computationLines } : {}) }).join("\n")}\n`,
+          );
           cli.setExitCode(EXIT_OK);
           return;
         }

@@ -59,8 +59,14 @@ export const registerWorker: CommandRegistration = (program, cli) => {
       const addresses = options.controller !== undefined ? parseControllerList(options.controller) : controllerAddressesOf(spec.controller);
       const address = addresses[0];
       const problems = [
-        ...(spec.kafka ? [] : ["the spec has no kafka section: a worker shares streams with other workers through Kafka (use `sluice run` for in-memory streams)"]),
-        ...(address ? [] : ["no controller: set controller.address (or controller.addresses) in the spec or pass --controller host:port[,host:port…] (start one with `sluice controller`)"]),
+        ...(spec.kafka
+          ? []
+          : ["the spec has no kafka section: a worker shares streams with other workers through Kafka (use `sluice run` for in-memory streams)"]),
+        ...(address
+          ? []
+          : [
+              "no controller: set controller.address (or controller.addresses) in the spec or pass --controller host:port[,host:port…] (start one with `sluice controller`)",
+            ]),
       ];
       if (problems.length > 0 || !address) {
         for (const problem of problems) cli.stderr(`✗ ${problem}\n`);
@@ -79,13 +85,18 @@ export const registerWorker: CommandRegistration = (program, cli) => {
         return;
       }
       const metricsEndpoint = { host: options.metricsHost, port: options.metricsPort ?? 0, tls: metricsTls, token, openMetrics: options.metricsOpen === true };
-      const warning = options.metricsPort !== undefined ? httpEndpointWarning(metricsEndpoint, "the --metrics-port server", "--metrics-tls-cert and --metrics-tls-key") : undefined;
+      const warning =
+        options.metricsPort !== undefined
+          ? httpEndpointWarning(metricsEndpoint, "the --metrics-port server", "--metrics-tls-cert and --metrics-tls-key")
+          : undefined;
       if (warning !== undefined) cli.stderr(`sluice worker: ${warning}\n`);
       const tracing = await startTracing({ ...(options.otlp ? { otlp: options.otlp } : {}), service: workerService(spec, options.workerId) });
       if (tracing.enabled) cli.stdout(`sluice worker: ${tracing.description}\n`);
       const bound = spec.controller?.max_open_calls_per_stream;
-      const client = controllerClient(addresses, { ...(token !== undefined ? { token } : {}), ...(tls !== undefined ? { tls } : {}), ...(bound !== undefined ? { maxOpenCallsPerStream: bound } : {}) }, (line) =>
-        cli.stdout(`sluice worker: ${line}\n`),
+      const client = controllerClient(
+        addresses,
+        { ...(token !== undefined ? { token } : {}), ...(tls !== undefined ? { tls } : {}), ...(bound !== undefined ? { maxOpenCallsPerStream: bound } : {}) },
+        (line) => cli.stdout(`sluice worker: ${line}\n`),
       );
       const code = await runSession({
         spec,
@@ -97,10 +108,7 @@ export const registerWorker: CommandRegistration = (program, cli) => {
         cli,
         ...(options.metricsPort !== undefined
           ? {
-              serve: (worker) =>
-                serveWorkerMetrics(worker, spec.pipeline, metricsEndpoint, (line) =>
-                  cli.stdout(`sluice worker: ${line}\n`),
-                ),
+              serve: (worker) => serveWorkerMetrics(worker, spec.pipeline, metricsEndpoint, (line) => cli.stdout(`sluice worker: ${line}\n`)),
             }
           : {}),
         cleanup: async () => client.close(),

@@ -167,7 +167,8 @@ function decide(state: AdaptiveLawState, reading: LoadReading, usage: ThrottlerU
     if (saturated) fromUse = Math.min(fromUse, limit * saturatedCut);
     const cut = Math.max(limit * ADAPTIVE_LAW.maxCut, fromUse);
     const next = clamp(bounds.wholeUnits ? Math.floor(cut) : roundLimit(cut), bounds);
-    if (next >= limit) return { state: { limit, failures: 0, raisedLast: false }, action: "hold", reason: `load ${fmt(load)} above ${band} but already at min_limit` };
+    if (next >= limit)
+      return { state: { limit, failures: 0, raisedLast: false }, action: "hold", reason: `load ${fmt(load)} above ${band} but already at min_limit` };
     return { state: { limit: next, failures: 0, raisedLast: false, cutLast: true }, action: "cut", reason: `load ${fmt(load)} above ${band}, use ${fmt(use)}` };
   }
   if (load >= bounds.low) return insideBand(state, limit, load, use, usage, bounds);
@@ -234,7 +235,14 @@ function raiseBase(limit: number, use: number, usage: ThrottlerUsage, bounds: Ad
  * there (the first holds and remembers its side). Undefined when the reading is elsewhere (the
  * proportional law decides).
  */
-function nearBand(state: AdaptiveLawState, limit: number, load: number, use: number, usage: ThrottlerUsage, bounds: AdaptiveBounds): AdaptiveDecision | undefined {
+function nearBand(
+  state: AdaptiveLawState,
+  limit: number,
+  load: number,
+  use: number,
+  usage: ThrottlerUsage,
+  bounds: AdaptiveBounds,
+): AdaptiveDecision | undefined {
   const width = bounds.high - bounds.low;
   const above = load > bounds.high && load <= bounds.high + width * ADAPTIVE_LAW.nearAboveWidths && load < ADAPTIVE_LAW.saturatedLoad;
   const below = load < bounds.low && load >= bounds.low - width * ADAPTIVE_LAW.nearBelowWidths;
@@ -259,7 +267,13 @@ function nearBand(state: AdaptiveLawState, limit: number, load: number, use: num
     : roundLimit(above ? step : Math.min(limit * ADAPTIVE_LAW.maxRaise, step));
   const next = clamp(target, bounds);
   if (above ? next >= limit : next <= limit) {
-    const why = above ? (limit <= bounds.minLimit ? "already at min_limit" : `use ${fmt(use)} calls for no cut`) : limit >= bounds.maxLimit ? "already at max_limit" : `use ${fmt(use)} does not call for more`;
+    const why = above
+      ? limit <= bounds.minLimit
+        ? "already at min_limit"
+        : `use ${fmt(use)} calls for no cut`
+      : limit >= bounds.maxLimit
+        ? "already at max_limit"
+        : `use ${fmt(use)} does not call for more`;
     return hold(`load ${fmt(load)} just ${side} ${band} but ${why}`);
   }
   const reason = `load ${fmt(load)} just ${side} ${band}${below ? " twice in a row" : ""}, use ${fmt(use)}: a small step`;
@@ -284,7 +298,11 @@ function lossCut(state: AdaptiveLawState, limit: number, load: number, use: numb
   const falling = state.lastLoad !== undefined && load < state.lastLoad && since !== undefined && since < ADAPTIVE_LAW.lossHoldReadings;
   if (since === 0 || falling) {
     const why = since === 0 ? "the reading cannot show the last cut yet" : `falling from ${fmt(state.lastLoad ?? load)}: the last cut is still coming through`;
-    return { state: { limit, failures: 0, raisedLast: false, cutLast: true, sinceLossCut: (since ?? 0) + 1 }, action: "hold", reason: `load ${fmt(load)} above ${band}, but ${why}` };
+    return {
+      state: { limit, failures: 0, raisedLast: false, cutLast: true, sinceLossCut: (since ?? 0) + 1 },
+      action: "hold",
+      reason: `load ${fmt(load)} above ${band}, but ${why}`,
+    };
   }
   const farAbove = load > bounds.high + (bounds.high - bounds.low) * ADAPTIVE_LAW.nearAboveWidths;
   if (state.steadyLast !== true || !farAbove) return undefined;

@@ -345,7 +345,6 @@ export class FailoverController implements QuotaServiceHandler {
   }
 }
 
-
 /** The newest write time among the records read (what a follower shows as the state's age). */
 function newestWrite(state: ControllerState): number | null {
   let newest: number | null = null;

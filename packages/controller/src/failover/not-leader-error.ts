@@ -6,7 +6,12 @@ import type { FailoverRole } from "../quota/failover-status.ts";
  * with `details.leader` — sent as the trailer `sluice-leader` — when it knows where the caller
  * should go instead.
  */
-export function notLeaderError(options: { readonly role: FailoverRole; readonly self: string; readonly pipeline: string; readonly leader: string | null }): SluiceError {
+export function notLeaderError(options: {
+  readonly role: FailoverRole;
+  readonly self: string;
+  readonly pipeline: string;
+  readonly leader: string | null;
+}): SluiceError {
   const { role, self, leader } = options;
   const pipeline = JSON.stringify(options.pipeline);
   if (role === "taking-over") {
@@ -28,5 +33,7 @@ export function notLeaderError(options: { readonly role: FailoverRole; readonly 
       : role === "closed"
         ? "it is shutting down"
         : "no leader is known yet (an election is under way; it takes up to the session timeout)";
-  return new SluiceError("CONTROLLER_UNAVAILABLE", `the controller at ${self} does not serve pipeline ${pipeline}: ${why}; retry with backoff`, { address: self });
+  return new SluiceError("CONTROLLER_UNAVAILABLE", `the controller at ${self} does not serve pipeline ${pipeline}: ${why}; retry with backoff`, {
+    address: self,
+  });
 }

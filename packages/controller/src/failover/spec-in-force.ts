@@ -14,12 +14,7 @@ export interface SpecInForce {
  * A persisted spec this pipeline no longer accepts (its computations changed) gives way to the
  * file's, under the next version so that watchers still see the version grow.
  */
-export function specInForce(
-  state: ControllerState,
-  fileSpec: DynamicSpec,
-  computations: readonly string[],
-  log: (line: string) => void,
-): SpecInForce {
+export function specInForce(state: ControllerState, fileSpec: DynamicSpec, computations: readonly string[], log: (line: string) => void): SpecInForce {
   const persisted = state.spec;
   if (persisted === null) return { spec: fileSpec, version: 1, origin: "the spec file's" };
   let parsed: unknown;

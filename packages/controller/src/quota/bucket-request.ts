@@ -14,7 +14,25 @@ export function bucketRequestOf(call: RequestQuotaCall, context: CallContext): A
   // information yet" (0), exactly as the uint64 on the wire would carry it.
   const timestampMs = Number.isFinite(call.timestampMs) && call.timestampMs > 0 ? call.timestampMs : 0;
   if (cancellation) {
-    return { amount: call.amount, requestId: call.requestId, clientId: call.clientId, timestampMs, classId: call.quotaClassId, deadlineAt: context.deadlineAt, cancellation, onAbort: "detach" };
+    return {
+      amount: call.amount,
+      requestId: call.requestId,
+      clientId: call.clientId,
+      timestampMs,
+      classId: call.quotaClassId,
+      deadlineAt: context.deadlineAt,
+      cancellation,
+      onAbort: "detach",
+    };
   }
-  return { amount: call.amount, requestId: call.requestId, clientId: call.clientId, timestampMs, classId: call.quotaClassId, deadlineAt: context.deadlineAt, signal: context.signal, onAbort: "detach" };
+  return {
+    amount: call.amount,
+    requestId: call.requestId,
+    clientId: call.clientId,
+    timestampMs,
+    classId: call.quotaClassId,
+    deadlineAt: context.deadlineAt,
+    signal: context.signal,
+    onAbort: "detach",
+  };
 }

@@ -101,7 +101,10 @@ export class Controller implements QuotaServiceHandler {
     this.tracer = options.tracer ?? trace.getTracer("@sluice/controller");
     this.spec = options.dynamicSpec;
     this.currentVersion = options.initialVersion ?? 1;
-    this.alignment = new AlignmentGroups({ clock: this.clock, ...(options.alignmentEntryTtlMs !== undefined ? { entryTtlMs: options.alignmentEntryTtlMs } : {}) });
+    this.alignment = new AlignmentGroups({
+      clock: this.clock,
+      ...(options.alignmentEntryTtlMs !== undefined ? { entryTtlMs: options.alignmentEntryTtlMs } : {}),
+    });
     this.adaptive = new AdaptiveLimits({
       clock: this.clock,
       log: this.log,

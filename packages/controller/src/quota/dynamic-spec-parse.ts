@@ -9,11 +9,12 @@ export function parseDynamicSpecUpdate(dynamicSpecJson: string, computations: re
   const parsed = parseJson(dynamicSpecJson);
   if (!parsed.ok) {
     const { line, column, offset } = parsed;
-    throw new SluiceError(
-      "SPEC_INVALID",
-      `dynamic_spec_json is not valid JSON at line ${line}, column ${column} (${parsed.message}); ${unchanged}`,
-      { version: currentVersion, line, column, offset },
-    );
+    throw new SluiceError("SPEC_INVALID", `dynamic_spec_json is not valid JSON at line ${line}, column ${column} (${parsed.message}); ${unchanged}`, {
+      version: currentVersion,
+      line,
+      column,
+      offset,
+    });
   }
   const result = validateDynamicSpec(parsed.value, { computations, pathPrefix: "dynamic_spec" });
   if (!result.ok) {

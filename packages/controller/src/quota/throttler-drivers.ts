@@ -119,8 +119,7 @@ export class ThrottlerDrivers {
     }
     throw new SluiceError(
       "UNKNOWN_THROTTLER",
-      `throttler ${JSON.stringify(throttlerId)} is not declared on this controller (dynamic_spec version ${version}; ` +
-        `declared throttlers: ${list})`,
+      `throttler ${JSON.stringify(throttlerId)} is not declared on this controller (dynamic_spec version ${version}; ` + `declared throttlers: ${list})`,
       { throttlerId, declared, version },
     );
   }

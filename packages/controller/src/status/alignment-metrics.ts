@@ -14,7 +14,19 @@ export function writeAlignmentMetrics(out: PrometheusText, groups: readonly Alig
       "Watermark of the alignment group: the minimum read watermark (event time, epoch ms) over its assigned, non-idle partitions; absent while none is live or one has read nothing yet.",
       per((g) => g.watermarkMs),
     )
-    .gauge("sluice_controller_alignment_partitions", "Partitions of the alignment group that workers report now (assigned).", per((g) => g.partitions))
-    .gauge("sluice_controller_alignment_held_partitions", "Partitions of the alignment group paused because they are more than drift_bound ahead of the rest.", per((g) => g.held))
-    .gauge("sluice_controller_alignment_idle_partitions", "Partitions of the alignment group with nothing to read for idle_timeout; they do not hold the group back.", per((g) => g.idle));
+    .gauge(
+      "sluice_controller_alignment_partitions",
+      "Partitions of the alignment group that workers report now (assigned).",
+      per((g) => g.partitions),
+    )
+    .gauge(
+      "sluice_controller_alignment_held_partitions",
+      "Partitions of the alignment group paused because they are more than drift_bound ahead of the rest.",
+      per((g) => g.held),
+    )
+    .gauge(
+      "sluice_controller_alignment_idle_partitions",
+      "Partitions of the alignment group with nothing to read for idle_timeout; they do not hold the group back.",
+      per((g) => g.idle),
+    );
 }

@@ -36,16 +36,56 @@ export function writeControllerMetrics(out: PrometheusText, snapshot: Controller
   ]);
 
   out
-    .counter("sluice_controller_throttler_granted_total", "Units granted by the throttler's token bucket (the reference's `value`).", perThrottler((t) => t.counters.granted))
-    .counter("sluice_controller_throttler_released_total", "Units given back by clients with ReleaseQuota (unused prefetch, explicit release()).", perThrottler((t) => t.counters.released))
-    .counter("sluice_controller_throttler_refunded_total", "Units refunded to the bucket because a partly granted request was cancelled or expired.", perThrottler((t) => t.counters.refunded))
-    .gauge("sluice_controller_throttler_queue_size", "Requests waiting in the throttler's queue now (detached requests excluded).", perThrottler((t) => t.pendingRequests))
-    .gauge("sluice_controller_throttler_queue_amount", "Units still owed to the requests waiting now.", perThrottler((t) => t.pendingAmount))
-    .gauge("sluice_controller_throttler_detached_requests", "Requests whose RPC deadline passed and that keep their place for a retry (grace period).", perThrottler((t) => t.detachedRequests))
-    .gauge("sluice_controller_throttler_max_queue_size", "max_queue_size: one more waiting request is refused with QUEUE_FULL.", perThrottler((t) => t.maxQueueSize))
-    .gauge("sluice_controller_throttler_limit", "Rate in force, units per second; -1 when unlimited (as the reference reports it).", perThrottler((t) => t.limit ?? -1))
-    .gauge("sluice_controller_throttler_capacity", "Bucket capacity (limit x period), units; absent when unlimited.", perThrottler((t) => t.capacity))
-    .gauge("sluice_controller_throttler_balance", "Tokens in the bucket now; negative while a pay-after grant is being paid off; absent when unlimited.", perThrottler((t) => t.balance));
+    .counter(
+      "sluice_controller_throttler_granted_total",
+      "Units granted by the throttler's token bucket (the reference's `value`).",
+      perThrottler((t) => t.counters.granted),
+    )
+    .counter(
+      "sluice_controller_throttler_released_total",
+      "Units given back by clients with ReleaseQuota (unused prefetch, explicit release()).",
+      perThrottler((t) => t.counters.released),
+    )
+    .counter(
+      "sluice_controller_throttler_refunded_total",
+      "Units refunded to the bucket because a partly granted request was cancelled or expired.",
+      perThrottler((t) => t.counters.refunded),
+    )
+    .gauge(
+      "sluice_controller_throttler_queue_size",
+      "Requests waiting in the throttler's queue now (detached requests excluded).",
+      perThrottler((t) => t.pendingRequests),
+    )
+    .gauge(
+      "sluice_controller_throttler_queue_amount",
+      "Units still owed to the requests waiting now.",
+      perThrottler((t) => t.pendingAmount),
+    )
+    .gauge(
+      "sluice_controller_throttler_detached_requests",
+      "Requests whose RPC deadline passed and that keep their place for a retry (grace period).",
+      perThrottler((t) => t.detachedRequests),
+    )
+    .gauge(
+      "sluice_controller_throttler_max_queue_size",
+      "max_queue_size: one more waiting request is refused with QUEUE_FULL.",
+      perThrottler((t) => t.maxQueueSize),
+    )
+    .gauge(
+      "sluice_controller_throttler_limit",
+      "Rate in force, units per second; -1 when unlimited (as the reference reports it).",
+      perThrottler((t) => t.limit ?? -1),
+    )
+    .gauge(
+      "sluice_controller_throttler_capacity",
+      "Bucket capacity (limit x period), units; absent when unlimited.",
+      perThrottler((t) => t.capacity),
+    )
+    .gauge(
+      "sluice_controller_throttler_balance",
+      "Tokens in the bucket now; negative while a pay-after grant is being paid off; absent when unlimited.",
+      perThrottler((t) => t.balance),
+    );
   histogramWithMax(
     out,
     "sluice_controller_throttler_wait_time_ms",
@@ -53,8 +93,16 @@ export function writeControllerMetrics(out: PrometheusText, snapshot: Controller
     throttlers.map((t) => ({ labels: { throttler_id: t.id }, view: t.waitTime })),
   );
   out
-    .counter("sluice_controller_throttler_classless_requests_total", "Requests that named no quota class and went to `default`.", perThrottler((t) => t.counters.classlessRequests))
-    .counter("sluice_controller_throttler_unknown_class_requests_total", "Requests that named a class the throttler does not declare and went to `default`.", perThrottler((t) => t.counters.unknownClassRequests))
+    .counter(
+      "sluice_controller_throttler_classless_requests_total",
+      "Requests that named no quota class and went to `default`.",
+      perThrottler((t) => t.counters.classlessRequests),
+    )
+    .counter(
+      "sluice_controller_throttler_unknown_class_requests_total",
+      "Requests that named a class the throttler does not declare and went to `default`.",
+      perThrottler((t) => t.counters.unknownClassRequests),
+    )
     .counter(
       "sluice_controller_throttler_refused_requests_total",
       "Requests refused at once, by reason: queue_full (QUEUE_FULL) or invalid_amount (INVALID_AMOUNT).",
@@ -63,28 +111,80 @@ export function writeControllerMetrics(out: PrometheusText, snapshot: Controller
         { labels: { throttler_id: t.id, reason: "invalid_amount" }, value: t.counters.refusedInvalidAmount },
       ]),
     )
-    .counter("sluice_controller_throttler_timed_out_requests_total", "Requests whose RPC deadline passed while queued (they keep their place for a retry).", perThrottler((t) => t.counters.timedOut))
-    .counter("sluice_controller_throttler_cancelled_requests_total", "Requests cancelled by their caller; what they had been granted was refunded.", perThrottler((t) => t.counters.cancelled))
-    .counter("sluice_controller_throttler_retried_requests_total", "Retries recognised by request id, by how they were answered: joined (still waiting), reattached (back at its place), replayed (already granted).", throttlers.flatMap((t) => [
-      { labels: { throttler_id: t.id, outcome: "joined" }, value: t.counters.joined },
-      { labels: { throttler_id: t.id, outcome: "reattached" }, value: t.counters.reattached },
-      { labels: { throttler_id: t.id, outcome: "replayed" }, value: t.counters.replayed },
-    ]));
+    .counter(
+      "sluice_controller_throttler_timed_out_requests_total",
+      "Requests whose RPC deadline passed while queued (they keep their place for a retry).",
+      perThrottler((t) => t.counters.timedOut),
+    )
+    .counter(
+      "sluice_controller_throttler_cancelled_requests_total",
+      "Requests cancelled by their caller; what they had been granted was refunded.",
+      perThrottler((t) => t.counters.cancelled),
+    )
+    .counter(
+      "sluice_controller_throttler_retried_requests_total",
+      "Retries recognised by request id, by how they were answered: joined (still waiting), reattached (back at its place), replayed (already granted).",
+      throttlers.flatMap((t) => [
+        { labels: { throttler_id: t.id, outcome: "joined" }, value: t.counters.joined },
+        { labels: { throttler_id: t.id, outcome: "reattached" }, value: t.counters.reattached },
+        { labels: { throttler_id: t.id, outcome: "replayed" }, value: t.counters.replayed },
+      ]),
+    );
 
   writeAdaptiveMetrics(out, throttlers);
   out
-    .gauge("sluice_controller_throttler_in_use", "Concurrency throttlers: units in use now (granted, not yet released or expired).", perThrottler((t) => (t.concurrency ? (t.inUse ?? 0) : null)))
-    .gauge("sluice_controller_throttler_holders", "Concurrency throttlers: clients holding units now.", perThrottler((t) => t.concurrency?.holders ?? null))
-    .counter("sluice_controller_throttler_expired_leases_total", "Concurrency throttlers: leases that ended without renewal for lease_timeout (a crashed or cut-off holder).", perThrottler((t) => t.concurrency?.expiredLeases ?? null))
-    .counter("sluice_controller_throttler_expired_units_total", "Concurrency throttlers: units given back because their lease ended.", perThrottler((t) => t.concurrency?.expiredUnits ?? null));
+    .gauge(
+      "sluice_controller_throttler_in_use",
+      "Concurrency throttlers: units in use now (granted, not yet released or expired).",
+      perThrottler((t) => (t.concurrency ? (t.inUse ?? 0) : null)),
+    )
+    .gauge(
+      "sluice_controller_throttler_holders",
+      "Concurrency throttlers: clients holding units now.",
+      perThrottler((t) => t.concurrency?.holders ?? null),
+    )
+    .counter(
+      "sluice_controller_throttler_expired_leases_total",
+      "Concurrency throttlers: leases that ended without renewal for lease_timeout (a crashed or cut-off holder).",
+      perThrottler((t) => t.concurrency?.expiredLeases ?? null),
+    )
+    .counter(
+      "sluice_controller_throttler_expired_units_total",
+      "Concurrency throttlers: units given back because their lease ended.",
+      perThrottler((t) => t.concurrency?.expiredUnits ?? null),
+    );
 
   out
-    .counter("sluice_controller_quota_class_granted_total", "Units granted to the class.", classes.map(({ labels, c }) => ({ labels, value: c.granted })))
-    .counter("sluice_controller_quota_class_refunded_total", "Units refunded from the class's cancelled or expired requests.", classes.map(({ labels, c }) => ({ labels, value: c.refunded })))
-    .counter("sluice_controller_quota_class_released_total", "Units released by clients of the class.", classes.map(({ labels, c }) => ({ labels, value: c.released })))
-    .gauge("sluice_controller_quota_class_pending_requests", "Requests of the class waiting now (the chunk being dispatched excluded).", classes.map(({ labels, c }) => ({ labels, value: c.pendingRequests })))
-    .gauge("sluice_controller_quota_class_pending_amount", "Units still owed to the class's waiting requests.", classes.map(({ labels, c }) => ({ labels, value: c.pendingAmount })))
-    .gauge("sluice_controller_quota_class_weight", "Configured weight of the class (`default` is 1).", classes.map(({ labels, c }) => ({ labels, value: c.weight })));
+    .counter(
+      "sluice_controller_quota_class_granted_total",
+      "Units granted to the class.",
+      classes.map(({ labels, c }) => ({ labels, value: c.granted })),
+    )
+    .counter(
+      "sluice_controller_quota_class_refunded_total",
+      "Units refunded from the class's cancelled or expired requests.",
+      classes.map(({ labels, c }) => ({ labels, value: c.refunded })),
+    )
+    .counter(
+      "sluice_controller_quota_class_released_total",
+      "Units released by clients of the class.",
+      classes.map(({ labels, c }) => ({ labels, value: c.released })),
+    )
+    .gauge(
+      "sluice_controller_quota_class_pending_requests",
+      "Requests of the class waiting now (the chunk being dispatched excluded).",
+      classes.map(({ labels, c }) => ({ labels, value: c.pendingRequests })),
+    )
+    .gauge(
+      "sluice_controller_quota_class_pending_amount",
+      "Units still owed to the class's waiting requests.",
+      classes.map(({ labels, c }) => ({ labels, value: c.pendingAmount })),
+    )
+    .gauge(
+      "sluice_controller_quota_class_weight",
+      "Configured weight of the class (`default` is 1).",
+      classes.map(({ labels, c }) => ({ labels, value: c.weight })),
+    );
   histogramWithMax(
     out,
     "sluice_controller_quota_class_wait_time_ms",
@@ -105,12 +205,36 @@ function writeAdaptiveMetrics(out: PrometheusText, throttlers: readonly Controll
       return v === null ? [] : [{ labels, value: v }];
     });
   out
-    .gauge("sluice_controller_throttler_adaptive_load", "Last good load reading of an adaptive throttler (fraction of capacity); absent after a failed reading.", gauge((a) => a.load))
-    .gauge("sluice_controller_throttler_adaptive_target_low", "Lower edge of the band the adaptive loop holds the load in.", gauge((a) => a.targetLow))
-    .gauge("sluice_controller_throttler_adaptive_target_high", "Upper edge of the band the adaptive loop holds the load in.", gauge((a) => a.targetHigh))
-    .gauge("sluice_controller_throttler_adaptive_suggested_limit", "Limit the adaptive loop decided; differs from sluice_controller_throttler_limit only under dry_run.", gauge((a) => a.suggestedLimit))
-    .gauge("sluice_controller_throttler_adaptive_dry_run", "1 when the adaptive loop only suggests (dry_run), 0 when it applies its limit.", gauge((a) => (a.dryRun ? 1 : 0)))
-    .gauge("sluice_controller_throttler_adaptive_consecutive_failures", "Failed load readings in a row; at 3 the limit falls to min_limit.", gauge((a) => a.consecutiveFailures))
+    .gauge(
+      "sluice_controller_throttler_adaptive_load",
+      "Last good load reading of an adaptive throttler (fraction of capacity); absent after a failed reading.",
+      gauge((a) => a.load),
+    )
+    .gauge(
+      "sluice_controller_throttler_adaptive_target_low",
+      "Lower edge of the band the adaptive loop holds the load in.",
+      gauge((a) => a.targetLow),
+    )
+    .gauge(
+      "sluice_controller_throttler_adaptive_target_high",
+      "Upper edge of the band the adaptive loop holds the load in.",
+      gauge((a) => a.targetHigh),
+    )
+    .gauge(
+      "sluice_controller_throttler_adaptive_suggested_limit",
+      "Limit the adaptive loop decided; differs from sluice_controller_throttler_limit only under dry_run.",
+      gauge((a) => a.suggestedLimit),
+    )
+    .gauge(
+      "sluice_controller_throttler_adaptive_dry_run",
+      "1 when the adaptive loop only suggests (dry_run), 0 when it applies its limit.",
+      gauge((a) => (a.dryRun ? 1 : 0)),
+    )
+    .gauge(
+      "sluice_controller_throttler_adaptive_consecutive_failures",
+      "Failed load readings in a row; at 3 the limit falls to min_limit.",
+      gauge((a) => a.consecutiveFailures),
+    )
     .counter(
       "sluice_controller_throttler_adaptive_readings_total",
       "Load readings of the adaptive loop, by outcome: ok or failed (error, empty, not a number, or later than the interval).",

@@ -10,7 +10,11 @@ function niceMax(x, integer) {
   const step0 = x > 0 ? x / 4 : 0.25;
   const p = Math.pow(10, Math.floor(Math.log10(step0)));
   let step = 10 * p;
-  for (const m of [1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10]) if (m * p >= step0) { step = m * p; break; }
+  for (const m of [1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10])
+    if (m * p >= step0) {
+      step = m * p;
+      break;
+    }
   if (integer) step = Math.max(1, Math.ceil(step));
   return 4 * step;
 }
@@ -22,9 +26,14 @@ function niceMax(x, integer) {
 function drawChart(svg, opts) {
   const width = Math.max(240, svg.clientWidth || 480);
   const height = Math.max(120, svg.clientHeight || 190);
-  const left = 48, right = 10, top = 10, bottom = 22;
-  const w = width - left - right, h = height - top - bottom;
-  const t1 = opts.t1, t0 = opts.t0;
+  const left = 48,
+    right = 10,
+    top = 10,
+    bottom = 22;
+  const w = width - left - right,
+    h = height - top - bottom;
+  const t1 = opts.t1,
+    t0 = opts.t0;
   let maxY = opts.minMax || 0;
   for (const s of opts.series) for (const [, y] of s.points) if (y !== null && y > maxY) maxY = y;
   maxY = niceMax(maxY * 1.08, opts.integer);
@@ -33,7 +42,8 @@ function drawChart(svg, opts) {
   const parts = [];
   // grid and y labels
   for (let i = 0; i <= 4; i++) {
-    const v = (maxY * i) / 4, yy = y(v).toFixed(1);
+    const v = (maxY * i) / 4,
+      yy = y(v).toFixed(1);
     parts.push('<line x1="' + left + '" x2="' + (left + w) + '" y1="' + yy + '" y2="' + yy + '" stroke="' + (i === 0 ? "#d0d7de" : "#eef0f2") + '"/>');
     parts.push('<text class="axis" x="' + (left - 6) + '" y="' + (Number(yy) + 4) + '" text-anchor="end">' + esc(opts.format(v)) + "</text>");
   }
@@ -52,22 +62,39 @@ function drawChart(svg, opts) {
     const segments = [];
     let current = [];
     for (const p of s.points) {
-      if (p[1] === null || p[0] < t0) { if (current.length) segments.push(current); current = []; continue; }
+      if (p[1] === null || p[0] < t0) {
+        if (current.length) segments.push(current);
+        current = [];
+        continue;
+      }
       current.push(p);
     }
     if (current.length) segments.push(current);
     for (const seg of segments) {
       const line = seg.map((p) => x(p[0]).toFixed(1) + "," + y(p[1]).toFixed(1)).join(" ");
       if (s.fill) {
-        const base = seg.slice().reverse().map((p) => {
-          const b = below ? below.get(p[0]) || 0 : 0;
-          return x(p[0]).toFixed(1) + "," + y(b).toFixed(1);
-        }).join(" ");
+        const base = seg
+          .slice()
+          .reverse()
+          .map((p) => {
+            const b = below ? below.get(p[0]) || 0 : 0;
+            return x(p[0]).toFixed(1) + "," + y(b).toFixed(1);
+          })
+          .join(" ");
         parts.push('<polygon points="' + line + " " + base + '" fill="' + s.color + '" fill-opacity="0.55" stroke="none"/>');
         parts.push('<polyline points="' + line + '" fill="none" stroke="' + s.color + '" stroke-width="1.5"/>');
       } else {
-        parts.push('<polyline points="' + line + '" fill="none" stroke="' + s.color + '" stroke-width="' + (s.width || 2) + '"' +
-          (s.dash ? ' stroke-dasharray="6 4"' : "") + ' stroke-linejoin="round"/>');
+        parts.push(
+          '<polyline points="' +
+            line +
+            '" fill="none" stroke="' +
+            s.color +
+            '" stroke-width="' +
+            (s.width || 2) +
+            '"' +
+            (s.dash ? ' stroke-dasharray="6 4"' : "") +
+            ' stroke-linejoin="round"/>',
+        );
       }
     }
     if (s.fill) below = new Map(s.points.map((p) => [p[0], p[1] || 0]));
@@ -95,34 +122,51 @@ function showTip(svg, event) {
   const scale = box.width > 0 ? Number(svg.getAttribute("viewBox").split(" ")[2]) / box.width : 1;
   const px = (event.clientX - box.left) * scale;
   const t = c.t0 + ((px - c.left) / c.w) * (c.t1 - c.t0);
-  if (px < c.left || px > c.left + c.w) { hideTip(svg); return; }
+  if (px < c.left || px > c.left + c.w) {
+    hideTip(svg);
+    return;
+  }
   let nearest = null;
   for (const s of c.series) for (const p of s.points) if (nearest === null || Math.abs(p[0] - t) < Math.abs(nearest - t)) nearest = p[0];
-  if (nearest === null) { hideTip(svg); return; }
+  if (nearest === null) {
+    hideTip(svg);
+    return;
+  }
   const moved = svg.__hover !== nearest;
   svg.__hover = nearest;
   const ago = Math.round((c.t1 - nearest) / 1000);
-  const rows = c.series.slice().reverse().map((s) => {
-    const p = s.points.find((q) => q[0] === nearest);
-    const v = s.own ? s.own.get(nearest) : p ? p[1] : null;
-    // The limit's dark swatch would vanish on the dark read-out: draw it as a light dash there.
-    const swatch = s.dash ? "background:none;border-top:2px dashed #f6f8fa;height:0;vertical-align:3px" : "background:" + s.color;
-    return v === null || v === undefined ? "" : '<div><i style="' + swatch + '"></i>' + esc(s.name) + " " + esc(c.format(v)) + (s.unit || "") + "</div>";
-  }).join("");
+  const rows = c.series
+    .slice()
+    .reverse()
+    .map((s) => {
+      const p = s.points.find((q) => q[0] === nearest);
+      const v = s.own ? s.own.get(nearest) : p ? p[1] : null;
+      // The limit's dark swatch would vanish on the dark read-out: draw it as a light dash there.
+      const swatch = s.dash ? "background:none;border-top:2px dashed #f6f8fa;height:0;vertical-align:3px" : "background:" + s.color;
+      return v === null || v === undefined ? "" : '<div><i style="' + swatch + '"></i>' + esc(s.name) + " " + esc(c.format(v)) + (s.unit || "") + "</div>";
+    })
+    .join("");
   const stackedTotal = c.series.filter((s) => s.own).reduce((sum, s) => sum + (s.own.get(nearest) || 0), 0);
-  const total = !c.series.some((s) => s.own) ? "" : c.unitTotal ? '<div class="when">' + esc(c.format(stackedTotal)) + esc(c.unitTotal) + "</div>" : '<div class="when">granted ' + esc(c.format(stackedTotal)) + "/s in all</div>";
+  const total = !c.series.some((s) => s.own)
+    ? ""
+    : c.unitTotal
+      ? '<div class="when">' + esc(c.format(stackedTotal)) + esc(c.unitTotal) + "</div>"
+      : '<div class="when">granted ' + esc(c.format(stackedTotal)) + "/s in all</div>";
   tip.innerHTML = '<div class="when">' + new Date(nearest).toLocaleTimeString() + (ago > 0 ? " · " + ago + " s ago" : " · now") + "</div>" + rows + total;
   tip.hidden = false;
   const parent = svg.parentElement.getBoundingClientRect();
   const left = event.clientX - parent.left + 14;
   tip.style.left = Math.min(left, parent.width - tip.offsetWidth - 4) + "px";
-  tip.style.top = (event.clientY - parent.top + 12) + "px";
+  tip.style.top = event.clientY - parent.top + 12 + "px";
   if (moved) render();
 }
 function hideTip(svg) {
   const tip = svg.parentElement.querySelector(".tip");
   if (tip) tip.hidden = true;
-  if (svg.__hover !== undefined) { svg.__hover = undefined; render(); }
+  if (svg.__hover !== undefined) {
+    svg.__hover = undefined;
+    render();
+  }
 }
 document.addEventListener("mousemove", (event) => {
   const svg = event.target instanceof Element ? event.target.closest("svg[data-chart]") : null;

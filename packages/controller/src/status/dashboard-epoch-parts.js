@@ -65,7 +65,9 @@ function partChartFor(computation) {
   chart = el("div", { class: "chart", "data-computation": computation });
   chart.innerHTML =
     '<h3></h3><svg data-chart="epoch-parts"></svg>' +
-    '<div class="legend">' + PARTS.map((p) => '<span><i style="background:' + PART_COLORS[p] + '"></i>' + esc(p) + "</span>").join("") + "</div>" +
+    '<div class="legend">' +
+    PARTS.map((p) => '<span><i style="background:' + PART_COLORS[p] + '"></i>' + esc(p) + "</span>").join("") +
+    "</div>" +
     '<div class="note" data-shares></div>';
   $("h3", chart).innerHTML = "Epoch parts time · " + esc(computation) + " <span>seconds per second in each part, stacked (over 5 s)</span>";
   $("#epoch-parts .parts-charts").appendChild(chart);
@@ -78,7 +80,11 @@ function renderEpochParts(visible, t0, t1) {
   const section = $("#epoch-parts");
   section.hidden = !latest || !latest.parts;
   if (section.hidden) return;
-  for (const [computation, chart] of partCharts) if (!latest.parts.has(computation)) { chart.remove(); partCharts.delete(computation); }
+  for (const [computation, chart] of partCharts)
+    if (!latest.parts.has(computation)) {
+      chart.remove();
+      partCharts.delete(computation);
+    }
   for (const computation of [...latest.parts.keys()].sort()) {
     const chart = partChartFor(computation);
     const ratesAt = visible.map((s) => {

@@ -8,14 +8,18 @@ const WAIT_BOUNDS_MS = [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000
 
 const classColors = new Map();
 
-function $(selector, root) { return (root || document).querySelector(selector); }
+function $(selector, root) {
+  return (root || document).querySelector(selector);
+}
 function el(tag, attrs, text) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
   if (text !== undefined) node.textContent = text;
   return node;
 }
-function esc(text) { return String(text).replace(/[&<>"']/g, (c) => "&#" + c.charCodeAt(0) + ";"); }
+function esc(text) {
+  return String(text).replace(/[&<>"']/g, (c) => "&#" + c.charCodeAt(0) + ";");
+}
 function colorOf(classId) {
   if (classId === "default") return "#8c959f";
   if (!classColors.has(classId)) classColors.set(classId, PALETTE[classColors.size % PALETTE.length]);
@@ -41,8 +45,12 @@ function ms(x) {
   if (x >= 1000) return (x / 1000).toFixed(x >= 10000 ? 0 : 1) + " s";
   return x.toFixed(x >= 10 ? 0 : 1) + " ms";
 }
-function pct(x) { return x === null || !isFinite(x) ? "–" : (x * 100).toFixed(0) + "%"; }
-function duration(ms) { return ms >= 60000 ? (ms / 60000) + " min" : ms >= 1000 ? (ms / 1000) + " s" : ms + " ms"; }
+function pct(x) {
+  return x === null || !isFinite(x) ? "–" : (x * 100).toFixed(0) + "%";
+}
+function duration(ms) {
+  return ms >= 60000 ? ms / 60000 + " min" : ms >= 1000 ? ms / 1000 + " s" : ms + " ms";
+}
 
 // ---- derived series ----------------------------------------------------------------------------
 /** Mean and p95 (histogram_quantile-style interpolation) of the waits between two cumulative views. */

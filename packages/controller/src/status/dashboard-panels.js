@@ -4,7 +4,7 @@
 // use. Top-level code only declares and listens; dashboard.js, the last, starts the polling.
 // This one: a panel per throttler, its tiles, and its first chart (granted rate, or units in use).
 
-const panels = new Map();    // throttler id → { root, els }
+const panels = new Map(); // throttler id → { root, els }
 
 function panelFor(id) {
   let panel = panels.get(id);
@@ -51,12 +51,19 @@ function setStat(root, key, value, unit, sub, subClass) {
 function renderGrantedRate(root, id, visible, t0, t1, limit) {
   $('[data-title="rate"]', root).innerHTML = "Granted rate vs limit <span>units/s, stacked by quota class</span>";
   const classIds = [];
-  for (const s of visible) { const x = s.throttlers.get(id); if (x) for (const k of x.classes) if (!classIds.includes(k.id)) classIds.push(k.id); }
+  for (const s of visible) {
+    const x = s.throttlers.get(id);
+    if (x) for (const k of x.classes) if (!classIds.includes(k.id)) classIds.push(k.id);
+  }
   const stacked = [];
   const running = new Map();
   for (const cid of classIds) {
     // A class that got nothing on screen would only add an empty band and a legend entry.
-    const seen = visible.some((s) => { const x = s.throttlers.get(id); const k = x && x.classes.find((q) => q.id === cid); return k && k.grantedRate > 0; });
+    const seen = visible.some((s) => {
+      const x = s.throttlers.get(id);
+      const k = x && x.classes.find((q) => q.id === cid);
+      return k && k.grantedRate > 0;
+    });
     if (!seen) continue;
     const points = visible.map((s) => {
       const x = s.throttlers.get(id);
@@ -65,10 +72,25 @@ function renderGrantedRate(root, id, visible, t0, t1, limit) {
       running.set(s.t, v);
       return [s.t, x ? v : null];
     });
-    const own = new Map(visible.map((s) => { const x = s.throttlers.get(id); const k = x && x.classes.find((q) => q.id === cid); return [s.t, k ? k.grantedRate : null]; }));
+    const own = new Map(
+      visible.map((s) => {
+        const x = s.throttlers.get(id);
+        const k = x && x.classes.find((q) => q.id === cid);
+        return [s.t, k ? k.grantedRate : null];
+      }),
+    );
     stacked.push({ color: colorOf(cid), points, fill: true, classId: cid, name: cid, own });
   }
-  const limitSeries = { name: "limit", color: "#1f2328", dash: true, width: 1.6, points: visible.map((s) => { const x = s.throttlers.get(id); return [s.t, x && x.limit !== null ? x.limit : null]; }) };
+  const limitSeries = {
+    name: "limit",
+    color: "#1f2328",
+    dash: true,
+    width: 1.6,
+    points: visible.map((s) => {
+      const x = s.throttlers.get(id);
+      return [s.t, x && x.limit !== null ? x.limit : null];
+    }),
+  };
   drawChart($('[data-chart="rate"]', root), { t0, t1, series: stacked.concat([limitSeries]), format: num, minMax: limit || 0 });
   $('[data-legend="rate"]', root).innerHTML =
     stacked.map((s) => '<span><i style="background:' + s.color + '"></i>' + esc(s.classId) + "</span>").join("") +
@@ -81,7 +103,11 @@ function renderGrantedRate(root, id, visible, t0, t1, limit) {
  */
 function renderInUse(root, id, visible, t0, t1, limit) {
   $('[data-title="rate"]', root).innerHTML = "Units in use vs limit <span>units held at once · holders</span>";
-  const at = (pick) => visible.map((s) => { const x = s.throttlers.get(id); return [s.t, x ? pick(x) : null]; });
+  const at = (pick) =>
+    visible.map((s) => {
+      const x = s.throttlers.get(id);
+      return [s.t, x ? pick(x) : null];
+    });
   const series = [
     { name: "in use", color: colorOf("default"), fill: true, points: at((x) => x.inUse || 0) },
     { name: "holders", color: "#8250df", width: 1.4, points: at((x) => (x.concurrency ? x.concurrency.holders : null)) },
@@ -89,6 +115,8 @@ function renderInUse(root, id, visible, t0, t1, limit) {
   ];
   drawChart($('[data-chart="rate"]', root), { t0, t1, series, format: num, minMax: limit || 0, integer: true });
   $('[data-legend="rate"]', root).innerHTML =
-    '<span><i style="background:' + colorOf("default") + '"></i>in use</span><span><i style="background:#8250df"></i>holders</span>' +
+    '<span><i style="background:' +
+    colorOf("default") +
+    '"></i>in use</span><span><i style="background:#8250df"></i>holders</span>' +
     (limit !== null ? '<span><i class="dash"></i>limit</span>' : "");
 }

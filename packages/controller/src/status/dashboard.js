@@ -13,7 +13,7 @@ const MIN_SPAN_MS = 30 * 1000;
 const SHARE_WINDOW_MS = 60 * 1000;
 const WAIT_WINDOW_MS = 10 * 1000;
 
-const history = [];          // [{ t, version, throttlers: Map(id → throttler snapshot), parts: Map(computation → part sums) | null }]
+const history = []; // [{ t, version, throttlers: Map(id → throttler snapshot), parts: Map(computation → part sums) | null }]
 let lastOkAt = 0;
 let failures = 0;
 
@@ -32,7 +32,11 @@ function render() {
   const visible = history.filter((s) => s.t >= t0);
   $("#empty").hidden = latest.throttlers.size > 0;
   renderEpochParts(visible, t0, t1);
-  for (const [id, panel] of panels) if (!latest.throttlers.has(id)) { panel.root.remove(); panels.delete(id); }
+  for (const [id, panel] of panels)
+    if (!latest.throttlers.has(id)) {
+      panel.root.remove();
+      panels.delete(id);
+    }
 
   for (const [id, th] of latest.throttlers) {
     const { root } = panelFor(id);
@@ -47,54 +51,107 @@ function render() {
     cfg.push("max queue " + num(th.maxQueueSize));
     $(".config", root).textContent = cfg.join(" · ");
 
-    setStat(root, "limit", limit === null ? "∞" : num(limit), limit === null ? "" : units ? "at once" : "/s",
-      units ? num(th.inUse || 0) + " in use" : th.balance === null ? "unlimited: granted at once" : "balance " + num(th.balance) + " of " + num(th.capacity));
-    const util = limit ? (units ? (th.inUse || 0) : th.grantedRate) / limit : null;
+    setStat(
+      root,
+      "limit",
+      limit === null ? "∞" : num(limit),
+      limit === null ? "" : units ? "at once" : "/s",
+      units ? num(th.inUse || 0) + " in use" : th.balance === null ? "unlimited: granted at once" : "balance " + num(th.balance) + " of " + num(th.capacity),
+    );
+    const util = limit ? (units ? th.inUse || 0 : th.grantedRate) / limit : null;
     const utilSub = util === null ? "no limit to compare" : pct(util) + (units ? " of the limit in use" : " of the limit");
     // A concurrency throttler's headline is what is held now; its grants per second are a detail.
     $('[data-label="granted-rate"]', root).textContent = units ? "In use" : "Granted rate \u00b7 5 s";
     if (units) {
       const holders = th.concurrency ? th.concurrency.holders : 0;
-      setStat(root, "granted-rate", num(th.inUse || 0), "units",
-        utilSub + " · " + holders + (holders === 1 ? " holder" : " holders") + " · " + num(th.grantedRate) + "/s taken", util !== null && util >= 0.9 ? "ok" : "");
+      setStat(
+        root,
+        "granted-rate",
+        num(th.inUse || 0),
+        "units",
+        utilSub + " · " + holders + (holders === 1 ? " holder" : " holders") + " · " + num(th.grantedRate) + "/s taken",
+        util !== null && util >= 0.9 ? "ok" : "",
+      );
     } else {
       setStat(root, "granted-rate", num(th.grantedRate), "/s", utilSub, util !== null && util >= 0.9 ? "ok" : "");
     }
-    setStat(root, "queue", num(th.pendingRequests), th.pendingRequests === 1 ? "request" : "requests",
+    setStat(
+      root,
+      "queue",
+      num(th.pendingRequests),
+      th.pendingRequests === 1 ? "request" : "requests",
       num(th.pendingAmount) + " units owed" + (th.detachedRequests ? " · " + th.detachedRequests + " detached" : ""),
-      th.pendingRequests > 0.8 * th.maxQueueSize ? "warn" : "");
+      th.pendingRequests > 0.8 * th.maxQueueSize ? "warn" : "",
+    );
     const older = sampleAt(t1 - WAIT_WINDOW_MS).throttlers.get(id);
     const recent = waitBetween(older && older.waitTime, th.waitTime);
-    setStat(root, "wait", recent ? ms(recent.mean) : "–", "",
-      (recent ? "p95 " + ms(recent.p95) + " · " : "no grants · ") + "max " + ms(th.waitTime.maxMs));
+    setStat(root, "wait", recent ? ms(recent.mean) : "–", "", (recent ? "p95 " + ms(recent.p95) + " · " : "no grants · ") + "max " + ms(th.waitTime.maxMs));
     const c = th.counters;
-    setStat(root, "granted-total", num(c.granted), "units",
-      "released " + num(c.released) + (c.refunded ? " · refunded " + num(c.refunded) : "") +
-      (c.refusedQueueFull ? " · " + c.refusedQueueFull + " refused" : ""));
+    setStat(
+      root,
+      "granted-total",
+      num(c.granted),
+      "units",
+      "released " +
+        num(c.released) +
+        (c.refunded ? " · refunded " + num(c.refunded) : "") +
+        (c.refusedQueueFull ? " · " + c.refusedQueueFull + " refused" : ""),
+    );
 
     if (units) renderInUse(root, id, visible, t0, t1, limit);
     else renderGrantedRate(root, id, visible, t0, t1, limit);
 
     drawChart($('[data-chart="queue"]', root), {
-      t0, t1, format: num, minMax: 4, integer: true,
-      series: [{ name: "waiting", color: "#0969da", points: visible.map((s) => { const x = s.throttlers.get(id); return [s.t, x ? x.pendingRequests : null]; }) }],
+      t0,
+      t1,
+      format: num,
+      minMax: 4,
+      integer: true,
+      series: [
+        {
+          name: "waiting",
+          color: "#0969da",
+          points: visible.map((s) => {
+            const x = s.throttlers.get(id);
+            return [s.t, x ? x.pendingRequests : null];
+          }),
+        },
+      ],
     });
-    const mean = [], p95 = [];
+    const mean = [],
+      p95 = [];
     for (let i = 1; i < visible.length; i++) {
-      const a = visible[i - 1].throttlers.get(id), b = visible[i].throttlers.get(id);
+      const a = visible[i - 1].throttlers.get(id),
+        b = visible[i].throttlers.get(id);
       const w = waitBetween(a && a.waitTime, b && b.waitTime);
       mean.push([visible[i].t, w ? w.mean : null]);
       p95.push([visible[i].t, w ? w.p95 : null]);
     }
-    drawChart($('[data-chart="wait"]', root), { t0, t1, format: (v) => num(v), minMax: 10, series: [{ name: "p95", color: "#bc4c00", points: p95, unit: " ms" }, { name: "mean", color: "#6e40c9", points: mean, unit: " ms" }] });
+    drawChart($('[data-chart="wait"]', root), {
+      t0,
+      t1,
+      format: (v) => num(v),
+      minMax: 10,
+      series: [
+        { name: "p95", color: "#bc4c00", points: p95, unit: " ms" },
+        { name: "mean", color: "#6e40c9", points: mean, unit: " ms" },
+      ],
+    });
 
     const adaptiveBox = $("[data-adaptive]", root);
     adaptiveBox.hidden = !th.adaptive;
     if (th.adaptive) {
       const a = th.adaptive;
-      const of = (pick) => visible.map((s) => { const x = s.throttlers.get(id); return [s.t, x && x.adaptive ? pick(x.adaptive) : null]; });
+      const of = (pick) =>
+        visible.map((s) => {
+          const x = s.throttlers.get(id);
+          return [s.t, x && x.adaptive ? pick(x.adaptive) : null];
+        });
       drawChart($('[data-chart="load"]', root), {
-        t0, t1, format: (v) => v.toFixed(2), minMax: Math.max(1, a.targetHigh),
+        t0,
+        t1,
+        format: (v) => v.toFixed(2),
+        minMax: Math.max(1, a.targetHigh),
         series: [
           { name: "low", color: "#1a7f37", dash: true, width: 1.4, points: of((x) => x.targetLow) },
           { name: "high", color: "#cf222e", dash: true, width: 1.4, points: of((x) => x.targetHigh) },
@@ -102,19 +159,31 @@ function render() {
         ],
       });
       drawChart($('[data-chart="adaptive-limit"]', root), {
-        t0, t1, format: num, minMax: a.minLimit,
+        t0,
+        t1,
+        format: num,
+        minMax: a.minLimit,
         series: [
           { name: "in force", color: "#1f2328", points: of((x) => x.limitInForce) },
           { name: "suggested", color: "#bc4c00", dash: true, points: of((x) => x.suggestedLimit) },
         ],
       });
       const where = a.load === null ? "no reading" : "load " + a.load.toFixed(3) + " in band [" + a.targetLow + ", " + a.targetHigh + "]";
-      $(".config", root).textContent += " · adaptive " + num(a.minLimit) + "…" + num(a.maxLimit) + " every " + duration(a.intervalMs) +
-        (a.dryRun ? " · DRY RUN" : "") + " · " + where + (a.consecutiveFailures ? " · " + a.consecutiveFailures + " failed readings" : "");
+      $(".config", root).textContent +=
+        " · adaptive " +
+        num(a.minLimit) +
+        "…" +
+        num(a.maxLimit) +
+        " every " +
+        duration(a.intervalMs) +
+        (a.dryRun ? " · DRY RUN" : "") +
+        " · " +
+        where +
+        (a.consecutiveFailures ? " · " + a.consecutiveFailures + " failed readings" : "");
     }
     if (th.concurrency) {
-      $(".config", root).textContent += " · concurrency: " + num(th.inUse || 0) + " in use, " + th.concurrency.holders + " holders, " +
-        th.concurrency.expiredLeases + " leases expired";
+      $(".config", root).textContent +=
+        " · concurrency: " + num(th.inUse || 0) + " in use, " + th.concurrency.holders + " holders, " + th.concurrency.expiredLeases + " leases expired";
     }
 
     renderClasses(root, id, th, t1);
@@ -138,21 +207,50 @@ function renderClasses(root, id, th, t1) {
     const target = isBusy && busyWeight > 0 ? k.weight / busyWeight : null;
     const waitMean = k.waitTime.count > 0 ? k.waitTime.sumMs / k.waitTime.count : null;
     const tags = (k.accepting ? "" : '<span class="tag">draining</span>') + (isBusy ? "" : '<span class="tag">idle</span>');
-    return '<tr data-class="' + esc(k.id) + '">' +
-      '<td class="name"><i style="background:' + colorOf(k.id) + '"></i>' + esc(k.id) + tags + "</td>" +
-      '<td class="num">' + num(k.weight) + (th.useClassWeightsAsLimit ? "/s" : "") + "</td>" +
+    return (
+      '<tr data-class="' +
+      esc(k.id) +
+      '">' +
+      '<td class="name"><i style="background:' +
+      colorOf(k.id) +
+      '"></i>' +
+      esc(k.id) +
+      tags +
+      "</td>" +
+      '<td class="num">' +
+      num(k.weight) +
+      (th.useClassWeightsAsLimit ? "/s" : "") +
+      "</td>" +
       '<td class="share"><div class="bars"><div class="track">' +
-      '<div class="bar target" style="width:' + ((target || 0) * 100).toFixed(1) + '%"></div>' +
-      '<div class="bar observed" style="width:' + ((observed || 0) * 100).toFixed(1) + "%;background:" + colorOf(k.id) + '"></div></div>' +
-      '<div class="figures"><div class="t">' + (target === null ? "idle" : "by weight " + pct(target)) + '</div><div>observed <b data-share="observed">' + (observed === null ? "–" : pct(observed)) + "</b></div></div></div></td>" +
-      '<td class="num">' + num(k.grantedRate) + "</td>" +
-      '<td class="num">' + num(k.pendingRequests) + (k.pendingAmount ? ' <span style="color:var(--muted)">(' + num(k.pendingAmount) + " u)</span>" : "") + "</td>" +
-      '<td class="num">' + ms(waitMean) + "</td></tr>";
+      '<div class="bar target" style="width:' +
+      ((target || 0) * 100).toFixed(1) +
+      '%"></div>' +
+      '<div class="bar observed" style="width:' +
+      ((observed || 0) * 100).toFixed(1) +
+      "%;background:" +
+      colorOf(k.id) +
+      '"></div></div>' +
+      '<div class="figures"><div class="t">' +
+      (target === null ? "idle" : "by weight " + pct(target)) +
+      '</div><div>observed <b data-share="observed">' +
+      (observed === null ? "–" : pct(observed)) +
+      "</b></div></div></div></td>" +
+      '<td class="num">' +
+      num(k.grantedRate) +
+      "</td>" +
+      '<td class="num">' +
+      num(k.pendingRequests) +
+      (k.pendingAmount ? ' <span style="color:var(--muted)">(' + num(k.pendingAmount) + " u)</span>" : "") +
+      "</td>" +
+      '<td class="num">' +
+      ms(waitMean) +
+      "</td></tr>"
+    );
   });
   $("tbody", root).innerHTML = rows.join("");
   const h3 = $(".classes h3 span", root);
-  h3.textContent = "observed share of granted units over the last " + (windowS >= 60 ? "minute" : windowS + " s") +
-    ", against the share of weight among classes with demand";
+  h3.textContent =
+    "observed share of granted units over the last " + (windowS >= 60 ? "minute" : windowS + " s") + ", against the share of weight among classes with demand";
 }
 
 // ---- failover (docs/design.md §5.2): who leads, since when, elections, state age --------------------------
@@ -163,9 +261,16 @@ function showLeadership(f) {
   const secs = (ms) => (ms === null || ms === undefined ? "–" : (ms / 1000).toFixed(ms < 10000 ? 1 : 0) + " s");
   const since = f.leaderSince ? " since " + new Date(f.leaderSince).toLocaleTimeString() : "";
   el.textContent =
-    (f.role === "leader" ? "leader (this controller)" : f.role + " · leader " + (f.leader || "unknown")) + since +
-    " · generation " + (f.generation ?? "–") + " · " + f.elections + " elections · state age " + secs(f.stateAgeMs);
-  if (f.role !== "leader") $("#empty").textContent = "This controller does not serve quota now (" + f.role + "); the leader is " + (f.leader || "not known yet") + ".";
+    (f.role === "leader" ? "leader (this controller)" : f.role + " · leader " + (f.leader || "unknown")) +
+    since +
+    " · generation " +
+    (f.generation ?? "–") +
+    " · " +
+    f.elections +
+    " elections · state age " +
+    secs(f.stateAgeMs);
+  if (f.role !== "leader")
+    $("#empty").textContent = "This controller does not serve quota now (" + f.role + "); the leader is " + (f.leader || "not known yet") + ".";
 }
 
 // ---- watermark alignment (docs/design.md §12): each group's watermark and its held partitions ------------
@@ -174,14 +279,34 @@ function showAlignment(groups, generatedAt) {
   section.hidden = !groups || groups.length === 0;
   if (section.hidden) return;
   const now = Date.parse(generatedAt);
-  $("tbody", section).innerHTML = groups.map((g) =>
-    "<tr data-group=\"" + esc(g.group) + "\"><td class=\"name\">" + esc(g.group) + "</td>" +
-    "<td>" + (g.watermarkMs === null ? "–" : esc(new Date(g.watermarkMs).toISOString())) + "</td>" +
-    "<td class=\"num\">" + (g.watermarkMs === null ? "–" : esc(duration(Math.max(0, Math.round((now - g.watermarkMs) / 1000)) * 1000))) + "</td>" +
-    "<td class=\"num\">" + g.partitions + "</td>" +
-    "<td class=\"num\" data-held>" + g.held + "</td>" +
-    "<td class=\"num\">" + g.idle + "</td>" +
-    "<td class=\"num\">" + g.unread + "</td></tr>").join("");
+  $("tbody", section).innerHTML = groups
+    .map(
+      (g) =>
+        '<tr data-group="' +
+        esc(g.group) +
+        '"><td class="name">' +
+        esc(g.group) +
+        "</td>" +
+        "<td>" +
+        (g.watermarkMs === null ? "–" : esc(new Date(g.watermarkMs).toISOString())) +
+        "</td>" +
+        '<td class="num">' +
+        (g.watermarkMs === null ? "–" : esc(duration(Math.max(0, Math.round((now - g.watermarkMs) / 1000)) * 1000))) +
+        "</td>" +
+        '<td class="num">' +
+        g.partitions +
+        "</td>" +
+        '<td class="num" data-held>' +
+        g.held +
+        "</td>" +
+        '<td class="num">' +
+        g.idle +
+        "</td>" +
+        '<td class="num">' +
+        g.unread +
+        "</td></tr>",
+    )
+    .join("");
 }
 
 // ---- polling -----------------------------------------------------------------------------------
@@ -213,7 +338,12 @@ async function poll() {
     const since = lastOkAt ? Math.round((Date.now() - lastOkAt) / 1000) + " s ago" : "never";
     const banner = $("#banner");
     banner.hidden = false;
-    banner.textContent = "Cannot reach the controller (" + (error && error.message ? error.message : error) + "); last update " + since + ". Retrying every second — the charts resume when it answers.";
+    banner.textContent =
+      "Cannot reach the controller (" +
+      (error && error.message ? error.message : error) +
+      "); last update " +
+      since +
+      ". Retrying every second — the charts resume when it answers.";
     setState(false, "stale");
   } finally {
     setTimeout(poll, POLL_MS);
@@ -221,5 +351,8 @@ async function poll() {
 }
 
 let resizeTimer = null;
-window.addEventListener("resize", () => { clearTimeout(resizeTimer); resizeTimer = setTimeout(render, 100); });
+window.addEventListener("resize", () => {
+  clearTimeout(resizeTimer);
+  resizeTimer = setTimeout(render, 100);
+});
 poll();

@@ -8,9 +8,21 @@ import type { PrometheusText } from "@sluice/status-http";
 export function writeKeyedMetrics(out: PrometheusText, throttlers: readonly ControllerThrottlerSnapshot[]): void {
   const keyed = throttlers.flatMap((t) => (t.keyed ? [{ labels: { throttler_id: t.id }, k: t.keyed }] : []));
   out
-    .gauge("sluice_controller_throttler_keys", "Keyed throttlers: keys live now (each with a bucket of its own, or parked as its balance).", keyed.map(({ labels, k }) => ({ labels, value: k.keys })))
-    .gauge("sluice_controller_throttler_max_keys", "Keyed throttlers: keyed.max_keys; a new key past it is refused with TOO_MANY_KEYS.", keyed.map(({ labels, k }) => ({ labels, value: k.maxKeys })))
-    .counter("sluice_controller_throttler_refused_keys_total", "Keyed throttlers: new keys refused with TOO_MANY_KEYS.", keyed.map(({ labels, k }) => ({ labels, value: k.refusedKeys })))
+    .gauge(
+      "sluice_controller_throttler_keys",
+      "Keyed throttlers: keys live now (each with a bucket of its own, or parked as its balance).",
+      keyed.map(({ labels, k }) => ({ labels, value: k.keys })),
+    )
+    .gauge(
+      "sluice_controller_throttler_max_keys",
+      "Keyed throttlers: keyed.max_keys; a new key past it is refused with TOO_MANY_KEYS.",
+      keyed.map(({ labels, k }) => ({ labels, value: k.maxKeys })),
+    )
+    .counter(
+      "sluice_controller_throttler_refused_keys_total",
+      "Keyed throttlers: new keys refused with TOO_MANY_KEYS.",
+      keyed.map(({ labels, k }) => ({ labels, value: k.refusedKeys })),
+    )
     .counter(
       "sluice_controller_throttler_forgotten_keys_total",
       "Keyed throttlers: keys forgotten after keyed.idle_timeout without a request (only with a full bucket and nothing held).",

@@ -97,7 +97,13 @@ export class WatermarkAlignment {
     for (const p of this.partitions.values()) {
       const key = `${p.computation}\u0000${p.settings.groupName}`;
       const known = this.groupWatermarkMs(p.settings.groupName);
-      const view = views.get(key) ?? { computation: p.computation, group: p.settings.groupName, partitions: 0, held: 0, groupWatermarkMs: known > 0 ? known : null };
+      const view = views.get(key) ?? {
+        computation: p.computation,
+        group: p.settings.groupName,
+        partitions: 0,
+        held: 0,
+        groupWatermarkMs: known > 0 ? known : null,
+      };
       view.partitions += 1;
       if (p.held) view.held += 1;
       views.set(key, view);
@@ -108,7 +114,7 @@ export class WatermarkAlignment {
   /** Sends one report now and applies its answer (tests drive it; the loop calls it). */
   async reportNow(): Promise<void> {
     const client = this.options.client();
-    if (this.disabled || this.partitions.size === 0 && this.groups.size === 0) return;
+    if (this.disabled || (this.partitions.size === 0 && this.groups.size === 0)) return;
     const { clock, workerId } = this.options;
     const now = clock.now();
     const reported = [...this.partitions.values()];
@@ -129,11 +135,14 @@ export class WatermarkAlignment {
       if (this.stop.signal.aborted) return;
       const failure = asSluiceError(error, (message) => new SluiceError("CONTROLLER_UNAVAILABLE", message));
       // Refusals that no retry can cure would hold partitions forever: alignment goes off, loudly.
-      if (failure.message.includes(REPORT_WATERMARKS_UNIMPLEMENTED) || failure.code === "INVALID_REQUEST") return this.disable(`${failure.code}: ${failure.message}`);
+      if (failure.message.includes(REPORT_WATERMARKS_UNIMPLEMENTED) || failure.code === "INVALID_REQUEST")
+        return this.disable(`${failure.code}: ${failure.message}`);
       // Once per distinct problem: a controller down for a minute is one line, not sixty.
       if (failure.message !== this.lastProblem) {
         this.lastProblem = failure.message;
-        this.options.log.warn(`watermark alignment: ReportWatermarks failed (${failure.code}: ${failure.message}); held partitions stay held until the controller answers`);
+        this.options.log.warn(
+          `watermark alignment: ReportWatermarks failed (${failure.code}: ${failure.message}); held partitions stay held until the controller answers`,
+        );
       }
     }
   }

@@ -185,7 +185,14 @@ export class InputThrottle {
   }
 
   /** docs/design.md §11.2: a concurrency throttler's units are the batch in flight, held until its outputs are acknowledged. */
-  private giveBack(rowsThrottler: Throttler | null, rowsId: string | undefined, rows: number, bytesThrottler: Throttler | null, bytesId: string | undefined, bytes: number): GiveBackUnits {
+  private giveBack(
+    rowsThrottler: Throttler | null,
+    rowsId: string | undefined,
+    rows: number,
+    bytesThrottler: Throttler | null,
+    bytesId: string | undefined,
+    bytes: number,
+  ): GiveBackUnits {
     const { throttlers } = this.options;
     const rowsHeld = rowsThrottler !== null && rowsId !== undefined && throttlers.isConcurrency(rowsId) ? rowsThrottler : null;
     const bytesHeld = bytesThrottler !== null && bytesId !== undefined && throttlers.isConcurrency(bytesId) ? bytesThrottler : null;

@@ -22,7 +22,12 @@ export interface StepObservers {
  * once and this returns undefined, so the iteration does not wait a turn for it: an async
  * function and two promises per iteration showed in a busy job's profile.
  */
-export function processInSpan({ tracer, clock, stats }: StepObservers, computation: Computation, batch: Batch, context: RuntimeContext): Promise<void> | undefined {
+export function processInSpan(
+  { tracer, clock, stats }: StepObservers,
+  computation: Computation,
+  batch: Batch,
+  context: RuntimeContext,
+): Promise<void> | undefined {
   return tracer.startActiveSpan("Process", (span: Span) => {
     const startedAt = clock.now();
     let result: unknown;
@@ -55,7 +60,12 @@ export function processInSpan({ tracer, clock, stats }: StepObservers, computati
 }
 
 /** `work` in a child span named `name`; its duration goes to `part` (docs/design.md §15), read where the span starts and ends. */
-export async function partInSpan({ tracer, clock }: Pick<StepObservers, "tracer" | "clock">, name: string, work: () => Promise<void>, part: PartHistogram): Promise<void> {
+export async function partInSpan(
+  { tracer, clock }: Pick<StepObservers, "tracer" | "clock">,
+  name: string,
+  work: () => Promise<void>,
+  part: PartHistogram,
+): Promise<void> {
   await tracer.startActiveSpan(name, async (span: Span) => {
     const startedAt = clock.now();
     try {

@@ -251,9 +251,10 @@ export class Job {
     this.consecutiveFailures += 1;
     this.options.stats.recordFailure(error);
     const reason = error instanceof Error ? error.message : String(error);
-    this.options.log.error(`job ${this.id} failed (${this.consecutiveFailures} in a row): ${reason}; restarting from the last committed offset in ${backoffMs} ms`);
+    this.options.log.error(
+      `job ${this.id} failed (${this.consecutiveFailures} in a row): ${reason}; restarting from the last committed offset in ${backoffMs} ms`,
+    );
     context.rewind();
     await this.options.clock.sleep(backoffMs, signal).catch(() => undefined);
   }
 }
-

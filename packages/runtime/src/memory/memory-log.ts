@@ -23,7 +23,10 @@ export class MemoryLog {
     private readonly now: () => number = Date.now,
   ) {
     for (const [stream, count] of Object.entries(partitionsByStream)) {
-      this.streams.set(stream, Array.from({ length: count }, () => ({ records: [], waiters: [] })));
+      this.streams.set(
+        stream,
+        Array.from({ length: count }, () => ({ records: [], waiters: [] })),
+      );
     }
   }
 

@@ -52,9 +52,7 @@ export class MemorySource implements Source {
           beginTransaction: async () => this.transaction(stream, partition),
         },
       );
-      position = rewind
-        ? this.log.committedOffset(this.group, stream, partition)
-        : BigInt(records[records.length - 1]?.offset ?? position) + 1n;
+      position = rewind ? this.log.committedOffset(this.group, stream, partition) : BigInt(records[records.length - 1]?.offset ?? position) + 1n;
       // Let other partitions' loops and timers run between batches of a busy partition.
       await new Promise<void>((resolve) => setImmediate(resolve));
     }

@@ -103,13 +103,15 @@ export class AlignmentGroups {
       const others = selfLive && group.firstId === partition.partitionId ? group.second : group.first;
       return { partitionId: partition.partitionId, othersWatermarkMs: others, unbounded: false };
     });
-    const groups = [...minima].map(([groupName, m]): GroupWatermarkView => ({
-      groupName,
-      watermarkMs: m.partitions - m.idle > 0 ? m.first : 0,
-      partitions: m.partitions,
-      held: m.held,
-      idle: m.idle,
-    }));
+    const groups = [...minima].map(
+      ([groupName, m]): GroupWatermarkView => ({
+        groupName,
+        watermarkMs: m.partitions - m.idle > 0 ? m.first : 0,
+        partitions: m.partitions,
+        held: m.held,
+        idle: m.idle,
+      }),
+    );
     return { bounds, groups, controllerInstance: this.instance, settling: now < this.settleUntil };
   }
 

@@ -217,7 +217,10 @@ export class ConcurrencyLeases {
         // Its holder's restored lease covers it; a holder persisted without units has nothing to answer from.
         const leaseId = this.table.leaseIdOf(throttlerId, r.clientId);
         if (leaseId === 0) continue;
-        this.requestIds.remember({ throttlerId, requestId: r.requestId, clientId: r.clientId, amount: r.amount, waitedMs: r.waitedMs, expiresAt, leaseId }, now);
+        this.requestIds.remember(
+          { throttlerId, requestId: r.requestId, clientId: r.clientId, amount: r.amount, waitedMs: r.waitedMs, expiresAt, leaseId },
+          now,
+        );
       }
       restored.push([throttlerId, units]);
     }

@@ -55,7 +55,16 @@ export class LeaseTable {
     }
     let lease = holders.get(clientId);
     if (!lease) {
-      lease = { id: this.nextLeaseId++, byClass: new Map(), units: 0, expiresAt: now + leaseMs, heardAt: now, silentBefore: 0, restored: false, persistedSilence: 0 };
+      lease = {
+        id: this.nextLeaseId++,
+        byClass: new Map(),
+        units: 0,
+        expiresAt: now + leaseMs,
+        heardAt: now,
+        silentBefore: 0,
+        restored: false,
+        persistedSilence: 0,
+      };
       holders.set(clientId, lease);
     }
     lease.byClass.set(classId, (lease.byClass.get(classId) ?? 0) + amount);

@@ -231,7 +231,12 @@ export class KeyedThrottler {
       const active = this.active.get(key);
       const bucket = active?.driver.snapshot();
       const parked = this.parked.get(key);
-      return { key, waitedMs, balance: bucket?.balance ?? (parked && !Number.isNaN(parked.balance) ? parked.balance : null), pendingRequests: bucket?.pendingRequests ?? 0 };
+      return {
+        key,
+        waitedMs,
+        balance: bucket?.balance ?? (parked && !Number.isNaN(parked.balance) ? parked.balance : null),
+        pendingRequests: bucket?.pendingRequests ?? 0,
+      };
     });
     return {
       maxKeys: this.keyed.max_keys,
