@@ -37,7 +37,7 @@ export function restorePersistedState(inner: Controller, state: Pick<ControllerS
   }
   // The predecessor's last write: an idle throttler's record may be older, and is exact all the same.
   const ageMs = Math.round(Math.max(0, nowMs - newest));
-  const ofKeys = keys === 0 ? "" : ` and ${keys} ${keys === 1 ? "key's" : "keys'"} of keyed throttlers`;
+  const ofKeys = keys === 0 ? "" : ` and ${keys} key ${keys === 1 ? "balance" : "balances"} of keyed throttlers`;
   const summary = `restored ${restored.length} bucket ${restored.length === 1 ? "balance" : "balances"}${ofKeys} persisted ${ageMs} ms ago`;
   const held = leased.length === 0 ? "" : `; units still held by their holders: ${leased.map(([id, units]) => `${id}=${units}`).join(", ")}`;
   const limits = adapted.length === 0 ? "" : `; adaptive limits going on from: ${adapted.map(([id, limit]) => `${id}=${limit}`).join(", ")}`;
