@@ -62,6 +62,7 @@ describe("FailoverController", () => {
       throttlers: new Map([
         ["rows", { throttlerId: "rows", balance: { balance: 0, atMs: clock0 - 2_000 }, limitPerSecond: 20, generation: 2, writtenAtMs: clock0 - 2_000 }],
       ]),
+      keys: new Map(),
       leader: null,
     };
     const { controller, lead } = await setup(store);

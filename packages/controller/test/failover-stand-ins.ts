@@ -55,9 +55,14 @@ export class MemoryStore implements ControllerStateStore {
     const throttlers = records.throttlers?.map(this.throttlerCodec);
     this.writes.push({ ...records, ...(throttlers ? { throttlers } : {}) });
     const next = new Map(this.state.throttlers);
-    for (const record of throttlers ?? []) next.set(record.throttlerId, record);
+    const keys = new Map([...this.state.keys].map(([id, ofThrottler]) => [id, new Map(ofThrottler)]));
+    for (const record of throttlers ?? []) {
+      if (record.key === undefined) next.set(record.throttlerId, record);
+      else keys.set(record.throttlerId, (keys.get(record.throttlerId) ?? new Map()).set(record.key, record));
+    }
     for (const id of records.removedThrottlers ?? []) next.delete(id);
-    this.state = { spec: records.spec ?? this.state.spec, throttlers: next, leader: records.leader ?? this.state.leader };
+    for (const { throttlerId, key } of records.removedKeys ?? []) keys.get(throttlerId)?.delete(key);
+    this.state = { spec: records.spec ?? this.state.spec, throttlers: next, keys, leader: records.leader ?? this.state.leader };
   }
   /** The latest record of throttler `id`. */
   throttler(id: string): PersistedThrottler | undefined {

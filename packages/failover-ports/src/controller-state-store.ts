@@ -23,6 +23,12 @@ export interface PersistedSpec {
  */
 export interface PersistedThrottler {
   readonly throttlerId: string;
+  /**
+   * Set on the record of one key of a keyed throttler (record `bucket/<throttler id>/<key>`, §9.2):
+   * that key's balance and the rate it refilled at. Only a key whose bucket is not full has a record;
+   * a full key is the same as a forgotten one, so its record is deleted (a tombstone).
+   */
+  readonly key?: string;
   /** A rate bucket's balance and the controller-clock time it was read at; null when it has none. */
   readonly balance: { readonly balance: number; readonly atMs: number } | null;
   /** Units per second the bucket refilled at when written (an adaptive limit included); null when unlimited. */
@@ -46,12 +52,28 @@ export interface LeaderRecord {
 /** The latest committed record of each key, in the store's order. */
 export interface ControllerState {
   readonly spec: PersistedSpec | null;
-  /** By throttler id. */
+  /** By throttler id: the records without a `key`. */
   readonly throttlers: ReadonlyMap<string, PersistedThrottler>;
+  /** The keyed throttlers' per-key records, by throttler id then key. */
+  readonly keys: ReadonlyMap<string, ReadonlyMap<string, PersistedThrottler>>;
   readonly leader: LeaderRecord | null;
 }
 
-export const EMPTY_CONTROLLER_STATE: ControllerState = Object.freeze({ spec: null, throttlers: new Map(), leader: null });
+export const EMPTY_CONTROLLER_STATE: ControllerState = Object.freeze({ spec: null, throttlers: new Map(), keys: new Map(), leader: null });
+
+/** One key of a keyed throttler. */
+export interface PersistedKeyId {
+  readonly throttlerId: string;
+  readonly key: string;
+}
+
+/**
+ * A record's identity as one string (a throttler's, or a key's of a keyed throttler): distinct for
+ * every pair of throttler id and key whatever characters they hold, for maps of records by identity.
+ */
+export function persistedRecordId(record: { readonly throttlerId: string; readonly key?: string | undefined }): string {
+  return record.key === undefined ? record.throttlerId : JSON.stringify([record.throttlerId, record.key]);
+}
 
 /** What one write puts in the store, all or nothing (one transaction). */
 export interface StateWrite {
@@ -59,6 +81,8 @@ export interface StateWrite {
   readonly throttlers?: readonly PersistedThrottler[];
   /** Throttlers no longer declared: their records are deleted (a tombstone each). */
   readonly removedThrottlers?: readonly string[];
+  /** Keys of keyed throttlers forgotten or full again (or of a removed throttler): a tombstone each. */
+  readonly removedKeys?: readonly PersistedKeyId[];
   readonly leader?: LeaderRecord;
 }
 

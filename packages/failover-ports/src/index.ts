@@ -2,9 +2,11 @@ export type { ControllerElection, ElectionListener, ElectionResult } from "./con
 export {
   EMPTY_CONTROLLER_STATE,
   StateWriterFencedError,
+  persistedRecordId,
   type ControllerState,
   type ControllerStateStore,
   type LeaderRecord,
+  type PersistedKeyId,
   type PersistedSpec,
   type PersistedThrottler,
   type StateWrite,

@@ -1,5 +1,5 @@
 import { EMPTY_CONTROLLER_STATE, type ControllerState, type LeaderRecord, type PersistedSpec, type PersistedThrottler } from "@sluice/failover-ports";
-import { bucketKey, decodeStateRecord } from "./controller-state-records.ts";
+import { bucketKey, decodeStateRecord, stateKeyOf } from "./controller-state-records.ts";
 
 interface Entry<T> {
   readonly offset: number;
@@ -16,7 +16,7 @@ interface Entry<T> {
 export class ControllerStateFold {
   private spec: Entry<PersistedSpec> | null = null;
   private leader: Entry<LeaderRecord> | null = null;
-  /** By Kafka key (`bucket/<id>`), so a keyed throttler's keys fit beside it. */
+  /** By Kafka key (`bucket/<id>`, `bucket/<id>/<key>`), as compaction keeps them. */
   private readonly throttlers = new Map<string, Entry<PersistedThrottler>>();
   private cached: ControllerState | null = EMPTY_CONTROLLER_STATE;
 
@@ -35,10 +35,10 @@ export class ControllerStateFold {
         this.leader = { offset, value: decoded.record };
         break;
       case "throttler":
-        if (!this.setThrottler(bucketKey(decoded.record.throttlerId), offset, decoded.record)) return false;
+        if (!this.setThrottler(stateKeyOf(decoded.record), offset, decoded.record)) return false;
         break;
       case "deleted":
-        if (!this.setThrottler(bucketKey(decoded.throttlerId), offset, null)) return false;
+        if (!this.setThrottler(decoded.stateKey, offset, null)) return false;
         break;
       case "legacy-buckets": {
         let changed = false;
@@ -57,8 +57,18 @@ export class ControllerStateFold {
   state(): ControllerState {
     if (this.cached) return this.cached;
     const throttlers = new Map<string, PersistedThrottler>();
-    for (const { value } of this.throttlers.values()) if (value) throttlers.set(value.throttlerId, value);
-    this.cached = { spec: this.spec?.value ?? null, throttlers, leader: this.leader?.value ?? null };
+    const keys = new Map<string, Map<string, PersistedThrottler>>();
+    for (const { value } of this.throttlers.values()) {
+      if (!value) continue;
+      if (value.key === undefined) {
+        throttlers.set(value.throttlerId, value);
+        continue;
+      }
+      let ofThrottler = keys.get(value.throttlerId);
+      if (!ofThrottler) keys.set(value.throttlerId, (ofThrottler = new Map()));
+      ofThrottler.set(value.key, value);
+    }
+    this.cached = { spec: this.spec?.value ?? null, throttlers, keys, leader: this.leader?.value ?? null };
     return this.cached;
   }
 

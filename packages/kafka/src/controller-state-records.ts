@@ -9,9 +9,12 @@ import { finite, isObject } from "./controller-state-values.ts";
 //   leader                    { "address", "member_id", "generation", "since_ms" }
 //   bucket/<throttler id>     { "throttler", "balance", "at_ms", "limit_per_s", "leases", "adaptive",
 //                               "generation", "written_at_ms" }
-// A keyed throttler's key will add `bucket/<throttler id>/<key>` with a "key" field: the record's
-// identity is in its value ("throttler", "key"), the Kafka key only makes it one per compaction.
-// A value of null (a tombstone) deletes the throttler's record. `generation` is informative only:
+//   bucket/<throttler id>/<key>
+//                             { "throttler", "key", "balance", "at_ms", "limit_per_s", "generation",
+//                               "written_at_ms" }   one key of a keyed throttler whose bucket is not full
+// A record's identity is in its value ("throttler", and "key" for a key): the Kafka key only makes it
+// one per compaction. A value of null (a tombstone) deletes the record of its Kafka key: a removed
+// throttler's, or a key's that was forgotten or is full again. `generation` is informative only:
 // the order of the records is their offset. Records of the keys before §9.1 (`dynamic_spec`, one
 // `buckets` for every throttler) are still read, so an upgrade is not a free bucket.
 
@@ -34,6 +37,16 @@ export function bucketKey(throttlerId: string): string {
   return `${STATE_KEYS.bucketPrefix}${throttlerId}`;
 }
 
+/** The Kafka key of a key's record of a keyed throttler. */
+export function keyBucketKey(throttlerId: string, key: string): string {
+  return `${STATE_KEYS.bucketPrefix}${throttlerId}/${key}`;
+}
+
+/** The Kafka key of a throttler's or a key's record. */
+export function stateKeyOf(record: { readonly throttlerId: string; readonly key?: string | undefined }): string {
+  return record.key === undefined ? bucketKey(record.throttlerId) : keyBucketKey(record.throttlerId, record.key);
+}
+
 export function encodeSpec(record: PersistedSpec): string {
   return JSON.stringify({
     version: record.version,
@@ -52,6 +65,7 @@ export function encodeThrottler(record: PersistedThrottler): string {
   const adaptive = record.adaptive ? encodeAdaptive({ [record.throttlerId]: record.adaptive })?.[record.throttlerId] : undefined;
   return JSON.stringify({
     throttler: record.throttlerId,
+    ...(record.key !== undefined ? { key: record.key } : {}),
     ...(record.balance ? { balance: record.balance.balance, at_ms: record.balance.atMs } : {}),
     limit_per_s: record.limitPerSecond,
     ...(leases ? { leases } : {}),
@@ -65,8 +79,8 @@ export type DecodedRecord =
   | { readonly kind: "spec"; readonly record: PersistedSpec }
   | { readonly kind: "leader"; readonly record: LeaderRecord }
   | { readonly kind: "throttler"; readonly record: PersistedThrottler }
-  /** A tombstone of `bucket/<id>`: the throttler's record is deleted. */
-  | { readonly kind: "deleted"; readonly throttlerId: string }
+  /** A tombstone of `bucket/…`: the record of that Kafka key (`stateKey`) is deleted. */
+  | { readonly kind: "deleted"; readonly stateKey: string }
   /** The single `buckets` record written before §9.1: one record per throttler it names. */
   | { readonly kind: "legacy-buckets"; readonly records: readonly PersistedThrottler[] }
   | { readonly kind: "unknown"; readonly reason: string };
@@ -75,7 +89,7 @@ export type DecodedRecord =
 export function decodeStateRecord(key: string | null, value: string | null): DecodedRecord {
   const name = JSON.stringify(key);
   if (value === null) {
-    if (key?.startsWith(STATE_KEYS.bucketPrefix)) return { kind: "deleted", throttlerId: key.slice(STATE_KEYS.bucketPrefix.length) };
+    if (key?.startsWith(STATE_KEYS.bucketPrefix)) return { kind: "deleted", stateKey: key };
     return { kind: "unknown", reason: `key ${name} has no value` };
   }
   let o: unknown;
@@ -102,7 +116,10 @@ export function decodeStateRecord(key: string | null, value: string | null): Dec
   if (key?.startsWith(STATE_KEYS.bucketPrefix)) {
     const throttlerId = o["throttler"];
     if (typeof throttlerId !== "string") return { kind: "unknown", reason: `${name} needs a string "throttler"` };
-    return { kind: "throttler", record: decodeThrottler(throttlerId, o, generation, writtenAtMs) };
+    const keyOf = o["key"];
+    if (keyOf !== undefined && typeof keyOf !== "string") return { kind: "unknown", reason: `${name} has a "key" that is not a string` };
+    const record = decodeThrottler(throttlerId, o, generation, writtenAtMs);
+    return { kind: "throttler", record: keyOf === undefined ? record : { ...record, key: keyOf } };
   }
   if (key === STATE_KEYS.legacyBuckets) return { kind: "legacy-buckets", records: decodeLegacyBuckets(o, generation, writtenAtMs) };
   return { kind: "unknown", reason: `unknown key ${name}` };

@@ -2,7 +2,17 @@ import { randomUUID } from "node:crypto";
 import type { Admin, Consumer, Kafka } from "kafkajs";
 import type { ControllerState, ControllerStateStore, StateWrite } from "@sluice/failover-ports";
 import { ControllerStateFold } from "./controller-state-fold.ts";
-import { bucketKey, controllerStateTopic, controllerWriterId, encodeLeader, encodeSpec, encodeThrottler, STATE_KEYS } from "./controller-state-records.ts";
+import {
+  bucketKey,
+  controllerStateTopic,
+  controllerWriterId,
+  encodeLeader,
+  encodeSpec,
+  encodeThrottler,
+  keyBucketKey,
+  STATE_KEYS,
+  stateKeyOf,
+} from "./controller-state-records.ts";
 import { ensureStateTopic } from "./controller-state-topic.ts";
 import { ControllerStateWriter, type StateMessage } from "./controller-state-writer.ts";
 import { KafkaIoError, describeError } from "./kafka-io-error.ts";
@@ -138,8 +148,9 @@ export class KafkaControllerStateStore implements ControllerStateStore {
     await this.start();
     const messages: StateMessage[] = [];
     if (records.spec) messages.push({ key: STATE_KEYS.spec, value: encodeSpec(records.spec) });
-    for (const record of records.throttlers ?? []) messages.push({ key: bucketKey(record.throttlerId), value: encodeThrottler(record) });
+    for (const record of records.throttlers ?? []) messages.push({ key: stateKeyOf(record), value: encodeThrottler(record) });
     for (const id of records.removedThrottlers ?? []) messages.push({ key: bucketKey(id), value: null });
+    for (const { throttlerId, key } of records.removedKeys ?? []) messages.push({ key: keyBucketKey(throttlerId, key), value: null });
     if (records.leader) messages.push({ key: STATE_KEYS.leader, value: encodeLeader(records.leader) });
     if (messages.length === 0) return;
     await this.writer.write(messages);

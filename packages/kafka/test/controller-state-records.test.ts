@@ -31,7 +31,7 @@ describe("controller state records", () => {
     assert.match(encodeThrottler(rows), /^\{"throttler":"rows","balance":-3\.5,"at_ms":999,"limit_per_s":5,/);
     const leader = { address: "127.0.0.1:7070", memberId: "m-1", generation: 7, sinceMs: 1_000 };
     assert.deepEqual(decodeStateRecord("leader", encodeLeader(leader)), { kind: "leader", record: leader });
-    assert.deepEqual(decodeStateRecord("bucket/rows", null), { kind: "deleted", throttlerId: "rows" });
+    assert.deepEqual(decodeStateRecord("bucket/rows", null), { kind: "deleted", stateKey: "bucket/rows" });
     // The identity is in the value: an id with "/" (and later a key) reads back whole.
     assert.deepEqual(roundTrip(throttler("a/b")), { kind: "throttler", record: throttler("a/b") });
   });

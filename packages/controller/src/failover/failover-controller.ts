@@ -251,8 +251,8 @@ export class FailoverController implements QuotaServiceHandler {
     if (state === null || transition !== this.transition) return;
     const { spec, version, origin } = specInForce(state, this.options.dynamicSpec, this.options.computations, this.log);
     const inner = buildLeaderController(this.options, spec, version, (leading) => void this.writes.persistChanges(leading));
-    const buckets = restorePersistedState(inner, state.throttlers, this.clock.now());
-    this.writes.tookOver(state.throttlers);
+    const buckets = restorePersistedState(inner, state, this.clock.now());
+    this.writes.tookOver(state);
     this.inner = inner;
     this.log(`taking over generation ${generation}: dynamic_spec version ${version} (${origin}); ${buckets}`);
     try {
@@ -349,5 +349,6 @@ export class FailoverController implements QuotaServiceHandler {
 function newestWrite(state: ControllerState): number | null {
   let newest: number | null = null;
   for (const record of state.throttlers.values()) newest = Math.max(newest ?? record.writtenAtMs, record.writtenAtMs);
+  for (const keys of state.keys.values()) for (const record of keys.values()) newest = Math.max(newest ?? record.writtenAtMs, record.writtenAtMs);
   return newest;
 }

@@ -1,6 +1,14 @@
 import { SluiceError } from "@sluice/core";
 import type { Controller } from "../quota/controller.ts";
-import { StateWriterFencedError, type ControllerStateStore, type PersistedThrottler, type StateWrite } from "@sluice/failover-ports";
+import {
+  StateWriterFencedError,
+  persistedRecordId,
+  type ControllerState,
+  type ControllerStateStore,
+  type PersistedKeyId,
+  type PersistedThrottler,
+  type StateWrite,
+} from "@sluice/failover-ports";
 import { GroupCommit } from "./group-commit.ts";
 import { changedSince, persistedThrottlers } from "./persisted-throttlers.ts";
 import { describeCause, grantNotPersistedError } from "./state-write-errors.ts";
@@ -40,7 +48,7 @@ const REPEAT_LOG_MS = 5_000;
 export class LeaderStateWrites {
   private readonly commit: GroupCommit;
   private lastWrittenAtMs: number | null = null;
-  /** The last record written (or taken over) per throttler: what a successor would restore now. */
+  /** The last record written (or taken over) per throttler and per key (persistedRecordId): what a successor would restore now. */
   private written = new Map<string, PersistedThrottler>();
   private failures = 0;
   private failing: string | null = null;
@@ -67,12 +75,14 @@ export class LeaderStateWrites {
 
   /**
    * A takeover read these records: each is rewritten by this leader's first write (under its own
-   * writer), and those of throttlers no longer declared are deleted.
+   * writer), and those of throttlers no longer declared (and of keys now full or forgotten) are deleted.
    */
-  tookOver(records: ReadonlyMap<string, PersistedThrottler>): void {
-    this.written = new Map([...records.keys()].map((id) => [id, REWRITE]));
+  tookOver(state: Pick<ControllerState, "throttlers" | "keys">): void {
+    const records = [...state.throttlers.values(), ...[...state.keys.values()].flatMap((keys) => [...keys.values()])];
+    // A record with a rate that equals nothing: changedSince always finds it changed, so it is rewritten.
+    this.written = new Map(records.map((record) => [persistedRecordId(record), { ...record, limitPerSecond: Number.NaN }]));
     let latest: number | null = null;
-    for (const record of records.values()) latest = Math.max(latest ?? record.writtenAtMs, record.writtenAtMs);
+    for (const record of records) latest = Math.max(latest ?? record.writtenAtMs, record.writtenAtMs);
     this.lastWrittenAtMs = latest;
   }
 
@@ -121,11 +131,20 @@ export class LeaderStateWrites {
     const current = persistedThrottlers(inner, generation, now);
     const changed: PersistedThrottler[] = [];
     for (const [id, { record, capacity }] of current) if (changedSince(this.written.get(id), record, capacity)) changed.push(record);
-    const removed = [...this.written.keys()].filter((id) => !current.has(id));
+    const removed = [...this.written].filter(([id]) => !current.has(id));
     if (changed.length > 0 || removed.length > 0) {
-      await this.write({ throttlers: changed, removedThrottlers: removed }, `the records of ${changed.length + removed.length} throttler(s)`);
-      for (const record of changed) this.written.set(record.throttlerId, record);
-      for (const id of removed) this.written.delete(id);
+      const removedThrottlers: string[] = [];
+      const removedKeys: PersistedKeyId[] = [];
+      for (const [, { throttlerId, key }] of removed) {
+        if (key === undefined) removedThrottlers.push(throttlerId);
+        else removedKeys.push({ throttlerId, key });
+      }
+      await this.write(
+        { throttlers: changed, removedThrottlers, ...(removedKeys.length > 0 ? { removedKeys } : {}) },
+        `the records of ${changed.length + removed.length} ${removedKeys.length > 0 || changed.some((r) => r.key !== undefined) ? "throttler(s) and key(s)" : "throttler(s)"}`,
+      );
+      for (const record of changed) this.written.set(persistedRecordId(record), record);
+      for (const [id] of removed) this.written.delete(id);
     }
     this.lastWrittenAtMs = now;
   }
@@ -149,6 +168,3 @@ export class LeaderStateWrites {
     );
   }
 }
-
-/** A record a new leader must write again under its own writer, whatever it holds. */
-const REWRITE: PersistedThrottler = Object.freeze({ throttlerId: "", balance: null, limitPerSecond: Number.NaN, generation: 0, writtenAtMs: 0 });

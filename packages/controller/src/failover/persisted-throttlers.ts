@@ -1,10 +1,13 @@
 import type { Controller } from "../quota/controller.ts";
-import { type PersistedThrottler, boundedLeases } from "@sluice/failover-ports";
+import { type PersistedThrottler, boundedLeases, persistedRecordId } from "@sluice/failover-ports";
 
 /**
  * What a leader persists of each throttler now (docs/design.md §5.3): one record per throttler with its
  * balance, the rate it refills at, its leases (within the bounds of state-bounds.ts) and its
  * adaptive loop's state. Throttlers with none of these (unlimited, nothing held) have no record.
+ * A keyed throttler has one record per key whose bucket is not full (§9.1, §9.2): a full key is
+ * the same as a forgotten one, so the state grows with the keys in debt, not with every key seen.
+ * By persistedRecordId.
  */
 export interface ThrottlerNow {
   readonly record: PersistedThrottler;
@@ -33,7 +36,29 @@ export function persistedThrottlers(inner: Controller, generation: number, nowMs
     };
     out.set(throttlerId, { record, capacity: balance?.capacity ?? null });
   }
+  for (const [throttlerId, keys] of inner.keyedBalances()) {
+    for (const [key, balance] of keys) {
+      const limitPerSecond = balance.limitPerSecond ?? null;
+      const capacity = balance.capacity ?? null;
+      if (capacity === null || fullAt(balance.balance, balance.atMs, limitPerSecond, capacity, nowMs)) continue;
+      const record: PersistedThrottler = {
+        throttlerId,
+        key,
+        balance: { balance: balance.balance, atMs: balance.atMs },
+        limitPerSecond,
+        generation,
+        writtenAtMs: nowMs,
+      };
+      out.set(persistedRecordId(record), { record, capacity });
+    }
+  }
   return out;
+}
+
+/** Whether a balance read at `atMs` has accrued to its capacity by `nowMs` (a parked key's is older than now). */
+function fullAt(balance: number, atMs: number, limitPerSecond: number | null, capacity: number, nowMs: number): boolean {
+  const accrued = balance + ((limitPerSecond ?? 0) * Math.max(0, nowMs - atMs)) / 1000;
+  return accrued >= capacity;
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { PersistedAdaptive, PersistedLeases, PersistedThrottler } from "@sluice/failover-ports";
+import type { ControllerState, PersistedAdaptive, PersistedLeases } from "@sluice/failover-ports";
 import type { BucketBalance, Controller } from "../quota/controller.ts";
 
 /**
@@ -6,10 +6,13 @@ import type { BucketBalance, Controller } from "../quota/controller.ts";
  * the adaptive loops had got to, the units concurrency holders still hold, and the bucket balances.
  * The adaptive limits come first, so each bucket already has the capacity in force when its balance
  * is set; the downtime accrues at the rate in force when the record was written (an adaptive limit
- * included), capped at the bucket. Returns the clause of the takeover log line that says what was restored.
+ * included), capped at the bucket. A keyed throttler's keys continue from their records (a key in
+ * debt stays in debt); a key without a record was full or forgotten, and starts full as it would
+ * have. Returns the clause of the takeover log line that says what was restored.
  */
-export function restorePersistedState(inner: Controller, records: ReadonlyMap<string, PersistedThrottler>, nowMs: number): string {
-  if (records.size === 0) return "no persisted balances (a new pipeline): buckets start full";
+export function restorePersistedState(inner: Controller, state: Pick<ControllerState, "throttlers" | "keys">, nowMs: number): string {
+  const records = state.throttlers;
+  if (records.size === 0 && state.keys.size === 0) return "no persisted balances (a new pipeline): buckets start full";
   const adaptive: Record<string, PersistedAdaptive> = Object.create(null) as Record<string, PersistedAdaptive>;
   const leases: Record<string, PersistedLeases> = Object.create(null) as Record<string, PersistedLeases>;
   const balances: Record<string, BucketBalance> = Object.create(null) as Record<string, BucketBalance>;
@@ -23,9 +26,19 @@ export function restorePersistedState(inner: Controller, records: ReadonlyMap<st
   const adapted = Object.entries(inner.restoreAdaptive(adaptive));
   const leased = Object.entries(inner.restoreLeases(leases));
   const restored = inner.restoreBalances(balances);
+  let keys = 0;
+  for (const [throttlerId, ofThrottler] of state.keys) {
+    for (const [key, record] of ofThrottler) {
+      if (!record.balance) continue;
+      const { balance, atMs } = accrued(record.balance, record.limitPerSecond, nowMs);
+      if (inner.restoreKeyedBalance(throttlerId, key, balance, atMs)) keys++;
+      newest = Math.max(newest, record.writtenAtMs);
+    }
+  }
   // The predecessor's last write: an idle throttler's record may be older, and is exact all the same.
   const ageMs = Math.round(Math.max(0, nowMs - newest));
-  const summary = `restored ${restored.length} bucket ${restored.length === 1 ? "balance" : "balances"} persisted ${ageMs} ms ago`;
+  const ofKeys = keys === 0 ? "" : ` and ${keys} key ${keys === 1 ? "balance" : "balances"} of keyed throttlers`;
+  const summary = `restored ${restored.length} bucket ${restored.length === 1 ? "balance" : "balances"}${ofKeys} persisted ${ageMs} ms ago`;
   const held = leased.length === 0 ? "" : `; units still held by their holders: ${leased.map(([id, units]) => `${id}=${units}`).join(", ")}`;
   const limits = adapted.length === 0 ? "" : `; adaptive limits going on from: ${adapted.map(([id, limit]) => `${id}=${limit}`).join(", ")}`;
   return `${summary}${held}${limits}`;

@@ -271,7 +271,7 @@ export class Controller implements QuotaServiceHandler {
    * Every keyed throttler's limited keys with their balances (docs/design.md §11.4), by throttler id then
    * key: what a failover leader persists as one `bucket/<throttler id>/<key>` record per key.
    */
-  keyedBalances(): Map<string, Map<string, { balance: number; atMs: number }>> {
+  keyedBalances(): Map<string, Map<string, BucketBalance>> {
     return this.keyed.balances();
   }
 

@@ -1,6 +1,7 @@
 import { QuotaBucketDriver, SluiceError, type Clock, type QuotaBucketConfig } from "@sluice/core";
 import { DEFAULT_CLASS_ID, keyOverrideOf, keyThrottlerSpec, type KeyedSpec, type ThrottlerSpec } from "@sluice/spec";
 import { bucketConfigOf } from "../bucket-config.ts";
+import type { BucketBalance } from "../controller-snapshot.ts";
 import { KeyWaits } from "./key-waits.ts";
 import { ParkedKey, parkedBalanceAt } from "./parked-key.ts";
 
@@ -201,16 +202,23 @@ export class KeyedThrottler {
     return forgotten;
   }
 
-  /** Balances of every limited key now (active and parked), for a failover successor. */
-  balances(): Map<string, { balance: number; atMs: number }> {
-    const out = new Map<string, { balance: number; atMs: number }>();
+  /**
+   * Balances of every limited key now (active and parked), for a failover successor, with the rate
+   * each refills at and its capacity: a parked key's balance is as of when it was parked.
+   */
+  balances(): Map<string, BucketBalance> {
+    const out = new Map<string, BucketBalance>();
     const now = this.clock.now();
     for (const [key, entry] of this.active) {
-      const { balance } = entry.driver.snapshot();
-      if (balance !== null && Number.isFinite(balance)) out.set(key, { balance, atMs: now });
+      const { balance, limit, capacity } = entry.driver.snapshot();
+      if (balance !== null && Number.isFinite(balance)) out.set(key, { balance, atMs: now, limitPerSecond: limit, capacity });
     }
     for (const [key, parked] of this.parked) {
-      if (!Number.isNaN(parked.balance)) out.set(key, { balance: parked.balance, atMs: parked.atMs });
+      if (Number.isNaN(parked.balance)) continue;
+      // Most keys have no override: the template's config, worked out once, is theirs.
+      const config = keyOverrideOf(this.keyed, key) === undefined ? this.templateConfig : this.configFor(key);
+      const rate = rateOf(config);
+      out.set(key, { balance: parked.balance, atMs: parked.atMs, limitPerSecond: rate, capacity: rate === null ? null : (rate * config.periodMs) / 1000 });
     }
     return out;
   }

@@ -5,6 +5,7 @@ import { bucketRequestOf } from "../bucket-request.ts";
 import { checkReleaseAmount, refuseNeverFitting } from "../concurrency/concurrency-admission.ts";
 import { ConcurrencyLeases } from "../concurrency/concurrency-leases.ts";
 import { removedError } from "../removed-throttlers.ts";
+import type { BucketBalance } from "../controller-snapshot.ts";
 import { KeyedThrottler, type KeyedSnapshot } from "./keyed-throttler.ts";
 
 // The controller's keyed throttlers (docs/design.md §11.4), beside its ordinary ones: each keyed throttler's
@@ -117,8 +118,8 @@ export class KeyedThrottlers {
   }
 
   /** Every keyed throttler's limited keys and their balances now, for a successor (docs/design.md §5.3). */
-  balances(): Map<string, Map<string, { balance: number; atMs: number }>> {
-    const out = new Map<string, Map<string, { balance: number; atMs: number }>>();
+  balances(): Map<string, Map<string, BucketBalance>> {
+    const out = new Map<string, Map<string, BucketBalance>>();
     for (const [id, keyed] of this.throttlers) out.set(id, keyed.balances());
     return out;
   }
