@@ -25,6 +25,8 @@ it("the Python client's tests pass against a real controller", async () => {
         py_rate: { limit: 20, period: "1s" },
         py_slow: { limit: 1, period: "1s" },
         py_tiny: { limit: 1, period: "1s", max_queue_size: 1 },
+        py_keyed: { limit: 10, period: "1s", keyed: { overrides: { gold: { limit: 30 } } } },
+        py_few_keys: { limit: 100, period: "1s", keyed: { max_keys: 1 } },
       },
       computations: {},
     },
@@ -45,7 +47,7 @@ it("the Python client's tests pass against a real controller", async () => {
   const { code } = await pytest.exited;
   console.log(pytest.stdout.trim().split("\n").at(-1));
   assert.equal(code, 0, `python3 -m pytest failed (exit ${code})\nstdout:\n${pytest.stdout}\nstderr:\n${pytest.stderr}`);
-  assert.match(pytest.stdout, /\b8 passed\b/);
+  assert.match(pytest.stdout, /\b13 passed\b/);
 });
 
 it("the Python client knows every error code of docs/design.md §4.5, with the same retriability and gRPC status", () => {
