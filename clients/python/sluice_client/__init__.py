@@ -2,5 +2,7 @@
 
 from .client import QuotaClient, RetryPolicy
 from .errors import ERROR_CODES, SluiceError
+from .handles import KeyHandle, ThrottlerHandle
+from .keys import MAX_KEY_BYTES
 
-__all__ = ["ERROR_CODES", "QuotaClient", "RetryPolicy", "SluiceError"]
+__all__ = ["ERROR_CODES", "KeyHandle", "MAX_KEY_BYTES", "QuotaClient", "RetryPolicy", "SluiceError", "ThrottlerHandle"]

@@ -5,7 +5,8 @@ request id across its retries, so the controller grants it once and a retry afte
 resumes its place in the queue. Retriable refusals (``ERROR_CODES``) are retried with exponential
 backoff and jitter until ``retry_attempts`` or ``retry_timeout`` is spent; then RETRIES_EXHAUSTED.
 There is no fallback to a local limit. Unlike the Node client it does not prefetch: every
-``acquire`` is one RequestQuota (plus its retries).
+``acquire`` is one RequestQuota (plus its retries). ``throttler(id)`` is a handle on one throttler;
+its ``for_key(key)`` is a handle on one key's bucket of a keyed throttler (handles.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import grpc
 
 from ._generated import quota_pb2, quota_pb2_grpc
 from .errors import SluiceError, from_rpc_error
+from .handles import ThrottlerHandle
+from .keys import check_key
 
 #: The caller's remaining time in whole ms: the controller answers QUOTA_TIMEOUT at it, and the
 #: transport deadline comes DEADLINE_ANSWER_GRACE later, so an expiring wait ends cleanly rather than
@@ -74,12 +77,23 @@ class QuotaClient:
         self._stub = quota_pb2_grpc.QuotaServiceStub(self._channel)
         self._closed = threading.Event()
         self._random = random.Random()
+        self._handles: dict[str, ThrottlerHandle] = {}
+        self._handles_lock = threading.Lock()
+
+    def throttler(self, throttler_id: str) -> ThrottlerHandle:
+        """The handle on ``throttler_id`` (the same object for the same id): ``acquire``, ``release``, ``for_key``."""
+        with self._handles_lock:
+            handle = self._handles.get(throttler_id)
+            if handle is None:
+                handle = self._handles[throttler_id] = ThrottlerHandle(self, throttler_id)
+            return handle
 
     def acquire(
         self,
         throttler_id: str,
         amount: float = 1,
         *,
+        key: str = "",
         quota_class: str = "",
         timestamp_ms: int = 0,
         retry: RetryPolicy | None = None,
@@ -88,8 +102,13 @@ class QuotaClient:
 
         Raises SluiceError: at once for what retrying cannot cure (INVALID_AMOUNT, UNAUTHENTICATED),
         RETRIES_EXHAUSTED (with the last error) once the retry budget is spent, CANCELLED after close().
+        ``key`` (a keyed throttler's bucket; "" = not keyed) is what ``for_key`` passes; TOO_MANY_KEYS
+        is raised at once.
         """
         policy = retry or self.retry
+        if key != "":
+            check_key(throttler_id, key)
+        where = f"throttler {throttler_id!r}" + (f" key {key!r}" if key else "")
         request = quota_pb2.RequestQuotaRequest(
             throttler_id=throttler_id,
             client_id=self.client_id,
@@ -97,6 +116,7 @@ class QuotaClient:
             timestamp_ms=max(0, int(timestamp_ms)),
             quota_class_id=quota_class,
             request_id=str(uuid.uuid4()),  # the same for every retry below
+            key=key,
         )
         started = time.monotonic()
         give_up_at = started + policy.retry_timeout
@@ -104,7 +124,7 @@ class QuotaClient:
         while True:
             attempt += 1
             if self._closed.is_set():
-                raise SluiceError("CANCELLED", f"quota request {request.request_id} on throttler {throttler_id!r}: the client was closed")
+                raise SluiceError("CANCELLED", f"quota request {request.request_id} on {where}: the client was closed")
             timeout = max(0.001, min(policy.rpc_timeout, give_up_at - time.monotonic()))
             metadata = (*self._metadata, (CALLER_TIMEOUT_METADATA_KEY, str(int(timeout * 1000))))
             try:
@@ -113,7 +133,7 @@ class QuotaClient:
             except grpc.RpcError as rpc_error:
                 error = from_rpc_error(rpc_error, "RequestQuota", self.address)
             if self._closed.is_set():
-                raise SluiceError("CANCELLED", f"quota request {request.request_id} on throttler {throttler_id!r}: the client was closed")
+                raise SluiceError("CANCELLED", f"quota request {request.request_id} on {where}: the client was closed")
             if not error.retriable:
                 raise error
             # A request that timed out while queued is still queued under its id: ask again at once.
@@ -122,17 +142,19 @@ class QuotaClient:
             if attempt >= policy.retry_attempts or time.monotonic() + pause >= give_up_at:
                 raise SluiceError(
                     "RETRIES_EXHAUSTED",
-                    f"throttler {throttler_id!r}: RequestQuota for {amount} units failed {attempt} times over "
+                    f"{where}: RequestQuota for {amount} units failed {attempt} times over "
                     f"{elapsed * 1000:.0f} ms (retry_attempts {policy.retry_attempts}, retry_timeout {policy.retry_timeout} s); "
                     f"last error: {error}",
-                    {"throttler_id": throttler_id, "amount": amount, "attempts": attempt, "last_code": error.code},
+                    {"throttler_id": throttler_id, "key": key, "amount": amount, "attempts": attempt, "last_code": error.code},
                 ) from error
             if pause > 0 and self._closed.wait(pause):
                 continue  # closed while pausing: the loop raises CANCELLED
 
-    def release(self, throttler_id: str, amount: float, *, quota_class: str = "") -> None:
-        """Gives back units taken but not used (best effort: the controller may be away)."""
-        request = quota_pb2.ReleaseQuotaRequest(throttler_id=throttler_id, client_id=self.client_id, amount=amount, quota_class_id=quota_class)
+    def release(self, throttler_id: str, amount: float, *, key: str = "", quota_class: str = "") -> None:
+        """Gives back units taken but not used (best effort: the controller may be away); ``key`` as on acquire."""
+        if key != "":
+            check_key(throttler_id, key)
+        request = quota_pb2.ReleaseQuotaRequest(throttler_id=throttler_id, client_id=self.client_id, amount=amount, quota_class_id=quota_class, key=key)
         try:
             self._stub.ReleaseQuota(request, timeout=self.retry.rpc_timeout, metadata=self._metadata)
         except grpc.RpcError as rpc_error:

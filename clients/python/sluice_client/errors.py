@@ -21,6 +21,7 @@ ERROR_CODES: dict[str, tuple[bool, grpc.StatusCode | None]] = {
     "CANCELLED": (False, grpc.StatusCode.CANCELLED),
     "UNAUTHENTICATED": (False, grpc.StatusCode.UNAUTHENTICATED),
     "TOO_MANY_CALLS": (False, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    "TOO_MANY_KEYS": (False, grpc.StatusCode.RESOURCE_EXHAUSTED),
     "LEASE_EXPIRED": (False, None),
 }
 

@@ -7,20 +7,22 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class RequestQuotaRequest(_message.Message):
-    __slots__ = ("throttler_id", "client_id", "amount", "timestamp_ms", "quota_class_id", "request_id")
+    __slots__ = ("throttler_id", "client_id", "amount", "timestamp_ms", "quota_class_id", "request_id", "key")
     THROTTLER_ID_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     AMOUNT_FIELD_NUMBER: _ClassVar[int]
     TIMESTAMP_MS_FIELD_NUMBER: _ClassVar[int]
     QUOTA_CLASS_ID_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
     throttler_id: str
     client_id: str
     amount: float
     timestamp_ms: int
     quota_class_id: str
     request_id: str
-    def __init__(self, throttler_id: _Optional[str] = ..., client_id: _Optional[str] = ..., amount: _Optional[float] = ..., timestamp_ms: _Optional[int] = ..., quota_class_id: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
+    key: str
+    def __init__(self, throttler_id: _Optional[str] = ..., client_id: _Optional[str] = ..., amount: _Optional[float] = ..., timestamp_ms: _Optional[int] = ..., quota_class_id: _Optional[str] = ..., request_id: _Optional[str] = ..., key: _Optional[str] = ...) -> None: ...
 
 class RequestQuotaResponse(_message.Message):
     __slots__ = ("granted", "waited_ms", "pace_start_delay_ms", "pace_interval_ms", "pace_answered_at_ms")
@@ -37,16 +39,18 @@ class RequestQuotaResponse(_message.Message):
     def __init__(self, granted: _Optional[float] = ..., waited_ms: _Optional[int] = ..., pace_start_delay_ms: _Optional[float] = ..., pace_interval_ms: _Optional[float] = ..., pace_answered_at_ms: _Optional[float] = ...) -> None: ...
 
 class ReleaseQuotaRequest(_message.Message):
-    __slots__ = ("throttler_id", "client_id", "amount", "quota_class_id")
+    __slots__ = ("throttler_id", "client_id", "amount", "quota_class_id", "key")
     THROTTLER_ID_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     AMOUNT_FIELD_NUMBER: _ClassVar[int]
     QUOTA_CLASS_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
     throttler_id: str
     client_id: str
     amount: float
     quota_class_id: str
-    def __init__(self, throttler_id: _Optional[str] = ..., client_id: _Optional[str] = ..., amount: _Optional[float] = ..., quota_class_id: _Optional[str] = ...) -> None: ...
+    key: str
+    def __init__(self, throttler_id: _Optional[str] = ..., client_id: _Optional[str] = ..., amount: _Optional[float] = ..., quota_class_id: _Optional[str] = ..., key: _Optional[str] = ...) -> None: ...
 
 class ReleaseQuotaResponse(_message.Message):
     __slots__ = ()
@@ -89,12 +93,14 @@ class DescribeThrottlersResponse(_message.Message):
     def __init__(self, snapshot_json: _Optional[str] = ...) -> None: ...
 
 class RenewLeasesRequest(_message.Message):
-    __slots__ = ("client_id", "throttler_ids")
+    __slots__ = ("client_id", "throttler_ids", "key")
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     THROTTLER_IDS_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
     client_id: str
     throttler_ids: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, client_id: _Optional[str] = ..., throttler_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+    key: str
+    def __init__(self, client_id: _Optional[str] = ..., throttler_ids: _Optional[_Iterable[str]] = ..., key: _Optional[str] = ...) -> None: ...
 
 class RenewLeasesResponse(_message.Message):
     __slots__ = ("held",)
