@@ -304,8 +304,10 @@ export class DistributedThrottlerFactory {
       // With a fixed limit the client also checks its own callers' departures against the window
       // (PacedConfig.window); an adaptive limit moves on the controller only.
       const limit = spec.adaptive ? null : effectiveLimit(spec);
+      // Each key's calls reach the system behind it at the key's own rate: a window per key.
+      const sharedAs = key === undefined ? throttlerId : `${throttlerId}\u0000${key}`;
       const window =
-        limit === null ? {} : { window: { units: (limit * spec.period) / 1000, periodMs: spec.period, guardMs: smoothDispatchGuardMs(spec.period) } };
+        limit === null ? {} : { window: { units: (limit * spec.period) / 1000, periodMs: spec.period, guardMs: smoothDispatchGuardMs(spec.period), sharedAs } };
       const config = { ...smoothPrefetchWindow(spec), slotExpiryMs: slotExpiryMs(spec.period), ...window };
       return new PacedThrottler(config, remote, this.options.clock, throttlerId);
     }

@@ -10,11 +10,12 @@ import { Controller, writeControllerMetrics } from "../src/index.ts";
 // limit, overrides changed live, idle keys that still owe, forgetting only what grants nothing, and
 // max_keys refusing a new key at once.
 
-function setup(throttler: Record<string, unknown>) {
+/** `detachedGraceMs`: how long buckets remember granted request ids (a key is never forgotten sooner). */
+function setup(throttler: Record<string, unknown>, options: { detachedGraceMs?: number } = {}) {
   const clock = new ManualClock(1_700_000_000_000);
   const parsed = validateDynamicSpec({ throttlers: { api: throttler } });
   assert.ok(parsed.ok, parsed.ok ? "" : JSON.stringify(parsed.issues));
-  const controller = new Controller({ dynamicSpec: parsed.value, computations: [], clock });
+  const controller = new Controller({ dynamicSpec: parsed.value, computations: [], clock, ...options });
   const keyed = () => {
     const t = controller.snapshot().throttlers.find((x) => x.id === "api");
     assert.ok(t?.keyed, "the throttler is reported as keyed");
@@ -104,7 +105,7 @@ describe("keyed throttler in the controller (virtual time)", () => {
   });
 
   it("a key with a full bucket is forgotten after idle_timeout and the count drops; it comes back as new", async () => {
-    const { clock, controller, keyed } = setup({ limit: 5, period: "1s", keyed: { idle_timeout: "3s" } });
+    const { clock, controller, keyed } = setup({ limit: 5, period: "1s", keyed: { idle_timeout: "3s" } }, { detachedGraceMs: 2_000 });
     await ask(controller, "a");
     await ask(controller, "b");
     assert.equal(keyed().keys, 2);
@@ -118,6 +119,27 @@ describe("keyed throttler in the controller (virtual time)", () => {
     assert.equal(keyed().forgottenKeys, 2);
     const grant = await ask(controller, "a", 5);
     assert.equal(grant.waitedMs, 0, "a forgotten key comes back with the full bucket it had");
+    controller.close();
+  });
+
+  it("a full idle key is not forgotten while its bucket still remembers granted request ids", async () => {
+    const { clock, controller, keyed } = setup({ limit: 5, period: "1s", keyed: { idle_timeout: "3s" } }, { detachedGraceMs: 20_000 });
+    const first = await controller.requestQuota(
+      { throttlerId: "api", clientId: "c", amount: 5, timestampMs: 0, quotaClassId: "", requestId: "lost-answer", key: "a" },
+      context(),
+    );
+    assert.equal(first.granted, 5);
+    await clock.advance(10_000);
+    assert.equal(keyed().keys, 1, "full and idle past idle_timeout, but within the 20 s of request ids");
+    const retry = await controller.requestQuota(
+      { throttlerId: "api", clientId: "c", amount: 5, timestampMs: 0, quotaClassId: "", requestId: "lost-answer", key: "a" },
+      context(),
+    );
+    assert.equal(retry.granted, 5);
+    const next = await ask(controller, "a", 5);
+    assert.equal(next.waitedMs, 0, "the retry was answered from its id, not granted again: the bucket was still full");
+    await clock.advance(25_000);
+    assert.equal(keyed().keys, 0, "forgotten once the ids are forgotten too");
     controller.close();
   });
 
@@ -165,7 +187,7 @@ describe("keyed throttler in the controller (virtual time)", () => {
   });
 
   it("/metrics: the key aggregates, and never more than top_keys series with a key label", async () => {
-    const { clock, controller } = setup({ limit: 1, period: "1s", keyed: { top_keys: 2, idle_timeout: "20s", max_keys: 6 } });
+    const { clock, controller } = setup({ limit: 1, period: "1s", keyed: { top_keys: 2, idle_timeout: "20s", max_keys: 6 } }, { detachedGraceMs: 10_000 });
     // Five keys in debt by different amounts: each one's next unit waits in proportion.
     for (let i = 1; i <= 5; i++) await ask(controller, `k${i}`, 1 + i);
     const next = [1, 2, 3, 4, 5].map((i) => ask(controller, `k${i}`));

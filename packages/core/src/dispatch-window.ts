@@ -40,21 +40,25 @@ export class DispatchWindow {
   /** Whether `amount` more units may leave at `now`. */
   admits(amount: number, now: number): boolean {
     this.forget(now);
-    return this.counted + amount <= this.units + TOLERANCE * Math.max(1, this.units);
+    // An empty window admits any amount: below one unit per window (limit 0.5/s) a unit never fits,
+    // and the controller's slots already keep such units a period apart.
+    return this.counted <= TOLERANCE || this.counted + amount <= this.units + TOLERANCE * Math.max(1, this.units);
   }
 
   /** The earliest time at which `amount` more may leave (now, if they may now). */
   whenAdmits(amount: number, now: number): number {
-    this.forget(now);
+    if (this.admits(amount, now)) return now;
     let excess = this.counted + amount - this.units;
-    if (excess <= TOLERANCE * Math.max(1, this.units)) return now;
+    let last = now;
     for (let i = this.head; i < this.departures.length; i++) {
       const departure = this.departures[i] as Departure;
       excess -= departure.amount;
       // Counted while inside the closed window [t − span, t]: gone just after `at + span`.
-      if (excess <= TOLERANCE * Math.max(1, this.units)) return Math.max(now, departure.at + this.spanMs + 1e-3);
+      last = Math.max(now, departure.at + this.spanMs + 1e-3);
+      if (excess <= TOLERANCE * Math.max(1, this.units)) return last;
     }
-    return now;
+    // More than a window holds: admitted once the window is empty (admits).
+    return last;
   }
 
   /** Records `amount` units handed out at `now`; the returned record's `at` may be moved later. */

@@ -67,7 +67,13 @@ export interface PacedConfig extends PrefetchConfig {
    * the client then also holds back a unit while it would put more than `units` departures of its
    * own callers' calls in a closed window of `periodMs` plus `guardMs` (DispatchWindow).
    */
-  readonly window?: { readonly units: number; readonly periodMs: number; readonly guardMs: number };
+  readonly window?: {
+    readonly units: number;
+    readonly periodMs: number;
+    readonly guardMs: number;
+    /** The clients sharing one window (default: the throttler's name); a keyed throttler's key has its own. */
+    readonly sharedAs?: string;
+  };
 }
 
 /**
@@ -142,7 +148,7 @@ export class PacedThrottler implements Throttler {
   ) {
     this.slots = new SlotSchedule(config.slotExpiryMs);
     const window = config.window;
-    this.departures = window && window.units > 0 ? sharedDispatchWindow(clock, name, window.units, window.periodMs + window.guardMs) : null;
+    this.departures = window && window.units > 0 ? sharedDispatchWindow(clock, window.sharedAs ?? name, window.units, window.periodMs + window.guardMs) : null;
     this.wakeups = SharedWakeups.of(clock);
     const { targetRps, minPrefetchAmount, maxPrefetchAmount, windowMs } = config;
     this.sizer = new PrefetchSizer({ targetRps, minPrefetchAmount, maxPrefetchAmount, windowMs });

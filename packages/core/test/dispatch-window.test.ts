@@ -105,3 +105,15 @@ describe("sharedDispatchWindow", () => {
     assert.notEqual(sharedDispatchWindow(clock, "pdf", 12, 1010.4), shared, "a new limit replaces it");
   });
 });
+
+describe("DispatchWindow below one unit per window (limit 0.5/s)", () => {
+  it("admits a unit into an empty window, and says when the window is empty again", () => {
+    const window = new DispatchWindow(0.5, 1010);
+    assert.equal(window.admits(1, 0), true, "an empty window admits a unit larger than it holds");
+    window.record(1, 0);
+    assert.equal(window.admits(1, 500), false, "not while the first is inside the window");
+    const next = window.whenAdmits(1, 500);
+    assert.ok(next > 1010 && next < 1011, `admitted again once the first left the window, not at ${next}`);
+    assert.equal(window.admits(1, next), true);
+  });
+});

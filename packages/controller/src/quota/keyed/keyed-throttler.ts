@@ -176,7 +176,9 @@ export class KeyedThrottler {
       const bucket = entry.driver.snapshot();
       if (bucket.pendingRequests > 0 || bucket.detachedRequests > 0 || (bucket.inUse ?? 0) > 0) continue;
       const full = bucket.balance === null || bucket.capacity === null || bucket.balance >= bucket.capacity;
-      if (quietMs >= idleMs && full) {
+      // Never before the bucket's memory of granted request ids ends: a late retry of a lost answer
+      // would otherwise find a fresh bucket and be granted again.
+      if (quietMs >= Math.max(idleMs, this.detachedGraceMs) && full) {
         this.active.delete(key);
         forgotten++;
       } else if (quietMs >= parkAfterMs) {
@@ -208,6 +210,9 @@ export class KeyedThrottler {
    */
   balances(): Map<string, BucketBalance> {
     const out = new Map<string, BucketBalance>();
+    // A concurrency key's "balance" is its free units, which no successor restores from a record
+    // (held units per key are not persisted): writing them would only rewrite records per grant.
+    if (this.template.kind === "concurrency") return out;
     const now = this.clock.now();
     for (const [key, entry] of this.active) {
       const { balance, limit, capacity } = entry.driver.snapshot();
@@ -230,7 +235,7 @@ export class KeyedThrottler {
       active.driver.restoreBalance(balance, atMs);
       return;
     }
-    if (!this.parked.has(key) && this.keyCount >= this.keyed.max_keys) return;
+    // Restored even past max_keys (lowered since the record was written): a debt is never dropped.
     this.parked.set(key, new ParkedKey(balance, Math.min(atMs, this.clock.now()), this.clock.now()));
   }
 
