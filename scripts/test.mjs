@@ -5,7 +5,7 @@
 //   pnpm test [paths…]        type-check, then the unit lane, then the end-to-end lane
 //   pnpm test:unit [paths…]   unit tests only: no services, all cores, no type-check
 //   pnpm test:e2e [paths…]    end-to-end tests only: `pnpm build`, the declared services started
-//                             once, the files in SLUICE_E2E_CONCURRENCY slots (default 4; a
+//                             once, the files in SLUICE_E2E_CONCURRENCY slots (default 3; a
 //                             `// heavy` file takes two)
 //
 // Paths narrow the run to the test files under them. Services (a Kafka broker, a Jaeger, a
@@ -167,7 +167,7 @@ async function runE2e(tests) {
     if (failedStart) throw failedStart.reason;
     // Slots, not files: most end-to-end files wait on their children and services, so four run at
     // once on 2 cores; a `// heavy` file takes two.
-    const concurrency = Number(process.env.SLUICE_E2E_CONCURRENCY ?? 4);
+    const concurrency = Number(process.env.SLUICE_E2E_CONCURRENCY ?? 3);
     const names = [...needed].sort().join(", ");
     return await step(`end-to-end lane: ${tests.length} files, ${concurrency} slots (${names})`, () =>
       runLane(
