@@ -38,7 +38,7 @@ it("the Python client's tests pass against a real controller", async () => {
   const port = (await controller.waitFor(/listening on 127\.0\.0\.1:(\d+)/))[1];
 
   const pytest = new Child(
-    spawn("python3", ["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], {
+    spawn("python3", ["-m", "pytest", "-q", "--color=no", "-p", "no:cacheprovider", "tests"], {
       cwd: join(ROOT, "clients/python"),
       env: { ...process.env, SLUICE_CONTROLLER: `127.0.0.1:${port}`, SLUICE_CONTROLLER_TOKEN: token, PYTHONDONTWRITEBYTECODE: "1" },
       stdio: ["ignore", "pipe", "pipe"],
