@@ -56,7 +56,7 @@ export function createKafkaClient(spec: PipelineSpec, options: KafkaClientOption
     clientId: options.clientId ?? kafka.client_id ?? `sluice-${spec.pipeline}`,
     brokers: [...kafka.brokers],
     logLevel: LEVELS[level],
-    ...(log ? { logCreator: forwardingLogCreator(log) } : {}),
+    ...(log ? { logCreator: forwardingLogCreator(log, level) } : {}),
     connectionTimeout: options.connectionTimeoutMs ?? KAFKA_CLIENT_DEFAULTS.connectionTimeoutMs,
     requestTimeout: options.requestTimeoutMs ?? KAFKA_CLIENT_DEFAULTS.requestTimeoutMs,
     retry: {
@@ -67,10 +67,24 @@ export function createKafkaClient(spec: PipelineSpec, options: KafkaClientOption
   });
 }
 
-function forwardingLogCreator(log: (entry: KafkaLogEntry) => void): logCreator {
+/**
+ * Failures kafkajs logs at ERROR on an attempt that it then retries, although they are part of normal
+ * operation. The broker answers CONCURRENT_TRANSACTIONS to a transaction begun while the previous
+ * one's commit markers are still being written, and expects the client to retry; the controller's
+ * state writer commits back to back, so every leadership logged several of them. They are forwarded
+ * as debug, so an error in a controller's log is one an operator has to look at.
+ */
+const ROUTINE_RETRIES: readonly RegExp[] = [/another concurrent operation on the same transaction/];
+
+/** kafkajs log entries to `log`, with ROUTINE_RETRIES moved to debug (and dropped below that level). */
+export function forwardingLogCreator(log: (entry: KafkaLogEntry) => void, level: KafkaLogLevel = "debug"): logCreator {
   return () =>
-    ({ namespace, level, log: { message, timestamp: _timestamp, logger: _logger, ...fields } }: LogEntry) => {
-      const name = NAMES.get(level);
+    ({ namespace, level: entryLevel, log: { message, timestamp: _timestamp, logger: _logger, ...fields } }: LogEntry) => {
+      let name = NAMES.get(entryLevel);
+      if (name === "error" && ROUTINE_RETRIES.some((routine) => routine.test(message))) {
+        if (level !== "debug") return;
+        name = "debug";
+      }
       if (name) log({ level: name, namespace, message, fields });
     };
 }
