@@ -8,9 +8,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ManualClock } from "@sluice/core";
-import { STATE_RECORD_MAX_BYTES } from "@sluice/failover-ports";
+import { PERSISTED_HOLDERS_MAX, STATE_RECORD_MAX_BYTES, UNLISTED_HOLDER } from "@sluice/failover-ports";
 import type { CallContext } from "@sluice/protocol";
 import { validateDynamicSpec } from "@sluice/spec";
+import { Controller } from "../src/index.ts";
+import { persistedThrottlers } from "../src/failover/persisted-throttlers.ts";
 import { MemoryStore, startStandInMember } from "./failover-stand-ins.ts";
 
 const LEASE_MS = 3_000;
@@ -130,5 +132,33 @@ describe("keyed concurrency throttler through a failover (virtual time)", () => 
       "a tombstone for key a",
     );
     await first.controller.close();
+  });
+
+  it("a key's record keeps within the bounds of a throttler's: past PERSISTED_HOLDERS_MAX holders the rest are summed", async () => {
+    const holders = PERSISTED_HOLDERS_MAX + 500;
+    const parsed = validateDynamicSpec({ throttlers: { api: { kind: "concurrency", limit: holders, keyed: {} } } });
+    assert.ok(parsed.ok);
+    const controller = new Controller({ dynamicSpec: parsed.value, computations: [], clock: new ManualClock(1_700_000_000_000) });
+    for (let i = 0; i < holders; i++) {
+      await controller.requestQuota(
+        { throttlerId: "api", clientId: `holder-${i}`, amount: 1, timestampMs: 0, quotaClassId: "", requestId: `r-${i}`, key: "busy" },
+        context(),
+      );
+    }
+    const records = [...persistedThrottlers(controller, 1, 1_700_000_000_000).values()].map((r) => r.record).filter((r) => r.key !== undefined);
+    assert.deepEqual(
+      records.map((r) => r.key),
+      ["busy"],
+      "one record for the key",
+    );
+    const leases = records[0]?.leases;
+    assert.ok(leases);
+    assert.equal(Object.keys(leases.holders).length, PERSISTED_HOLDERS_MAX, "the largest holders by name, one stand-in for the rest");
+    const units = Object.values(leases.holders).reduce((sum, byClass) => sum + Object.values(byClass).reduce((a, b) => a + b, 0), 0);
+    assert.equal(units, holders, "no unit is dropped: the unlisted holders' are summed");
+    assert.ok(Object.hasOwn(leases.holders, UNLISTED_HOLDER));
+    const bytes = Buffer.byteLength(JSON.stringify(records[0]));
+    assert.ok(bytes < STATE_RECORD_MAX_BYTES, `${bytes} bytes`);
+    controller.close();
   });
 });
