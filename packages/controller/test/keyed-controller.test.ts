@@ -215,6 +215,41 @@ describe("keyed throttler in the controller (virtual time)", () => {
     controller.close();
   });
 
+  it("top keys count waits that ended without a grant: a key whose every request times out is shown", async () => {
+    const { clock, controller, keyed } = setup({ limit: 1, period: "1s", keyed: { top_keys: 2 } });
+    await ask(controller, "starved", 30); // 29 units owed: nothing more for 29 s
+    await ask(controller, "slow", 2); // 1 owed
+    const deadlineAt = clock.now() + 2_000;
+    // Each settles to its error (or null when granted), caught at once.
+    const outcome = (deadline: number | null, signal: AbortSignal) =>
+      controller
+        .requestQuota(
+          { throttlerId: "api", clientId: "c", amount: 1, timestampMs: 0, quotaClassId: "", requestId: "", key: "starved" },
+          { deadlineAt: deadline, signal, metadata: {} },
+        )
+        .then(
+          () => null,
+          (error: unknown) => (error instanceof SluiceError ? error.code : String(error)),
+        );
+    const timingOut = [1, 2, 3].map(() => outcome(deadlineAt, new AbortController().signal));
+    const cancel = new AbortController();
+    const cancelled = outcome(null, cancel.signal);
+    const slow = ask(controller, "slow");
+    await clock.advance(2_000);
+    assert.deepEqual(await Promise.all(timingOut), ["QUOTA_TIMEOUT", "QUOTA_TIMEOUT", "QUOTA_TIMEOUT"]);
+    cancel.abort();
+    assert.notEqual(await cancelled, null, "the cancelled request was not granted");
+    assert.ok((await slow).waitedMs >= 1_000);
+    const top = keyed().topKeys;
+    assert.deepEqual(
+      top.map((k) => k.key),
+      ["starved", "slow"],
+      `"starved" waited 4 × 2 s and was never granted: ${JSON.stringify(top)}`,
+    );
+    assert.ok(Math.abs((top[0]?.waitedMs ?? 0) - 8_000) <= 50, JSON.stringify(top));
+    controller.close();
+  });
+
   it("a key's balance taken from one controller and restored on another keeps its debt (the failover hand-over)", async () => {
     const first = setup({ limit: 1, period: "1s", keyed: {} });
     await ask(first.controller, "debtor", 30); // 29 units owed at 1/s

@@ -1,10 +1,15 @@
 import { EMPTY_CONTROLLER_STATE, type ControllerState, type LeaderRecord, type PersistedSpec, type PersistedThrottler } from "@sluice/failover-ports";
-import { bucketKey, decodeStateRecord, stateKeyOf } from "./controller-state-records.ts";
+import { bucketKey, decodeStateRecord, STATE_KEYS, stateKeyOf } from "./controller-state-records.ts";
 
 interface Entry<T> {
   readonly offset: number;
   /** null: deleted (a tombstone), kept so that an older record read again cannot come back. */
   readonly value: T | null;
+}
+
+interface ThrottlerEntry extends Entry<PersistedThrottler> {
+  /** The Kafka key the record was read at: its own key, or a misplaced one (see `misplaced`). */
+  readonly from: string;
 }
 
 /**
@@ -16,8 +21,17 @@ interface Entry<T> {
 export class ControllerStateFold {
   private spec: Entry<PersistedSpec> | null = null;
   private leader: Entry<LeaderRecord> | null = null;
-  /** By Kafka key (`bucket/<id>`, `bucket/<id>/<key>`), as compaction keeps them. */
-  private readonly throttlers = new Map<string, Entry<PersistedThrottler>>();
+  /** By the record's own Kafka key (`bucket/<id>`, `bucket/<id>/<key>`, stateKeyOf), as compaction keeps them. */
+  private readonly throttlers = new Map<string, ThrottlerEntry>();
+  /**
+   * Kafka keys whose latest record is not at its own key: written before throttler ids were escaped
+   * in Kafka keys (an id with `%` or `/`). By Kafka key, the own key of the record it holds. Such a
+   * record is read by its value; a later record or tombstone at the same Kafka key ends it, and the
+   * store deletes the misplaced key when it writes the record's own (misplacedKeys).
+   */
+  private readonly misplaced = new Map<string, { readonly ownKey: string; readonly offset: number }>();
+  /** The offset of the latest record (or tombstone) read at each `bucket/…` Kafka key. */
+  private readonly latestAt = new Map<string, number>();
   private cached: ControllerState | null = EMPTY_CONTROLLER_STATE;
 
   constructor(private readonly log: (line: string) => void = () => {}) {}
@@ -35,14 +49,14 @@ export class ControllerStateFold {
         this.leader = { offset, value: decoded.record };
         break;
       case "throttler":
-        if (!this.setThrottler(stateKeyOf(decoded.record), offset, decoded.record)) return false;
+        if (!this.applyAt(key ?? "", offset, decoded.record)) return false;
         break;
       case "deleted":
-        if (!this.setThrottler(decoded.stateKey, offset, null)) return false;
+        if (!this.applyAt(decoded.stateKey, offset, null)) return false;
         break;
       case "legacy-buckets": {
         let changed = false;
-        for (const record of decoded.records) changed = this.setThrottler(bucketKey(record.throttlerId), offset, record) || changed;
+        for (const record of decoded.records) changed = this.setThrottler(bucketKey(record.throttlerId), offset, record, STATE_KEYS.legacyBuckets) || changed;
         if (!changed) return false;
         break;
       }
@@ -72,9 +86,40 @@ export class ControllerStateFold {
     return this.cached;
   }
 
-  private setThrottler(key: string, offset: number, value: PersistedThrottler | null): boolean {
+  /** The Kafka keys holding a record that is not at its own key, with that own key (see `misplaced`). */
+  misplacedKeys(): ReadonlyMap<string, string> {
+    return new Map([...this.misplaced].map(([kafkaKey, { ownKey }]) => [kafkaKey, ownKey]));
+  }
+
+  /**
+   * A record (null: a tombstone) at Kafka key `kafkaKey`. Kafka keeps one record per Kafka key, so
+   * whatever a misplaced key held before is gone; a tombstone deletes the record whose own key it is.
+   */
+  private applyAt(kafkaKey: string, offset: number, record: PersistedThrottler | null): boolean {
+    // A record read again (a reader that starts over) changes nothing: not even what its Kafka key holds.
+    const last = this.latestAt.get(kafkaKey);
+    if (last !== undefined && last >= offset) return false;
+    this.latestAt.set(kafkaKey, offset);
+    const ownKey = record ? stateKeyOf(record) : kafkaKey;
+    const before = this.misplaced.get(kafkaKey);
+    let changed = false;
+    if (before) {
+      this.misplaced.delete(kafkaKey);
+      const held = this.throttlers.get(before.ownKey);
+      if (held?.from === kafkaKey && before.ownKey !== ownKey) changed = this.setThrottler(before.ownKey, offset, null, kafkaKey);
+    }
+    if (ownKey !== kafkaKey) {
+      this.misplaced.set(kafkaKey, { ownKey, offset });
+      // The record this Kafka key held at its own key before is overwritten by the misplaced one.
+      const held = this.throttlers.get(kafkaKey);
+      if (held?.from === kafkaKey && held.value !== null) changed = this.setThrottler(kafkaKey, offset, null, kafkaKey) || changed;
+    }
+    return this.setThrottler(ownKey, offset, record, kafkaKey) || changed;
+  }
+
+  private setThrottler(key: string, offset: number, value: PersistedThrottler | null, from: string): boolean {
     if (!newer(this.throttlers.get(key) ?? null, offset)) return false;
-    this.throttlers.set(key, { offset, value });
+    this.throttlers.set(key, { offset, value, from });
     return true;
   }
 }

@@ -10,8 +10,13 @@ import { finite, isObject } from "./controller-state-values.ts";
 //   bucket/<throttler id>     { "throttler", "balance", "at_ms", "limit_per_s", "leases", "adaptive",
 //                               "generation", "written_at_ms" }
 //   bucket/<throttler id>/<key>
-//                             { "throttler", "key", "balance", "at_ms", "limit_per_s", "generation",
-//                               "written_at_ms" }   one key of a keyed throttler whose bucket is not full
+//                             { "throttler", "key", "balance", "at_ms", "limit_per_s", "leases",
+//                               "generation", "written_at_ms" }   one key of a keyed throttler whose
+//                               bucket is not full or whose units are held
+// In the Kafka keys the throttler id is written with `%` as `%25` and `/` as `%2F` (the key as it is),
+// so the first `/` after `bucket/` always ends the id: a throttler "a/b" and the key "b" of a keyed
+// throttler "a" get two records, not one (parseBucketKey reads a Kafka key back). An id without `%`
+// or `/` is written as it is, as it was before it was escaped.
 // A record's identity is in its value ("throttler", and "key" for a key): the Kafka key only makes it
 // one per compaction. A value of null (a tombstone) deletes the record of its Kafka key: a removed
 // throttler's, or a key's that was forgotten or is full again. `generation` is informative only:
@@ -33,13 +38,31 @@ export function controllerWriterId(pipeline: string): string {
   return `${pipeline}.controller`;
 }
 
+/** A throttler id in a Kafka key: no `/` left in it, so the key's `/` is the only separator. */
+function escapeId(throttlerId: string): string {
+  return throttlerId.replaceAll("%", "%25").replaceAll("/", "%2F");
+}
+
+function unescapeId(escaped: string): string {
+  return escaped.replace(/%2F|%25/g, (code) => (code === "%2F" ? "/" : "%"));
+}
+
 export function bucketKey(throttlerId: string): string {
-  return `${STATE_KEYS.bucketPrefix}${throttlerId}`;
+  return `${STATE_KEYS.bucketPrefix}${escapeId(throttlerId)}`;
 }
 
 /** The Kafka key of a key's record of a keyed throttler. */
 export function keyBucketKey(throttlerId: string, key: string): string {
-  return `${STATE_KEYS.bucketPrefix}${throttlerId}/${key}`;
+  return `${STATE_KEYS.bucketPrefix}${escapeId(throttlerId)}/${key}`;
+}
+
+/** The throttler id (and key, for a key's record) a `bucket/…` Kafka key names; null for another key. */
+export function parseBucketKey(stateKey: string): { readonly throttlerId: string; readonly key?: string } | null {
+  if (!stateKey.startsWith(STATE_KEYS.bucketPrefix)) return null;
+  const rest = stateKey.slice(STATE_KEYS.bucketPrefix.length);
+  const slash = rest.indexOf("/");
+  if (slash < 0) return { throttlerId: unescapeId(rest) };
+  return { throttlerId: unescapeId(rest.slice(0, slash)), key: rest.slice(slash + 1) };
 }
 
 /** The Kafka key of a throttler's or a key's record. */

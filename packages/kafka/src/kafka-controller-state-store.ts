@@ -151,6 +151,12 @@ export class KafkaControllerStateStore implements ControllerStateStore {
     for (const record of records.throttlers ?? []) messages.push({ key: stateKeyOf(record), value: encodeThrottler(record) });
     for (const id of records.removedThrottlers ?? []) messages.push({ key: bucketKey(id), value: null });
     for (const { throttlerId, key } of records.removedKeys ?? []) messages.push({ key: keyBucketKey(throttlerId, key), value: null });
+    // A record read at a misplaced Kafka key (written before ids were escaped) is deleted there once
+    // its own key is written or deleted, so it cannot come back when compaction drops the newer one.
+    const written = new Set(messages.map((m) => m.key));
+    for (const [kafkaKey, ownKey] of this.fold.misplacedKeys()) {
+      if (written.has(ownKey) && !written.has(kafkaKey)) messages.push({ key: kafkaKey, value: null });
+    }
     if (records.leader) messages.push({ key: STATE_KEYS.leader, value: encodeLeader(records.leader) });
     if (messages.length === 0) return;
     await this.writer.write(messages);

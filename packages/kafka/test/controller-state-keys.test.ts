@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { PersistedThrottler } from "@sluice/failover-ports";
 import { ControllerStateFold } from "../src/controller-state-fold.ts";
-import { decodeStateRecord, encodeThrottler, keyBucketKey, stateKeyOf } from "../src/controller-state-records.ts";
+import { bucketKey, decodeStateRecord, encodeThrottler, keyBucketKey, parseBucketKey, stateKeyOf } from "../src/controller-state-records.ts";
 
 const keyRecord = (throttlerId: string, key: string, balance: number, more: Partial<PersistedThrottler> = {}): PersistedThrottler => ({
   throttlerId,
@@ -22,7 +22,7 @@ describe("controller state: per-key records of keyed throttlers", () => {
   it("a key's record has a composite Kafka key and its identity in the value, and reads back whole", () => {
     const acme = keyRecord("per_customer", "acme", -42.5);
     assert.equal(stateKeyOf(acme), "bucket/per_customer/acme");
-    assert.equal(keyBucketKey("per_customer", "a/b"), "bucket/per_customer/a/b");
+    assert.equal(keyBucketKey("per_customer", "a/b"), "bucket/per_customer/a/b", "a key is written as it is: only the id is escaped");
     const value = encodeThrottler(acme);
     assert.match(value, /^\{"throttler":"per_customer","key":"acme","balance":-42\.5,"at_ms":5000,"limit_per_s":10,/);
     // Small: one key's record is the balance and its identity, nothing per holder or request id.
@@ -33,6 +33,65 @@ describe("controller state: per-key records of keyed throttlers", () => {
     assert.deepEqual(decodeStateRecord(stateKeyOf(odd), encodeThrottler(odd)), { kind: "throttler", record: odd });
     assert.deepEqual(decodeStateRecord("bucket/per_customer/acme", null), { kind: "deleted", stateKey: "bucket/per_customer/acme" });
     assert.equal(decodeStateRecord("bucket/per_customer/acme", '{"throttler":"per_customer","key":7}').kind, "unknown");
+  });
+
+  it("a throttler id with / or % cannot collide with a key of another throttler: the id is escaped, and reads back", () => {
+    // Before ids were escaped both were "bucket/a/b": one compacted record for two, and a tombstone of either deleted both.
+    const throttler: PersistedThrottler = { throttlerId: "a/b", balance: { balance: -3, atMs: 5_000 }, limitPerSecond: 1, generation: 3, writtenAtMs: 5_000 };
+    const key = keyRecord("a", "b", -7);
+    assert.equal(stateKeyOf(throttler), "bucket/a%2Fb");
+    assert.equal(stateKeyOf(key), "bucket/a/b");
+    for (const [throttlerId, k] of [
+      ["a/b", undefined],
+      ["a", "b"],
+      ["a/b", "c/d"],
+      ["100%/x", "%2F"],
+      ["%2F", undefined],
+      ["__proto__", "/"],
+      ["plain", "ü/é"],
+    ] as const) {
+      const kafkaKey = k === undefined ? bucketKey(throttlerId) : keyBucketKey(throttlerId, k);
+      assert.deepEqual(parseBucketKey(kafkaKey), k === undefined ? { throttlerId } : { throttlerId, key: k }, kafkaKey);
+    }
+    assert.equal(parseBucketKey("spec"), null);
+
+    const fold = new ControllerStateFold();
+    fold.apply(0, stateKeyOf(throttler), encodeThrottler(throttler));
+    fold.apply(1, stateKeyOf(key), encodeThrottler(key));
+    assert.equal(fold.state().throttlers.get("a/b")?.balance?.balance, -3);
+    assert.equal(fold.state().keys.get("a")?.get("b")?.balance?.balance, -7);
+    fold.apply(2, keyBucketKey("a", "b"), null); // key b of a is full again
+    assert.equal(fold.state().throttlers.get("a/b")?.balance?.balance, -3, "the other throttler's record stays");
+    assert.equal(fold.state().keys.has("a"), false);
+  });
+
+  it("a record written before ids were escaped is read by its value, ended by its Kafka key's next record, and deleted there once rewritten", () => {
+    // What main wrote for a throttler "a/b": its record at "bucket/a/b".
+    const old: PersistedThrottler = { throttlerId: "a/b", balance: { balance: -3, atMs: 5_000 }, limitPerSecond: 1, generation: 3, writtenAtMs: 5_000 };
+    const fold = new ControllerStateFold();
+    fold.apply(0, "bucket/a/b", encodeThrottler(old));
+    assert.equal(fold.state().throttlers.get("a/b")?.balance?.balance, -3, "read by the identity in its value");
+    assert.deepEqual([...fold.misplacedKeys()], [["bucket/a/b", "bucket/a%2Fb"]]);
+    // A new leader rewrites it at its own key and deletes the misplaced one (what the store's write adds).
+    fold.apply(1, bucketKey("a/b"), encodeThrottler({ ...old, balance: { balance: -2, atMs: 6_000 } }));
+    fold.apply(2, "bucket/a/b", null);
+    assert.equal(fold.state().throttlers.get("a/b")?.balance?.balance, -2, "the tombstone of the misplaced key leaves the rewritten record");
+    assert.equal(fold.misplacedKeys().size, 0);
+
+    // A tombstone main wrote at the old key deletes the record it held there.
+    const before = new ControllerStateFold();
+    before.apply(0, "bucket/a/b", encodeThrottler(old));
+    before.apply(1, "bucket/a/b", null);
+    assert.equal(before.state().throttlers.size, 0);
+    // A record of key b of throttler a written later at the same Kafka key replaces the misplaced one there.
+    const replaced = new ControllerStateFold();
+    replaced.apply(0, "bucket/a/b", encodeThrottler(old));
+    replaced.apply(1, "bucket/a/b", encodeThrottler(keyRecord("a", "b", -7)));
+    assert.equal(replaced.state().throttlers.size, 0, "Kafka keeps one record per Kafka key: the old one is gone");
+    assert.equal(replaced.state().keys.get("a")?.get("b")?.balance?.balance, -7);
+    // Read again from offset 0, nothing changes.
+    assert.equal(replaced.apply(0, "bucket/a/b", encodeThrottler(old)), false);
+    assert.equal(replaced.state().keys.get("a")?.get("b")?.balance?.balance, -7);
   });
 
   it("the fold keeps the latest record of each key by offset; a tombstone deletes one key only; a re-read converges", () => {

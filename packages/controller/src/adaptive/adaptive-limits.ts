@@ -26,6 +26,11 @@ export interface AdaptiveLimitsOptions {
   readonly setLimit: (throttlerId: string, limit: number) => void;
   /** The throttler's counters now; undefined when it is gone. */
   readonly sample: (throttlerId: string) => BucketUsageSample | undefined;
+  /**
+   * The use of a throttler measured elsewhere over the last `elapsedMs` (a keyed throttler's keys,
+   * since the last call); undefined: measure it from `sample`.
+   */
+  readonly usage?: ((throttlerId: string, elapsedMs: number) => ThrottlerUsage | undefined) | undefined;
   /** Called after every decision of a loop (a failover leader persists the loops' state then). */
   readonly decided?: (() => void) | undefined;
 }
@@ -116,6 +121,8 @@ export class AdaptiveLimits {
   private usageMeter(id: string): (elapsedMs: number) => ThrottlerUsage {
     let previous = this.options.sample(id);
     return (elapsedMs) => {
+      const measured = this.options.usage?.(id, elapsedMs);
+      if (measured) return measured;
       const now = this.options.sample(id);
       const before = previous;
       previous = now;

@@ -5,8 +5,9 @@ import { type PersistedThrottler, boundedLeases, persistedRecordId } from "@slui
  * What a leader persists of each throttler now (docs/design.md §5.3): one record per throttler with its
  * balance, the rate it refills at, its leases (within the bounds of state-bounds.ts) and its
  * adaptive loop's state. Throttlers with none of these (unlimited, nothing held) have no record.
- * A keyed throttler has one record per key whose bucket is not full (§9.1, §9.2): a full key is
- * the same as a forgotten one, so the state grows with the keys in debt, not with every key seen.
+ * A keyed throttler has one record per key whose bucket is not full or whose units are held
+ * (§9.1, §9.2): a full key with nothing held is the same as a forgotten one, so the state grows
+ * with the keys in debt or in use, not with every key seen.
  * By persistedRecordId.
  */
 export interface ThrottlerNow {
@@ -35,6 +36,22 @@ export function persistedThrottlers(inner: Controller, generation: number, nowMs
       writtenAtMs: nowMs,
     };
     out.set(throttlerId, { record, capacity: balance?.capacity ?? null });
+  }
+  // A key of a keyed concurrency throttler has a record while units of it are held (or request
+  // ids are to be answered again): its holders, within the same bounds as a throttler's.
+  for (const [throttlerId, byKey] of inner.keyedLeaseState()) {
+    for (const [key, held] of Object.entries(byKey)) {
+      const record: PersistedThrottler = {
+        throttlerId,
+        key,
+        balance: null,
+        limitPerSecond: null,
+        leases: boundedLeases(held),
+        generation,
+        writtenAtMs: nowMs,
+      };
+      out.set(persistedRecordId(record), { record, capacity: null });
+    }
   }
   for (const [throttlerId, keys] of inner.keyedBalances()) {
     for (const [key, balance] of keys) {

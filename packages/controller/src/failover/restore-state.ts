@@ -7,8 +7,9 @@ import type { BucketBalance, Controller } from "../quota/controller.ts";
  * The adaptive limits come first, so each bucket already has the capacity in force when its balance
  * is set; the downtime accrues at the rate in force when the record was written (an adaptive limit
  * included), capped at the bucket. A keyed throttler's keys continue from their records (a key in
- * debt stays in debt); a key without a record was full or forgotten, and starts full as it would
- * have. Returns the clause of the takeover log line that says what was restored.
+ * debt stays in debt, a key's held units stay in use); a key without a record was full (nothing
+ * held) or forgotten, and starts full as it would have. Returns the clause of the takeover log line
+ * that says what was restored.
  */
 export function restorePersistedState(inner: Controller, state: Pick<ControllerState, "throttlers" | "keys">, nowMs: number): string {
   const records = state.throttlers;
@@ -24,16 +25,22 @@ export function restorePersistedState(inner: Controller, state: Pick<ControllerS
     newest = Math.max(newest, record.writtenAtMs);
   }
   const adapted = Object.entries(inner.restoreAdaptive(adaptive));
-  const leased = Object.entries(inner.restoreLeases(leases));
+  const leased: [string, number][] = Object.entries(inner.restoreLeases(leases));
   const restored = inner.restoreBalances(balances);
   let keys = 0;
   for (const [throttlerId, ofThrottler] of state.keys) {
+    const leasesByKey = new Map<string, PersistedLeases>();
     for (const [key, record] of ofThrottler) {
+      newest = Math.max(newest, record.writtenAtMs);
+      if (record.leases) leasesByKey.set(key, record.leases);
       if (!record.balance) continue;
       const { balance, atMs } = accrued(record.balance, record.limitPerSecond, nowMs);
       if (inner.restoreKeyedBalance(throttlerId, key, balance, atMs)) keys++;
-      newest = Math.max(newest, record.writtenAtMs);
     }
+    if (leasesByKey.size === 0) continue;
+    // Own properties whatever the keys (a key "__proto__" is one like any other).
+    const units = inner.restoreKeyedLeases(throttlerId, Object.fromEntries(leasesByKey));
+    if (units !== null) leased.push([`${throttlerId} (${leasesByKey.size} ${leasesByKey.size === 1 ? "key" : "keys"})`, units]);
   }
   // The predecessor's last write: an idle throttler's record may be older, and is exact all the same.
   const ageMs = Math.round(Math.max(0, nowMs - newest));

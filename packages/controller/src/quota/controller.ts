@@ -116,6 +116,8 @@ export class Controller implements QuotaServiceHandler {
         this.keyed.setAdaptiveLimit(id, limit);
       },
       sample: (id) => this.drivers.usageSample(id),
+      // A keyed template's own bucket serves nothing: its loop sees its keys' use.
+      usage: (id, elapsedMs) => this.keyed.adaptiveUsage(id, elapsedMs),
     });
     this.leases = new ConcurrencyLeases({
       clock: this.clock,
@@ -130,7 +132,7 @@ export class Controller implements QuotaServiceHandler {
       rememberMs: this.detachedGraceMs,
       ...(options.onLeasesChanged ? { persistedChanged: options.onLeasesChanged } : {}),
     });
-    this.keyed = new KeyedThrottlers({ clock: this.clock, log: this.log, detachedGraceMs: this.detachedGraceMs });
+    this.keyed = new KeyedThrottlers({ clock: this.clock, log: this.log, detachedGraceMs: this.detachedGraceMs, leasesChanged: options.onLeasesChanged });
     for (const [id, throttler] of Object.entries(options.dynamicSpec.throttlers)) {
       this.drivers.add(id, this.configOf(id, throttler));
     }
@@ -285,7 +287,20 @@ export class Controller implements QuotaServiceHandler {
 
   /** Renewals that changed the persisted leases (a silent holder heard from again): a failover leader persists them before answering. */
   get leaseRenewalsToPersist(): number {
-    return this.leases.silencesEnded;
+    return this.leases.silencesEnded + this.keyed.silencesEnded;
+  }
+
+  /**
+   * The keyed concurrency throttlers' leases, by throttler id then key: what a failover leader
+   * persists in each key's `bucket/<throttler id>/<key>` record (docs/design.md §11.4, §5.3).
+   */
+  keyedLeaseState(): Map<string, Record<string, PersistedLeases>> {
+    return this.keyed.leaseState();
+  }
+
+  /** A predecessor's leases of one keyed concurrency throttler, by key; the units restored, null when it is not one now. */
+  restoreKeyedLeases(throttlerId: string, byKey: Readonly<Record<string, PersistedLeases>>): number | null {
+    return this.keyed.restoreLeases(throttlerId, byKey);
   }
 
   /** The concurrency throttlers' leases, persisted beside the balances by a failover leader (docs/design.md §5.2). */

@@ -20,7 +20,7 @@ export function writeKeyedMetrics(out: PrometheusText, throttlers: readonly Cont
     )
     .counter(
       "sluice_controller_throttler_refused_keys_total",
-      "Keyed throttlers: new keys refused with TOO_MANY_KEYS.",
+      "Keyed throttlers: requests for a new key refused with TOO_MANY_KEYS (a key asked for again counts again: refused keys are not remembered).",
       keyed.map(({ labels, k }) => ({ labels, value: k.refusedKeys })),
     )
     .counter(

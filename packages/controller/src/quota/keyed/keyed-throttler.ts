@@ -17,6 +17,16 @@ interface ActiveKey {
   lastRequestAt: number;
   /** Acquires not answered yet: a key is never parked or forgotten under a caller. */
   inFlight: number;
+  /** Units granted less units given back, when the template's adaptive loop last measured the use. */
+  measuredNet: number;
+}
+
+/** What the template's adaptive loop sees of the keys over one interval (adaptiveUsage). */
+export interface KeyedUsage {
+  /** The busiest key's use: units/s granted net of releases (rate), units in use now (concurrency). */
+  readonly use: number;
+  /** Whether a key has a request waiting now. */
+  readonly queued: boolean;
 }
 
 /** The figures of one keyed throttler for DescribeThrottlers, /metrics and `sluice top`. */
@@ -27,7 +37,11 @@ export interface KeyedSnapshot {
   readonly keys: number;
   /** Of those, kept as a bucket (the others are parked as their balance). */
   readonly activeKeys: number;
-  /** New keys refused with TOO_MANY_KEYS since the start. */
+  /**
+   * Requests for a new key refused with TOO_MANY_KEYS since the start: one key asked for again is
+   * counted again (counting distinct refused keys would need memory per key refused, the very
+   * thing max_keys bounds).
+   */
   readonly refusedKeys: number;
   /** Keys forgotten after idle_timeout since the start. */
   readonly forgottenKeys: number;
@@ -90,8 +104,11 @@ export class KeyedThrottler {
     return keyOverrideOf(this.keyed, key)?.lease_timeout ?? this.template.lease_timeout;
   }
 
-  /** The key's bucket, brought back from parking or created; TOO_MANY_KEYS past max_keys. */
-  driverFor(key: string): QuotaBucketDriver {
+  /**
+   * The key's bucket, brought back from parking or created; TOO_MANY_KEYS past max_keys, unless
+   * `restoring` a predecessor's held units (never dropped, as a debt is not).
+   */
+  driverFor(key: string, { restoring = false } = {}): QuotaBucketDriver {
     if (this.closedWith) throw this.closedWith;
     const now = this.clock.now();
     const active = this.active.get(key);
@@ -100,7 +117,7 @@ export class KeyedThrottler {
       return active.driver;
     }
     const parked = this.parked.get(key);
-    if (!parked && this.keyCount >= this.keyed.max_keys) {
+    if (!parked && !restoring && this.keyCount >= this.keyed.max_keys) {
       this.refused++;
       throw new SluiceError(
         "TOO_MANY_KEYS",
@@ -115,19 +132,22 @@ export class KeyedThrottler {
       this.parked.delete(key);
       if (!Number.isNaN(parked.balance)) driver.restoreBalance(parked.balance, parked.atMs);
     }
-    this.active.set(key, { driver, lastRequestAt: now, inFlight: 0 });
+    this.active.set(key, { driver, lastRequestAt: now, inFlight: 0, measuredNet: 0 });
     return driver;
   }
 
   /**
    * One request on `key`'s bucket, made by `run` (the bucket itself, or a concurrency lease around
-   * it); its wait counts toward the key's place among the top keys.
+   * it); its wait counts toward the key's place among the top keys, whether it ended in a grant or
+   * not (timed out, past its deadline, cancelled): a key whose every request times out is the one
+   * an operator looks for.
    */
   acquire<T extends { readonly waitedMs: number }>(key: string, run: (driver: QuotaBucketDriver) => Promise<T>): Promise<T> {
     const driver = this.driverFor(key);
     const entry = this.active.get(key);
     if (!entry) return run(driver);
     entry.inFlight++;
+    const startedAt = this.clock.now();
     return run(driver).then(
       (grant) => {
         entry.inFlight--;
@@ -136,6 +156,8 @@ export class KeyedThrottler {
       },
       (error: unknown) => {
         entry.inFlight--;
+        const waitedMs = this.clock.now() - startedAt;
+        if (waitedMs > 0) this.waits.add(key, waitedMs);
         throw error;
       },
     );
@@ -159,6 +181,30 @@ export class KeyedThrottler {
   setAdaptiveLimit(limit: number): void {
     if (this.adaptiveLimit === limit) return;
     this.reconfigure(this.template as ThrottlerSpec & { keyed: KeyedSpec }, limit);
+  }
+
+  /**
+   * The use the template's one adaptive loop sees (docs/design.md §11.4): the busiest key's (an
+   * override cannot set a limit under an adaptive template, so every key follows the loop). The
+   * limit the loop moves is each key's, so the use it is compared with is one key's too: the sum
+   * over keys would let every key's limit climb with the number of keys, far above what any key
+   * uses. Measured since the last call, `elapsedMs` ago; a key parked meanwhile had no request for
+   * over a minute, so it used nothing in the interval.
+   */
+  adaptiveUsage(elapsedMs: number): KeyedUsage {
+    let use = 0;
+    let queued = false;
+    const concurrency = this.template.kind === "concurrency";
+    for (const entry of this.active.values()) {
+      const bucket = entry.driver.snapshot();
+      const net = bucket.counters.granted - bucket.counters.released;
+      const delta = net - entry.measuredNet;
+      entry.measuredNet = net;
+      if (bucket.pendingRequests > 0) queued = true;
+      const keyUse = concurrency ? (bucket.inUse ?? 0) : elapsedMs > 0 ? Math.max(0, delta) / (elapsedMs / 1000) : 0;
+      if (keyUse > use) use = keyUse;
+    }
+    return { use, queued };
   }
 
   /**
@@ -210,8 +256,8 @@ export class KeyedThrottler {
    */
   balances(): Map<string, BucketBalance> {
     const out = new Map<string, BucketBalance>();
-    // A concurrency key's "balance" is its free units, which no successor restores from a record
-    // (held units per key are not persisted): writing them would only rewrite records per grant.
+    // A concurrency key's "balance" is its free units: a successor has them from the key's leases
+    // (persisted per key with its holders), so writing them too would only rewrite records per grant.
     if (this.template.kind === "concurrency") return out;
     const now = this.clock.now();
     for (const [key, entry] of this.active) {

@@ -1,12 +1,13 @@
 import { SluiceError, type Clock } from "@sluice/core";
 import type { CallContext, ReleaseQuotaCall, RequestQuotaCall, RequestQuotaResult } from "@sluice/protocol";
+import type { PersistedLeases } from "@sluice/failover-ports";
 import { keyProblem, type KeyedSpec, type ThrottlerSpec } from "@sluice/spec";
 import { bucketRequestOf } from "../bucket-request.ts";
 import { checkReleaseAmount, refuseNeverFitting } from "../concurrency/concurrency-admission.ts";
 import { ConcurrencyLeases } from "../concurrency/concurrency-leases.ts";
 import { removedError } from "../removed-throttlers.ts";
 import type { BucketBalance } from "../controller-snapshot.ts";
-import { KeyedThrottler, type KeyedSnapshot } from "./keyed-throttler.ts";
+import { KeyedThrottler, type KeyedSnapshot, type KeyedUsage } from "./keyed-throttler.ts";
 
 // The controller's keyed throttlers (docs/design.md §11.4), beside its ordinary ones: each keyed throttler's
 // keys, and for a concurrency template the leases of every key (one lease table per throttler,
@@ -35,6 +36,8 @@ export interface KeyedThrottlersOptions {
   readonly clock: Clock;
   readonly log: (line: string) => void;
   readonly detachedGraceMs: number;
+  /** A key's lease ended or a silent holder's persisted silence grew (a failover leader persists then). */
+  readonly leasesChanged?: (() => void) | undefined;
 }
 
 export class KeyedThrottlers {
@@ -109,12 +112,44 @@ export class KeyedThrottlers {
     return held;
   }
 
+  /** What the adaptive loop of keyed throttler `id` sees of its keys (KeyedThrottler.adaptiveUsage); undefined when not keyed. */
+  adaptiveUsage(id: string, elapsedMs: number): KeyedUsage | undefined {
+    return this.throttlers.get(id)?.adaptiveUsage(elapsedMs);
+  }
+
   setAdaptiveLimit(id: string, limit: number): void {
     this.throttlers.get(id)?.setAdaptiveLimit(limit);
   }
 
   snapshot(id: string): KeyedSnapshot | undefined {
     return this.throttlers.get(id)?.snapshot();
+  }
+
+  /**
+   * Every keyed concurrency throttler's leases by key (keys with units held or request ids to
+   * answer again), for a successor: one record per key, as for a throttler (docs/design.md §5.3).
+   */
+  leaseState(): Map<string, Record<string, PersistedLeases>> {
+    const out = new Map<string, Record<string, PersistedLeases>>();
+    for (const [id, leases] of this.leases) out.set(id, leases.persisted());
+    return out;
+  }
+
+  /**
+   * A predecessor's leases of a keyed concurrency throttler, by key: their units count as in use
+   * in each key's bucket at once (past max_keys too: held units are never dropped). Returns the units.
+   */
+  restoreLeases(throttlerId: string, byKey: Readonly<Record<string, PersistedLeases>>): number | null {
+    const leases = this.leases.get(throttlerId);
+    if (!leases) return null;
+    return Object.values(leases.restore(byKey)).reduce((sum, units) => sum + units, 0);
+  }
+
+  /** Renewals that ended a persisted silence, over every keyed throttler (see ConcurrencyLeases.silencesEnded). */
+  get silencesEnded(): number {
+    let ended = 0;
+    for (const leases of this.leases.values()) ended += leases.silencesEnded;
+    return ended;
   }
 
   /** Every keyed throttler's limited keys and their balances now, for a successor (docs/design.md §5.3). */
@@ -148,8 +183,9 @@ export class KeyedThrottlers {
       log: (line) => this.options.log(line.replace(/^concurrency /, `concurrency ${id} key `)),
       leaseMsOf: (key) => keyed.leaseTimeoutFor(key),
       releaseUnits: (key, amount, classId) => keyed.activeDriver(key)?.release(amount, classId),
-      holdUnits: (key, amount, classId) => keyed.driverFor(key).holdRestoredUnits(amount, classId),
+      holdUnits: (key, amount, classId) => keyed.driverFor(key, { restoring: true }).holdRestoredUnits(amount, classId),
       rememberMs: this.options.detachedGraceMs,
+      ...(this.options.leasesChanged ? { persistedChanged: this.options.leasesChanged } : {}),
     });
   }
 
