@@ -29,6 +29,7 @@ import { compileUnitTests, UNIT_BUILD_DIR } from "./compile-unit-tests.mjs";
 
 export const HEAVY_WEIGHT = 2;
 const BATCH_SIZE = 12;
+const MIN_BATCH_SIZE = 4;
 const TIMES_FILE = "test/artifacts/test-times.json";
 /** A job still running after this long is killed and counted as failed: a hang, not a slow test. */
 const JOB_TIMEOUT_MS = 20 * 60_000;
@@ -127,7 +128,10 @@ async function compileOnce(files) {
   }
 }
 
-/** Jobs: heavy and own-process files alone, the others by folder, BATCH_SIZE at most per job. */
+/**
+ * Jobs: heavy and own-process files alone, the others by folder, BATCH_SIZE at most per job; the
+ * folders' remainders under MIN_BATCH_SIZE files together.
+ */
 function jobsOf(files, batch, previous) {
   const jobs = [];
   const byFolder = new Map();
@@ -140,11 +144,19 @@ function jobsOf(files, batch, previous) {
       byFolder.set(key, [...(byFolder.get(key) ?? []), entry]);
     }
   }
-  for (const folder of byFolder.values()) {
-    for (let i = 0; i < folder.length; i += BATCH_SIZE) {
-      const part = folder.slice(i, i + BATCH_SIZE);
-      jobs.push({ files: part.map((e) => e.file), heavy: false, slow: part.some((e) => e.slow), tsx: part.some((e) => e.tsx) });
-    }
+  const parts = [...byFolder.values()].flatMap((folder) =>
+    Array.from({ length: Math.ceil(folder.length / BATCH_SIZE) }, (_, i) => folder.slice(i * BATCH_SIZE, (i + 1) * BATCH_SIZE)),
+  );
+  // A folder's few files (or the rest of a large one) share a process with other such few, of the
+  // same kind: a process of their own would cost more to start than their tests take.
+  const few = parts.filter((part) => part.length < MIN_BATCH_SIZE);
+  for (const tsx of [false, true]) {
+    const kind = few.filter((part) => part.some((e) => e.tsx) === tsx).flat();
+    for (let i = 0; i < kind.length; i += BATCH_SIZE) parts.push(kind.slice(i, i + BATCH_SIZE));
+  }
+  for (const part of parts) {
+    if (few.includes(part)) continue;
+    jobs.push({ files: part.map((e) => e.file), heavy: false, slow: part.some((e) => e.slow), tsx: part.some((e) => e.tsx) });
   }
   const unknown = (job) => job.files.every((f) => previous[f] === undefined);
   const cost = (job) => (job.slow && unknown(job) ? Number.MAX_SAFE_INTEGER : job.files.reduce((s, f) => s + (previous[f] ?? 1000), 0));
@@ -218,7 +230,8 @@ export async function runTestFiles(files, { slots, env = process.env, label, bat
             if (!ok && (!line || line[1] === "✖")) failed.push(file);
           }
         }
-        const what = job.files.length === 1 ? job.files[0] : `${job.files.length} files of ${dirname(job.files[0])} in one process`;
+        const folders = [...new Set(job.files.map((f) => dirname(f)))];
+        const what = job.files.length === 1 ? job.files[0] : `${job.files.length} files of ${folders.join(", ")} in one process`;
         const head = `${ok ? "✔" : "✖"} ${what} (${secs(ms)}${cpuText}${job.alone ? ", alone" : job.heavy ? ", heavy" : ""}; load average ${loadavg()[0].toFixed(1)})`;
         console.log(
           `\n${head}\n${output}\n${ok ? "" : `✖ ${what} FAILED: exit ${exit}${signal ? ` (${signal})` : ""}${jobCounts ? "" : ", no test summary printed"}\n`}`,
