@@ -2,10 +2,14 @@
 // file took and how much CPU each process used. `node --test` would start one process per file as
 // well, but it neither reports a passing file's time nor lets one file count for more than one slot.
 //
-// - Unit files of one folder share a process, up to BATCH_SIZE of them (scripts/test-batch.mjs):
-//   loading the packages through tsx costs a second or two of CPU per process, more than most unit
-//   files' tests take. A file that declares `// own process` in its opening comment block runs
-//   alone (it measures its heap, sets process-wide state, or must not wait behind others).
+// - Unit files are compiled once, with esbuild (scripts/compile-unit-tests.mjs), and their
+//   processes load that JavaScript without tsx: through tsx, each process would resolve and
+//   transform the packages' sources again, a second or two of CPU, more than most unit files' tests
+//   take. A file that declares `// loads TypeScript at run time` (a .ts module imported by a path
+//   computed at run time, such as a computation's fixture) gets tsx as well.
+// - Unit files of one folder share a process, up to BATCH_SIZE of them (scripts/test-batch.mjs). A
+//   file that declares `// own process` in its opening comment block runs alone (it measures its
+//   heap, sets process-wide state, or must not wait behind others).
 // - A file that declares `// heavy` runs in a process of its own and takes `HEAVY_WEIGHT` slots: it
 //   starts many processes or loads the machine by itself, so it runs beside fewer others. One that
 //   declares `// alone` takes every slot: its timing assertions (rates, shares, a control loop's
@@ -15,14 +19,17 @@
 //   declares `// slow` or `// heavy` first. A long file started last would run alone at the end.
 // - A job's output is printed whole when it ends, so that jobs running together do not interleave.
 //
-// Only node built-ins; plain ESM so that it runs before anything is compiled.
+// Only node built-ins (and esbuild, for the unit lane); plain ESM so that it runs before anything is
+// compiled.
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname } from "node:path";
+import { compileUnitTests, UNIT_BUILD_DIR } from "./compile-unit-tests.mjs";
 
 export const HEAVY_WEIGHT = 2;
 const BATCH_SIZE = 12;
+const MIN_BATCH_SIZE = 4;
 const TIMES_FILE = "test/artifacts/test-times.json";
 /** A job still running after this long is killed and counted as failed: a hang, not a slow test. */
 const JOB_TIMEOUT_MS = 20 * 60_000;
@@ -56,9 +63,9 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
   });
 }
 
-/** The markers (`// heavy`, `// own process`) in a file's opening comment block. */
+/** The markers (`// heavy`, `// own process`, …) in a file's opening comment block. */
 export function declaredMarkers(text) {
-  const markers = { heavy: false, ownProcess: false, slow: false, alone: false };
+  const markers = { heavy: false, ownProcess: false, slow: false, alone: false, tsx: false };
   for (const line of text.split("\n")) {
     const trimmed = line.trim();
     if (trimmed === "") continue;
@@ -67,6 +74,7 @@ export function declaredMarkers(text) {
     if (/^\/\/\s*own process\b/.test(trimmed)) markers.ownProcess = true;
     if (/^\/\/\s*slow\b/.test(trimmed)) markers.slow = true;
     if (/^\/\/\s*alone\b/.test(trimmed)) markers.alone = true;
+    if (/^\/\/\s*loads TypeScript at run time\b/.test(trimmed)) markers.tsx = true;
   }
   return markers;
 }
@@ -100,22 +108,55 @@ function countsOf(output) {
 
 const secs = (ms) => `${(ms / 1000).toFixed(1)} s`;
 
-/** Jobs: heavy and own-process files alone, the others by folder, BATCH_SIZE at most per job. */
+/**
+ * The unit files compiled once (scripts/compile-unit-tests.mjs), or undefined when that failed: the
+ * files then run from their sources through tsx, where the one that does not compile fails alone.
+ */
+async function compileOnce(files) {
+  const startedAt = Date.now();
+  const outdir = `${UNIT_BUILD_DIR}/${process.pid}`;
+  try {
+    await compileUnitTests(
+      files.map((entry) => entry.file),
+      outdir,
+    );
+    console.log(`compiled ${files.length} unit files with esbuild into ${outdir} in ${secs(Date.now() - startedAt)}`);
+    return outdir;
+  } catch (error) {
+    console.log(`compiling the unit files failed; they run through tsx:\n${error instanceof Error ? error.message : error}`);
+    return undefined;
+  }
+}
+
+/**
+ * Jobs: heavy and own-process files alone, the others by folder, BATCH_SIZE at most per job; the
+ * folders' remainders under MIN_BATCH_SIZE files together.
+ */
 function jobsOf(files, batch, previous) {
   const jobs = [];
   const byFolder = new Map();
   for (const entry of files) {
     if (!batch || entry.heavy || entry.alone || entry.ownProcess) {
-      jobs.push({ files: [entry.file], heavy: entry.heavy, alone: entry.alone, slow: entry.heavy || entry.alone || entry.slow });
+      jobs.push({ files: [entry.file], heavy: entry.heavy, alone: entry.alone, slow: entry.heavy || entry.alone || entry.slow, tsx: entry.tsx });
     } else {
-      byFolder.set(dirname(entry.file), [...(byFolder.get(dirname(entry.file)) ?? []), entry]);
+      // Files that need tsx share a process only with each other: the others load without it.
+      const key = `${dirname(entry.file)}${entry.tsx ? " (tsx)" : ""}`;
+      byFolder.set(key, [...(byFolder.get(key) ?? []), entry]);
     }
   }
-  for (const folder of byFolder.values()) {
-    for (let i = 0; i < folder.length; i += BATCH_SIZE) {
-      const part = folder.slice(i, i + BATCH_SIZE);
-      jobs.push({ files: part.map((e) => e.file), heavy: false, slow: part.some((e) => e.slow) });
-    }
+  const parts = [...byFolder.values()].flatMap((folder) =>
+    Array.from({ length: Math.ceil(folder.length / BATCH_SIZE) }, (_, i) => folder.slice(i * BATCH_SIZE, (i + 1) * BATCH_SIZE)),
+  );
+  // A folder's few files (or the rest of a large one) share a process with other such few, of the
+  // same kind: a process of their own would cost more to start than their tests take.
+  const few = parts.filter((part) => part.length < MIN_BATCH_SIZE);
+  for (const tsx of [false, true]) {
+    const kind = few.filter((part) => part.some((e) => e.tsx) === tsx).flat();
+    for (let i = 0; i < kind.length; i += BATCH_SIZE) parts.push(kind.slice(i, i + BATCH_SIZE));
+  }
+  for (const part of parts) {
+    if (few.includes(part)) continue;
+    jobs.push({ files: part.map((e) => e.file), heavy: false, slow: part.some((e) => e.slow), tsx: part.some((e) => e.tsx) });
   }
   const unknown = (job) => job.files.every((f) => previous[f] === undefined);
   const cost = (job) => (job.slow && unknown(job) ? Number.MAX_SAFE_INTEGER : job.files.reduce((s, f) => s + (previous[f] ?? 1000), 0));
@@ -128,6 +169,7 @@ function jobsOf(files, batch, previous) {
  */
 export async function runTestFiles(files, { slots, env = process.env, label, batch = false }) {
   const previous = readTimes();
+  const build = batch ? await compileOnce(files) : undefined;
   const queue = jobsOf(files, batch, previous);
   const results = [];
   const counts = { tests: 0, pass: 0, fail: 0, cancelled: 0, skipped: 0, todo: 0 };
@@ -143,9 +185,11 @@ export async function runTestFiles(files, { slots, env = process.env, label, bat
       free -= weight;
       running += 1;
       const startedAt = Date.now();
-      const target = job.files.length === 1 ? job.files : ["scripts/test-batch.mjs", ...job.files];
-      const child = spawn(process.execPath, ["--import", "tsx", "--import", "./scripts/report-cpu.mjs", "--test-reporter=spec", ...target], {
-        env: { ...env, FORCE_COLOR: "0" },
+      const target = job.files.length === 1 && build === undefined ? job.files : ["scripts/test-batch.mjs", ...job.files];
+      // Compiled unit files load without tsx, unless one of them imports TypeScript at run time.
+      const loader = build === undefined ? ["--import", "tsx"] : job.tsx ? ["--enable-source-maps", "--import", "tsx"] : ["--enable-source-maps"];
+      const child = spawn(process.execPath, [...loader, "--import", "./scripts/report-cpu.mjs", "--test-reporter=spec", ...target], {
+        env: { ...env, FORCE_COLOR: "0", ...(build === undefined ? {} : { SLUICE_UNIT_BUILD: build }) },
         stdio: ["ignore", "pipe", "pipe"],
         detached: true,
       });
@@ -186,7 +230,8 @@ export async function runTestFiles(files, { slots, env = process.env, label, bat
             if (!ok && (!line || line[1] === "✖")) failed.push(file);
           }
         }
-        const what = job.files.length === 1 ? job.files[0] : `${job.files.length} files of ${dirname(job.files[0])} in one process`;
+        const folders = [...new Set(job.files.map((f) => dirname(f)))];
+        const what = job.files.length === 1 ? job.files[0] : `${job.files.length} files of ${folders.join(", ")} in one process`;
         const head = `${ok ? "✔" : "✖"} ${what} (${secs(ms)}${cpuText}${job.alone ? ", alone" : job.heavy ? ", heavy" : ""}; load average ${loadavg()[0].toFixed(1)})`;
         console.log(
           `\n${head}\n${output}\n${ok ? "" : `✖ ${what} FAILED: exit ${exit}${signal ? ` (${signal})` : ""}${jobCounts ? "" : ", no test summary printed"}\n`}`,
@@ -210,6 +255,7 @@ export async function runTestFiles(files, { slots, env = process.env, label, bat
   const times = { ...previous };
   for (const r of results) times[r.file] = r.ms;
   writeTimes(times);
+  if (build !== undefined) rmSync(build, { recursive: true, force: true });
   return { failed, results, counts, cpuMs };
 }
 

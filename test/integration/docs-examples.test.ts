@@ -1,3 +1,4 @@
+// slow: it type-checks every ts example against the packages' sources (scripts/run-test-files.mjs)
 import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";

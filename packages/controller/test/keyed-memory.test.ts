@@ -1,3 +1,4 @@
+// slow: 100,000 requests, one per key (scripts/run-test-files.mjs)
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { setFlagsFromString } from "node:v8";

@@ -1,3 +1,4 @@
+// loads TypeScript at run time: the generator module it runs is a .ts fixture, imported by path
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
