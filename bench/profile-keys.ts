@@ -15,7 +15,7 @@ const option = (name: string) => {
 const prof = option("--prof");
 const keys = Number(option("--keys") ?? 10_000);
 const keyed = !args.includes("--unkeyed");
-const spec = controllerSpec({ per_key: { limit: 1_000_000, keyed: { max_keys: 100_000 } }, open: {} });
+const spec = controllerSpec({ per_key: { limit: 1_000_000, keyed: { max_keys: 100_000 } }, one: { limit: 1_000_000 } });
 const controller = BenchChild.start("controller-process.ts", { mode: "sluice", spec }, prof ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${prof}`] } : {});
 const generators = Array.from({ length: 2 }, (_, i) => BenchChild.start("quota-load-process.ts", { name: `p${i}` }));
 const g = new GroupContext(false, { id: "keys", title: "profile", status: "ok", messages: [], figures: [], goals: [], durationS: 0 }, (line) =>
@@ -31,7 +31,7 @@ try {
       warmupMs: 1_000,
       windowMs: 3_000,
       transport: "stream",
-      throttlerId: keyed ? "per_key" : "open",
+      throttlerId: keyed ? "per_key" : "one",
       ...(keyed ? { keys } : {}),
     });
     process.stdout.write(

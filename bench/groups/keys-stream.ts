@@ -10,7 +10,7 @@ import { controllerSpec } from "../lib/specs.ts";
 import { measure, type Sample, type Server } from "./controller-throughput.ts";
 
 const KEYED = "Sluice, keyed throttler";
-const UNKEYED = "Sluice, one unkeyed throttler (same controller, same runs)";
+const UNKEYED = "Sluice, one unkeyed throttler of the same limit (same controller, same runs)";
 const RLF = "rate-limiter-flexible consume(), in process (no RPC)";
 const CLIENTS = 256;
 const KEY_GRANTS_GOAL = 200_000;
@@ -20,7 +20,7 @@ const FRAMES_KEY_LIMIT = 2;
 
 /**
  * (b) and (c) on one controller process: its throttlers `per_key` (a limit per key that never binds:
- * the figure is the controller's cost per grant of a key's bucket), `open` (unkeyed, unlimited) and
+ * the figure is the controller's cost per grant of a key's bucket), `one` (unkeyed, the same limit) and
  * `per_customer` (the frames run's). Every child starts at once, so their start-ups overlap.
  */
 export async function measureOverStream(g: GroupContext): Promise<void> {
@@ -28,7 +28,7 @@ export async function measureOverStream(g: GroupContext): Promise<void> {
   const frameKeys = g.pick(10_000, 500);
   const spec = controllerSpec({
     per_key: { limit: 1_000_000, keyed: { max_keys: 100_000 } },
-    open: {},
+    one: { limit: 1_000_000 },
     per_customer: { limit: FRAMES_KEY_LIMIT, period: "1s", request_period: `${REQUEST_PERIOD_MS}ms`, keyed: { max_keys: 100_000 } },
   });
   const controller = BenchChild.start("controller-process.ts", { mode: "sluice", spec });
@@ -66,7 +66,7 @@ async function measureKeyGrants(g: GroupContext, server: Server, generators: rea
         warmupMs,
         windowMs,
         transport: "stream",
-        throttlerId: keyed ? "per_key" : "open",
+        throttlerId: keyed ? "per_key" : "one",
         ...(keyed ? { keys } : {}),
       });
       samples[subject]?.push(sample);
@@ -156,7 +156,7 @@ async function measureKeyFrames(g: GroupContext, client: BenchChild, keys: numbe
   g.add({
     id: "keys.client.frames_per_request_period",
     label: `QuotaStream frames a client sends per request_period, ${keys.toLocaleString("en-US")} keys in use`,
-    unit: "frames",
+    unit: "per request_period",
     better: "lower",
     sluice: [frames],
     peers: {

@@ -105,9 +105,9 @@ async function measureHeap(g: GroupContext): Promise<void> {
     unit: "bytes",
     better: "lower",
     sluice: of("client", "bytesPerKeyAfterIdle"),
-    peers: { "keys' clients left": { runs: of("client", "clientsLeft"), note: "count, not bytes" } },
-    withoutRatios: true,
-    note: "a key's client with no call for 60 s that holds nothing is retired (its pool given back) and dropped; its forKey handles make a new one on their next call",
+    note:
+      "a key's client with no call for 60 s that holds nothing is retired (its pool given back) and dropped; its forKey handles make a new one on their next call; " +
+      `keys' clients left after the idle time, per run: ${of("client", "clientsLeft").join(", ")}`,
   });
   g.goal({
     id: "keys.heap.controller_idle",
