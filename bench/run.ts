@@ -18,8 +18,9 @@ import { runtimeOverhead } from "./groups/runtime-overhead.ts";
 import { quotaStream } from "./groups/quota-stream.ts";
 import { scale } from "./groups/scale.ts";
 import { smooth } from "./groups/smooth.ts";
+import { keys } from "./groups/keys.ts";
 
-const GROUPS: readonly BenchGroup[] = [localHotPath, controller, runtimeOverhead, accuracy, scale, deliveryCost, smooth, quotaStream];
+const GROUPS: readonly BenchGroup[] = [localHotPath, controller, runtimeOverhead, accuracy, scale, deliveryCost, smooth, quotaStream, keys];
 
 async function main(): Promise<number> {
   let options: BenchOptions;

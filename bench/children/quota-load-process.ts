@@ -11,6 +11,8 @@ import { CALLERS_PER_CHANNEL } from "../lib/grpc-load.ts";
 export interface LoadRun {
   readonly address: string;
   readonly throttlerId: string;
+  /** A keyed throttler: each request names one of this many keys, the callers going round them all. */
+  readonly keys?: number;
   readonly mode: "closed" | "open";
   /** Unary RequestQuota calls (default), or a QuotaStream per channel (a worker's multiplexed stream). */
   readonly transport?: "unary" | "stream";
@@ -53,8 +55,9 @@ interface Outcome {
   firstError: string | null;
 }
 
-function call(channel: QuotaServiceClient, run: LoadRun, clientId: string, requestId: string): Promise<unknown> {
-  return channel.requestQuota({ throttlerId: run.throttlerId, clientId, amount: 1, timestampMs: 0, quotaClassId: "", requestId });
+function call(channel: QuotaServiceClient, run: LoadRun, clientId: string, requestId: string, seq = 0): Promise<unknown> {
+  const key = run.keys ? { key: `key-${seq % run.keys}` } : {};
+  return channel.requestQuota({ throttlerId: run.throttlerId, clientId, amount: 1, timestampMs: 0, quotaClassId: "", requestId, ...key });
 }
 
 async function closedLoop(run: LoadRun, channels: readonly QuotaServiceClient[]): Promise<Outcome> {
@@ -67,7 +70,8 @@ async function closedLoop(run: LoadRun, channels: readonly QuotaServiceClient[])
       for (let i = 0; epochNow() < run.stopAt; i++) {
         const sentAt = epochNow();
         try {
-          await call(channel, run, `load/${config.name}/${caller}`, `${config.name}-${run.startAt}-${caller}-${i}`);
+          // Caller c's i-th request: key (c + i × callers), so the callers together go round every key.
+          await call(channel, run, `load/${config.name}/${caller}`, `${config.name}-${run.startAt}-${caller}-${i}`, caller + i * run.clients);
           const answeredAt = epochNow();
           if (answeredAt >= run.windowFrom && answeredAt < run.windowTo) {
             outcome.calls += 1;
@@ -105,7 +109,7 @@ async function openLoop(run: LoadRun, channels: readonly QuotaServiceClient[]): 
       if (!channel) break;
       const inWindow = plannedAt >= run.windowFrom && plannedAt < run.windowTo;
       if (inWindow) outcome.lagsMs.push(epochNow() - plannedAt);
-      const sent: Promise<void> = call(channel, run, `load/${config.name}/${index % run.clients}`, `${config.name}-${run.startAt}-${index}`).then(
+      const sent: Promise<void> = call(channel, run, `load/${config.name}/${index % run.clients}`, `${config.name}-${run.startAt}-${index}`, index).then(
         () => {
           if (inWindow) {
             outcome.calls += 1;

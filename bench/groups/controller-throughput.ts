@@ -142,6 +142,9 @@ export async function measure(
     readonly transport?: "unary" | "stream";
     /** Also read the controller's own timing of each RequestQuota (a controller-process with `timing`). */
     readonly timed?: boolean;
+    /** Default "open"; with `keys`, a keyed throttler whose keys the requests go round. */
+    readonly throttlerId?: string;
+    readonly keys?: number;
   },
 ): Promise<Sample> {
   const used = generators.slice(0, Math.max(1, Math.min(generators.length, plan.clients)));
@@ -153,7 +156,8 @@ export async function measure(
   const results = used.map((child, i) => {
     const run: LoadRun = {
       address: server.address,
-      throttlerId: "open",
+      throttlerId: plan.throttlerId ?? "open",
+      ...(plan.keys ? { keys: plan.keys } : {}),
       mode: plan.mode,
       ...(plan.transport ? { transport: plan.transport } : {}),
       clients: Math.floor(plan.clients / used.length) + (i < plan.clients % used.length ? 1 : 0),

@@ -14,7 +14,7 @@ export const USAGE = `usage: pnpm bench [--quick] [--out <file.json>] [--only <g
 
   --quick   every group with tiny counts and durations (CI smoke; the figures mean nothing)
   --out     write results there instead of bench/results.json
-  --only    run only these groups: local, controller, runtime, accuracy, scale, delivery, smooth, stream`;
+  --only    run only these groups: local, controller, runtime, accuracy, scale, delivery, smooth, stream, keys`;
 
 export function parseOptions(argv: readonly string[]): BenchOptions {
   let quick = false;

@@ -18,7 +18,7 @@ interface Results {
   groups: { id: string; status: string; messages: string[]; figures: { id: string; sluice: { median: number; runs: number[] } | null }[] }[];
 }
 
-const GROUPS = ["local", "controller", "runtime", "accuracy", "scale", "delivery", "smooth", "stream"];
+const GROUPS = ["local", "controller", "runtime", "accuracy", "scale", "delivery", "smooth", "stream", "keys"];
 
 describe("benchmark suite", () => {
   it("pnpm bench --quick runs every group to completion and writes their figures to --out", { timeout: 360_000 }, async () => {
@@ -56,7 +56,18 @@ describe("benchmark suite", () => {
     const kafkaMeasured = runtime?.figures.some((figure) => figure.id === "runtime.kafka.grpc") ?? false;
     // A skipped Kafka half must say so in the results, never silently.
     assert.ok(kafkaMeasured || runtime?.messages.some((message) => message.includes("SKIPPED")), "the Kafka figures are neither there nor reported as skipped");
-    for (const title of ["Local hot path", "Controller", "Runtime overhead", "Accuracy", "Scale", "Delivery", "Shaping", "QuotaStream", "Goals"])
+    for (const title of [
+      "Local hot path",
+      "Controller",
+      "Runtime overhead",
+      "Accuracy",
+      "Scale",
+      "Delivery",
+      "Shaping",
+      "QuotaStream",
+      "Keyed throttlers",
+      "Goals",
+    ])
       assert.match(output, new RegExp(title));
   });
 });

@@ -155,6 +155,61 @@ it("a concurrency throttler's chart draws units in use and holders against the l
   assert.deepEqual(errors, []);
 });
 
+it("a keyed throttler's panel shows its keys and the same top keys by wait as /metrics", { skip, timeout: 300_000 }, async () => {
+  assertChromium();
+  const specPath = writeSpec({
+    pipeline: "keyed-dashboard",
+    streams: { input: { topic: "input" } },
+    computations: { Noop: { module: NOOP_COMPUTATION, inputs: ["input"] } },
+    dynamic_spec: { throttlers: { per_customer: { limit: 1, period: "1s", keyed: { max_keys: 3 } }, plain: { limit: 100 } } },
+  });
+  const controller: Child = sluice(["controller", specPath, "--port", "0", "--http-port", "0"]);
+  cleanups.push(async () => {
+    controller.kill("SIGKILL");
+    await controller.exited;
+  });
+  const address = `127.0.0.1:${(await controller.waitFor(/listening on 127\.0\.0\.1:(\d+)/))[1]}`;
+  const url = `http://127.0.0.1:${(await controller.waitFor(/dashboard on http:\/\/127\.0\.0\.1:(\d+)\//))[1]}/`;
+  const client = createGrpcQuotaClient(address);
+  cleanups.push(() => client.close());
+  let n = 0;
+  const ask = (key: string, amount: number) =>
+    client.requestQuota(
+      { throttlerId: "per_customer", clientId: "c", amount, timestampMs: Date.now(), quotaClassId: "", requestId: `k-${n++}`, key },
+      { deadlineAt: Date.now() + 30_000 },
+    );
+  // At 1/s, slow owes 5 s and medium 2 s: their next requests wait about that long, a loaded machine's
+  // stalls between the calls aside (seconds of margin).
+  await ask("slow", 6);
+  await ask("medium", 3);
+  await ask("quick", 1); // never waits: not a top key
+  await Promise.all([ask("slow", 1), ask("medium", 1)]);
+  await assert.rejects(ask("fourth", 1), /max_keys of 3/);
+
+  const page = await openPage(cleanups);
+  const errors: string[] = [];
+  page.on("pageerror", (error) => errors.push(`page: ${error.message}`));
+  await page.goto(url, { timeout: 15_000 });
+  const keyed = page.locator('[data-throttler="per_customer"]');
+  await keyed.waitFor({ timeout: 10_000 });
+  const keys = keyed.locator("[data-keyed]");
+  await keys.waitFor({ state: "visible", timeout: 10_000 });
+  assert.match(
+    await keys.locator("[data-keys-summary]").innerText(),
+    /^3 keys live of max 3 \(3 with a bucket, the rest parked\) · 1 refused · 0 forgotten · idle_timeout 10 min$/,
+  );
+  const shown = await keys.locator("[data-key]").evaluateAll((rows) => rows.map((row) => row.getAttribute("data-key")));
+  const metrics = await get(`${url}metrics`);
+  const exported = [...metrics.body.matchAll(/^sluice_controller_throttler_top_key_wait_ms\{throttler_id="per_customer",key="([^"]+)"\} (\S+)$/gm)]
+    .sort((a, b) => Number(b[2]) - Number(a[2]))
+    .map((match) => match[1]);
+  assert.deepEqual(shown, ["slow", "medium"], "most waited first");
+  assert.deepEqual(shown, exported, "the same top keys as /metrics");
+  assert.match(await keys.locator('[data-key="slow"] [data-waited]').innerText(), /\d/);
+  assert.equal(await page.locator('[data-throttler="plain"] [data-keyed]').isVisible(), false, "no keys box for a throttler that is not keyed");
+  assert.deepEqual(errors, []);
+});
+
 /** "1.2k units", "300/s", "75%" → 1200, 300, 75. */
 function parseAmount(text: string): number {
   const match = /(-?[\d.]+)\s*([kMG]?)/.exec(text.replace(/\s+/g, " "));

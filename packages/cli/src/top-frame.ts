@@ -2,6 +2,8 @@ import { RECENT_MAX_WINDOW_MS, WAIT_BUCKETS_MS, type WaitHistogramView } from "@
 import type { ControllerSnapshot, ControllerThrottlerSnapshot } from "@sluice/controller";
 import { formatDuration } from "@sluice/spec";
 
+type KeyedSnapshot = NonNullable<ControllerThrottlerSnapshot["keyed"]>;
+
 // One picture of `sluice top`: the dashboard's numbers as text. Per throttler its limit, granted rate
 // (the controller's 5 s window), how much of the limit that is, the queue, and the wait; per class
 // the share of weight against the observed share of the granted rate. Pure: snapshot(s) in, lines out.
@@ -116,6 +118,7 @@ export function kindLines(throttler: ControllerThrottlerSnapshot, dim: (text: st
       ),
     );
   }
+  if (throttler.keyed) lines.push(...keyedLines(throttler.keyed, dim));
   const adaptive = throttler.adaptive;
   if (adaptive) {
     const load = adaptive.load === null ? "no reading" : adaptive.load.toFixed(3);
@@ -132,6 +135,47 @@ export function kindLines(throttler: ControllerThrottlerSnapshot, dim: (text: st
     );
   }
   return lines;
+}
+
+/**
+ * A keyed throttler (docs/design.md §11.4): its keys live, refused and forgotten, and the same top keys by
+ * wait over the last minute as /metrics (sluice_controller_throttler_top_key_wait_ms), most first.
+ */
+export function keyedLines(keyed: KeyedSnapshot, dim: (text: string) => string): string[] {
+  const lines = [
+    dim(
+      `  keys ${keyed.keys} live of max ${keyed.maxKeys} (${keyed.activeKeys} with a bucket, the rest parked) · ${keyed.refusedKeys} refused · ` +
+        `${keyed.forgottenKeys} forgotten · idle_timeout ${formatDuration(keyed.idleTimeoutMs)}`,
+    ),
+  ];
+  if (keyed.key) lines.push(keyLine(keyed.key));
+  if (keyed.topKeys.length === 0) {
+    lines.push(dim("  top keys by wait, last minute: none waited"));
+    return lines;
+  }
+  lines.push(dim(`  ${pad("top keys by wait, last minute", 34)}${lpad("waited", 10)}${lpad("balance", 10)}${lpad("waiting", 9)}`));
+  for (const top of keyed.topKeys) {
+    lines.push(
+      `  ${pad(shorten(top.key, 32), 34)}${lpad(formatMs(top.waitedMs), 10)}${lpad(top.balance === null ? "–" : formatRate(top.balance), 10)}${lpad(String(top.pendingRequests), 9)}`,
+    );
+  }
+  return lines;
+}
+
+/** The one key `sluice top --throttler <id> --key <key>` asked for. */
+function keyLine(key: NonNullable<KeyedSnapshot["key"]>): string {
+  const state =
+    key.state === "active" ? "active (a bucket of its own)" : key.state === "parked" ? "idle (parked as its balance)" : "not remembered (starts full)";
+  const limit = key.limit === null ? "unlimited" : `limit ${formatRate(key.limit)} per ${formatDuration(key.periodMs)}${key.override ? " (override)" : ""}`;
+  const balance = key.balance === null ? "" : ` · balance ${formatRate(key.balance)}${key.capacity === null ? "" : ` of ${formatRate(key.capacity)}`}`;
+  const held = key.inUse === null ? "" : ` · ${formatRate(key.inUse)} in use`;
+  const idle = key.idleMs === null ? "" : ` · last request ${formatMs(key.idleMs)} ago`;
+  return `  key ${JSON.stringify(key.key)}: ${state} · ${limit}${balance}${held} · ${key.pendingRequests} waiting · waited ${formatMs(key.waitedMs)} over the last minute${idle}`;
+}
+
+/** A key is up to 256 bytes: cut in the middle so both ends stay readable. */
+function shorten(text: string, width: number): string {
+  return text.length <= width ? text : `${text.slice(0, width - 9)}…${text.slice(-8)}`;
 }
 
 function classLines(throttler: ControllerThrottlerSnapshot, barWidth: number, dim: (text: string) => string): string[] {

@@ -186,3 +186,49 @@ describe("sluice top: concurrency and adaptive throttlers", () => {
     ]);
   });
 });
+
+describe("sluice top: keyed throttlers", () => {
+  const keyed = {
+    maxKeys: 100_000,
+    idleTimeoutMs: 600_000,
+    keys: 1_234,
+    activeKeys: 12,
+    refusedKeys: 3,
+    forgottenKeys: 45,
+    topKeys: [
+      { key: "acme", waitedMs: 12_300, balance: -4, pendingRequests: 2 },
+      { key: "globex", waitedMs: 800, balance: null, pendingRequests: 0 },
+    ],
+  };
+
+  it("shows the keys live, refused and forgotten, and the top keys by wait as /metrics has them", () => {
+    const lines = kindLines(throttler({ id: "per_customer", keyed }), (text) => text);
+    assert.equal(lines[0], "  keys 1234 live of max 100000 (12 with a bucket, the rest parked) · 3 refused · 45 forgotten · idle_timeout 10m");
+    assert.match(lines[1] ?? "", /^ {2}top keys by wait, last minute\s+waited\s+balance\s+waiting$/);
+    assert.match(lines[2] ?? "", /^ {2}acme\s+12 s\s+-4\s+2$/);
+    assert.match(lines[3] ?? "", /^ {2}globex\s+800 ms\s+–\s+0$/);
+    const quiet = kindLines(throttler({ id: "per_customer", keyed: { ...keyed, topKeys: [] } }), (text) => text);
+    assert.equal(quiet[1], "  top keys by wait, last minute: none waited");
+  });
+
+  it("shows the one key asked for with --throttler and --key", () => {
+    const key = {
+      key: "acme",
+      state: "active" as const,
+      override: true,
+      limit: 100,
+      periodMs: 1000,
+      balance: -4,
+      capacity: 100,
+      pendingRequests: 2,
+      inUse: null,
+      waitedMs: 12_300,
+      idleMs: 250,
+    };
+    const lines = kindLines(throttler({ id: "per_customer", keyed: { ...keyed, key } }), (text) => text);
+    assert.equal(
+      lines[1],
+      '  key "acme": active (a bucket of its own) · limit 100 per 1s (override) · balance -4 of 100 · 2 waiting · waited 12 s over the last minute · last request 250 ms ago',
+    );
+  });
+});

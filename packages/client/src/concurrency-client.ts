@@ -89,6 +89,14 @@ export class ConcurrencyClient implements Throttler {
     return this.closed;
   }
 
+  /**
+   * Nothing held, asked for, given back, owed or in doubt, and no lease lost to report: a new client
+   * in its place would know all this one knows (a keyed throttler drops such a key's client).
+   */
+  get isIdle(): boolean {
+    return this.held === 0 && this.busy === 0 && this.owed === 0 && this.releasing === 0 && !this.doubt && this.lost === null && this.renewing === null;
+  }
+
   async throttle(amount: number, options?: ThrottleOptions): Promise<void> {
     if (this.closed) throw this.closedError();
     this.throwIfLost();

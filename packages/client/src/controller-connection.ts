@@ -88,7 +88,7 @@ export class ControllerConnection {
       },
       ...(renew ? { renewLeases: (call, options) => renew(call, options).catch(watch) } : {}),
       updateDynamicSpec: (json, options) => client.updateDynamicSpec(json, options).catch(watch),
-      describeThrottlers: (options) => client.describeThrottlers(options).catch(watch),
+      describeThrottlers: (options, filter) => client.describeThrottlers(options, filter).catch(watch),
       ...(client.reportWatermarks ? { reportWatermarks: (call, options) => client.reportWatermarks!(call, options).catch(watch) } : {}),
       watchDynamicSpec: (clientId, onUpdate, signal) =>
         client.watchDynamicSpec(clientId, onUpdate, signal).then(

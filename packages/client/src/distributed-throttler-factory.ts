@@ -3,6 +3,7 @@ import type { QuotaServiceClient } from "@sluice/protocol";
 import { effectiveLimit, keyThrottlerSpec, type DynamicSpec, type ThrottlerSpec } from "@sluice/spec";
 import { clientConfigEquals, prefetchWindow, smoothPrefetchWindow } from "./client-config.ts";
 import { notKeyedError } from "./key-handle.ts";
+import { KeyClientCache, type KeyClient, type ThrottlerClient } from "./key-client-cache.ts";
 import { ConcurrencyClient } from "./concurrency-client.ts";
 import { RetryingQuotaRemote, type QuotaRpcOutcome } from "./retrying-quota-remote.ts";
 import { ThrottlerHandle, type ThrottlerHandleMetrics } from "./throttler-handle.ts";
@@ -23,18 +24,12 @@ export interface DistributedThrottlerFactoryOptions {
    * says (a standalone client, §7.7): a string wins, undefined falls back to that entry.
    */
   readonly quotaClass?: (throttlerId: string) => string | undefined;
+  /** How long a keyed throttler's key goes without a call before its client may be dropped (default 60 s). */
+  readonly keyIdleMs?: number;
 }
 
-/**
- * A throttler's client in a job: prefetching for a rate throttler, pacing what it hands out for a
- * smooth one (docs/design.md §11.1), leasing for a concurrency one (§11.2).
- */
-type ThrottlerClient = PrefetchingThrottler | PacedThrottler | ConcurrencyClient;
-
-interface Built {
-  readonly spec: ThrottlerSpec;
-  readonly client: ThrottlerClient;
-}
+/** A throttler's client (key-client-cache.ts: ThrottlerClient) and the spec it was built for. */
+type Built = KeyClient;
 
 /**
  * A concurrency client is kept across every reconfiguration that keeps the kind: its units are
@@ -58,13 +53,25 @@ export class DistributedThrottlerFactory {
   private readonly built = new Map<string, Built>();
   /** Replaced clients still serving the callers that waited on them, by throttler id. */
   private readonly retiring = new Map<ThrottlerClient, string>();
-  /** Keyed throttlers (docs/design.md §11.4): the client of each key used, by throttler id then key. */
-  private readonly keyClients = new Map<string, Map<string, Built>>();
+  /** Keyed throttlers (docs/design.md §11.4): the client of each key used lately, by throttler id then key. */
+  private readonly keyClients: KeyClientCache;
   private spec: DynamicSpec = { throttlers: {}, computations: {} };
   private priorityMs = 0;
   private closed = false;
 
-  constructor(private readonly options: DistributedThrottlerFactoryOptions) {}
+  constructor(private readonly options: DistributedThrottlerFactoryOptions) {
+    this.keyClients = new KeyClientCache({ clock: options.clock, ...(options.keyIdleMs !== undefined ? { idleMs: options.keyIdleMs } : {}) });
+  }
+
+  /** Keys of keyed throttlers with a client now (a key unused for a while and holding nothing has none). */
+  get keyClientCount(): number {
+    return this.keyClients.size;
+  }
+
+  /** Drops the clients of keys idle for long enough now, instead of at the next periodic sweep; returns how many. */
+  sweepIdleKeys(): number {
+    return this.keyClients.sweep();
+  }
 
   /** The job's lag timestamp: smaller is served first; 0 = no information yet. */
   setPriority(timestampMs: number): void {
@@ -103,8 +110,7 @@ export class DistributedThrottlerFactory {
       this.handles.get(id)?.attach(null);
       const removed = this.removedError(id, version);
       previous.client.close(removed);
-      for (const { client } of this.keyClients.get(id)?.values() ?? []) client.close(removed);
-      this.keyClients.delete(id);
+      for (const client of this.keyClients.remove(id)) client.close(removed);
       for (const [client, retiringId] of this.retiring) {
         if (retiringId !== id) continue;
         client.close(removed);
@@ -180,8 +186,7 @@ export class DistributedThrottlerFactory {
     this.closed = true;
     for (const { client } of this.built.values()) client.close(reason);
     for (const client of this.retiring.keys()) client.close(reason);
-    for (const clients of this.keyClients.values()) for (const { client } of clients.values()) client.close(reason);
-    this.keyClients.clear();
+    for (const client of this.keyClients.clear()) client.close(reason);
     this.built.clear();
     this.retiring.clear();
     for (const handle of this.handles.values()) handle.stop(reason);
@@ -227,30 +232,23 @@ export class DistributedThrottlerFactory {
       throw notKeyedError(throttlerId);
     }
     if (built.spec.keyed === undefined) throw notKeyedError(throttlerId);
-    let clients = this.keyClients.get(throttlerId);
-    if (!clients) {
-      clients = new Map();
-      this.keyClients.set(throttlerId, clients);
-    }
-    const existing = clients.get(key);
-    if (existing && !existing.client.isClosed) return existing.client;
+    const existing = this.keyClients.use(throttlerId, key);
+    if (existing) return existing;
     const spec = keyThrottlerSpec(built.spec, key);
     const client = this.build(throttlerId, spec, key);
-    clients.set(key, { spec, client });
+    this.keyClients.set(throttlerId, key, { spec, client });
     return client;
   }
 
   /** A new spec for a keyed throttler: each key's client is kept, or rebuilt when its own spec changed. */
   private reconfigureKeys(throttlerId: string, next: ThrottlerSpec): void {
-    const clients = this.keyClients.get(throttlerId);
-    if (!clients) return;
-    for (const [key, previous] of clients) {
+    for (const [key, previous] of this.keyClients.entries(throttlerId)) {
       const spec = keyThrottlerSpec(next, key);
       if (next.keyed !== undefined && keepsClient(previous, spec)) {
-        clients.set(key, { spec, client: previous.client });
+        this.keyClients.keep(throttlerId, key, spec);
         continue;
       }
-      clients.delete(key);
+      this.keyClients.delete(throttlerId, key);
       this.retire(throttlerId, previous.client);
     }
   }

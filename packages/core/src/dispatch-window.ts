@@ -61,6 +61,12 @@ export class DispatchWindow {
     return last;
   }
 
+  /** Whether nothing that left is still counted at `now`: a new window would be the same. */
+  isEmpty(now: number): boolean {
+    this.forget(now);
+    return this.counted <= TOLERANCE;
+  }
+
   /** Records `amount` units handed out at `now`; the returned record's `at` may be moved later. */
   record(amount: number, now: number): Departure {
     const departure = { at: now, amount };
@@ -102,8 +108,33 @@ export function sharedDispatchWindow(clock: object, name: string, units: number,
     byClock.set(clock, windows);
   }
   const held = windows.get(name);
-  if (held && held.units === units && held.spanMs === spanMs) return held;
+  if (held && held.units === units && held.spanMs === spanMs) {
+    users.set(held, (users.get(held) ?? 0) + 1);
+    return held;
+  }
   const window = new DispatchWindow(units, spanMs);
   windows.set(name, window);
+  users.set(window, 1);
   return window;
+}
+
+/** Clients using each shared window. */
+const users = new WeakMap<DispatchWindow, number>();
+
+/**
+ * A client of `name` no longer uses `window` (it closed). Once no client does and nothing in it
+ * counts any more, it is forgotten: a keyed throttler's keys each have a window, and a process that
+ * used 100,000 keys once must not keep 100,000 windows. One still counting departures is kept, so
+ * a client made again soon after (a job restarted) sees them.
+ */
+export function releaseSharedDispatchWindow(clock: object, name: string, window: DispatchWindow, now: number): void {
+  const left = Math.max(0, (users.get(window) ?? 1) - 1);
+  users.set(window, left);
+  const windows = byClock.get(clock);
+  if (left === 0 && windows?.get(name) === window && window.isEmpty(now)) windows.delete(name);
+}
+
+/** How many shared windows `clock` holds (for tests of the bound). */
+export function sharedDispatchWindowCount(clock: object): number {
+  return byClock.get(clock)?.size ?? 0;
 }

@@ -23,7 +23,7 @@ export {
 } from "./pace-cursor.ts";
 export { PacedThrottler, type PacedConfig, type PacedQuotaRemote, type PaceSchedule } from "./paced-throttler.ts";
 export { SlotSchedule } from "./slot-schedule.ts";
-export { DispatchWindow, sharedDispatchWindow } from "./dispatch-window.ts";
+export { DispatchWindow, releaseSharedDispatchWindow, sharedDispatchWindow, sharedDispatchWindowCount } from "./dispatch-window.ts";
 export { ControllerClockBound, DRIFT_PER_MS, paceScheduleOf, type ClockSample, type PacedAnswer } from "./controller-clock-bound.ts";
 export {
   PrefetchingThrottler,

@@ -4,7 +4,7 @@ import { PacedWaitingCallers } from "./paced-waiting-callers.ts";
 import { TOLERANCE, fits, invalidAmount, validAmount } from "./prefetch-amounts.ts";
 import { PrefetchSizer } from "./prefetch-sizer.ts";
 import type { PrefetchConfig, PrefetchStats } from "./prefetching-throttler.ts";
-import { sharedDispatchWindow, type DispatchWindow } from "./dispatch-window.ts";
+import { releaseSharedDispatchWindow, sharedDispatchWindow, type DispatchWindow } from "./dispatch-window.ts";
 import { SharedWakeups } from "./shared-wakeups.ts";
 import { SlotSchedule } from "./slot-schedule.ts";
 import { SluiceError } from "./sluice-error.ts";
@@ -139,6 +139,8 @@ export class PacedThrottler implements Throttler {
   private retiring = false;
   private closedWith: SluiceError | null = null;
   private readonly lifetime = new AbortController();
+  /** The name of the dispatch window shared with the process's other clients of this throttler (or key). */
+  private readonly windowName: string;
 
   constructor(
     private readonly config: PacedConfig,
@@ -148,7 +150,8 @@ export class PacedThrottler implements Throttler {
   ) {
     this.slots = new SlotSchedule(config.slotExpiryMs);
     const window = config.window;
-    this.departures = window && window.units > 0 ? sharedDispatchWindow(clock, window.sharedAs ?? name, window.units, window.periodMs + window.guardMs) : null;
+    this.windowName = window?.sharedAs ?? name;
+    this.departures = window && window.units > 0 ? sharedDispatchWindow(clock, this.windowName, window.units, window.periodMs + window.guardMs) : null;
     this.wakeups = SharedWakeups.of(clock);
     const { targetRps, minPrefetchAmount, maxPrefetchAmount, windowMs } = config;
     this.sizer = new PrefetchSizer({ targetRps, minPrefetchAmount, maxPrefetchAmount, windowMs });
@@ -250,6 +253,7 @@ export class PacedThrottler implements Throttler {
     this.wakeups.cancel(this);
     this.waiting.failAll(this.closedWith);
     this.slots.clear();
+    if (this.departures) releaseSharedDispatchWindow(this.clock, this.windowName, this.departures, this.clock.now());
   }
 
   private enqueue(amount: number, signal: AbortSignal | undefined): Promise<void> {

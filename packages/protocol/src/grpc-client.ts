@@ -137,8 +137,8 @@ export function createGrpcQuotaClient(address: string, options: GrpcQuotaClientO
       return { version: response.version };
     },
 
-    async describeThrottlers(callOptions) {
-      const response = await unary("DescribeThrottlers", {}, callOptions);
+    async describeThrottlers(callOptions, filter) {
+      const response = await unary("DescribeThrottlers", { throttlerId: filter?.throttlerId ?? "", key: filter?.key ?? "" }, callOptions);
       return { snapshotJson: response.snapshotJson };
     },
 

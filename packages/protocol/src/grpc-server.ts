@@ -9,6 +9,7 @@ import { checkedServiceDefinition, UndecodableRequest, type CheckedUpdateDynamic
 import { fromGrpcDeadline } from "./grpc-deadline.ts";
 import {
   quotaServiceDefinition,
+  type WireDescribeThrottlersRequest,
   type WireDescribeThrottlersResponse,
   type WireDynamicSpecUpdate,
   type WireReleaseQuotaRequest,
@@ -23,6 +24,7 @@ import {
   type WireWatchDynamicSpecRequest,
 } from "./proto-definition.ts";
 import {
+  describeFilterOf,
   releaseQuotaCallOf,
   RENEW_LEASES_UNIMPLEMENTED,
   renewLeasesCallOf,
@@ -109,8 +111,8 @@ export async function serveQuotaService(handler: QuotaServiceHandler, options: S
       const { version } = await handler.updateDynamicSpec(request.dynamicSpecJson, context);
       return { version: toUint64(version) };
     }),
-    DescribeThrottlers: unary(authorize, async (_request: unknown, context): Promise<WireDescribeThrottlersResponse> => {
-      const { snapshotJson } = await handler.describeThrottlers(context);
+    DescribeThrottlers: unary(authorize, async (request: WireDescribeThrottlersRequest, context): Promise<WireDescribeThrottlersResponse> => {
+      const { snapshotJson } = await handler.describeThrottlers(context, describeFilterOf(request));
       return { snapshotJson };
     }),
     // All of a worker's quota traffic on one stream (quota-stream-server.ts), with the handlers above.

@@ -1,6 +1,14 @@
 import { cancelledError, SluiceError, systemClock, type Clock } from "@sluice/core";
 import { type CallSite, clientClosedError, deadlineExceededError, fromGrpcError, streamEndedStatus, toServiceError } from "./error-mapping.ts";
-import type { CallContext, CallMetadata, CallOptions, DynamicSpecUpdate, QuotaServiceClient, QuotaServiceHandler } from "./quota-service.ts";
+import {
+  describeFilterOf,
+  type CallContext,
+  type CallMetadata,
+  type CallOptions,
+  type DynamicSpecUpdate,
+  type QuotaServiceClient,
+  type QuotaServiceHandler,
+} from "./quota-service.ts";
 import {
   paceFieldsOf,
   RENEW_LEASES_UNIMPLEMENTED,
@@ -146,9 +154,9 @@ export function createInMemoryQuotaClient(handler: QuotaServiceHandler, options:
       });
     },
 
-    describeThrottlers(callOptions) {
+    describeThrottlers(callOptions, filter) {
       return unary("DescribeThrottlers", callOptions, async (context) => {
-        const { snapshotJson } = await handler.describeThrottlers(context);
+        const { snapshotJson } = await handler.describeThrottlers(context, describeFilterOf(filter));
         return { snapshotJson };
       });
     },

@@ -2,6 +2,7 @@ export type {
   CallContext,
   CallMetadata,
   CallOptions,
+  DescribeThrottlersFilter,
   DynamicSpecUpdate,
   QuotaServiceClient,
   QuotaServiceHandler,
@@ -15,7 +16,7 @@ export type {
   RequestQuotaCall,
   RequestQuotaResult,
 } from "./quota-service.ts";
-export { paceFieldsOf, REPORT_WATERMARKS_UNIMPLEMENTED, reportWatermarksCallOf, reportWatermarksResultOf } from "./quota-service.ts";
+export { describeFilterOf, paceFieldsOf, REPORT_WATERMARKS_UNIMPLEMENTED, reportWatermarksCallOf, reportWatermarksResultOf } from "./quota-service.ts";
 export {
   ERROR_CODE_METADATA_KEY,
   ERROR_DETAILS_METADATA_KEY,

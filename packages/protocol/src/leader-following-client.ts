@@ -1,7 +1,7 @@
 import type { ChannelOptions } from "@grpc/grpc-js";
 import { asSluiceError, SluiceError } from "@sluice/core";
 import { leaderOf } from "./error-mapping.ts";
-import { REPORT_WATERMARKS_UNIMPLEMENTED, type CallOptions, type QuotaServiceClient } from "./quota-service.ts";
+import { REPORT_WATERMARKS_UNIMPLEMENTED, type CallOptions, type DescribeThrottlersFilter, type QuotaServiceClient } from "./quota-service.ts";
 
 /**
  * Channel options for the connections of a failover group's client: a leader that is paused
@@ -105,7 +105,8 @@ export function createLeaderFollowingClient(addresses: readonly string[], option
     renewLeases: (request, callOptions?: CallOptions) =>
       call("RenewLeases", (c) => (c.renewLeases ? c.renewLeases(request, callOptions) : Promise.reject(noRenewLeases())), callOptions?.signal),
     updateDynamicSpec: (json, callOptions?: CallOptions) => call("UpdateDynamicSpec", (c) => c.updateDynamicSpec(json, callOptions), callOptions?.signal),
-    describeThrottlers: (callOptions?: CallOptions) => call("DescribeThrottlers", (c) => c.describeThrottlers(callOptions), callOptions?.signal),
+    describeThrottlers: (callOptions?: CallOptions, filter?: DescribeThrottlersFilter) =>
+      call("DescribeThrottlers", (c) => c.describeThrottlers(callOptions, filter), callOptions?.signal),
     reportWatermarks: (request, callOptions?: CallOptions) =>
       call(
         "ReportWatermarks",

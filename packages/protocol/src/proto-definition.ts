@@ -50,7 +50,11 @@ export interface WireUpdateDynamicSpecRequest {
 export interface WireUpdateDynamicSpecResponse {
   version: number;
 }
-export type WireDescribeThrottlersRequest = Record<string, never>;
+export interface WireDescribeThrottlersRequest {
+  /** "" or absent (an old client) = every throttler. */
+  throttlerId?: string;
+  key?: string;
+}
 export interface WireDescribeThrottlersResponse {
   snapshotJson: string;
 }

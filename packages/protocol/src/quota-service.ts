@@ -139,7 +139,8 @@ export interface QuotaServiceClient {
    */
   watchDynamicSpec(clientId: string, onUpdate: (update: DynamicSpecUpdate) => void, signal: AbortSignal): Promise<void>;
   updateDynamicSpec(dynamicSpecJson: string, options?: CallOptions): Promise<{ version: number }>;
-  describeThrottlers(options?: CallOptions): Promise<{ snapshotJson: string }>;
+  /** Every throttler's snapshot, or one throttler's, or one key's of a keyed throttler (`filter`). */
+  describeThrottlers(options?: CallOptions, filter?: DescribeThrottlersFilter): Promise<{ snapshotJson: string }>;
   /**
    * Keeps the client's units of concurrency throttlers in use for another lease_timeout (docs/design.md §11.2).
    * Optional so that test doubles written before concurrency throttlers still compile; both real
@@ -178,7 +179,7 @@ export interface QuotaServiceHandler {
    */
   watchDynamicSpec(clientId: string, emit: (update: DynamicSpecUpdate) => void, context: CallContext): void | Promise<void>;
   updateDynamicSpec(dynamicSpecJson: string, context: CallContext): Promise<{ version: number }>;
-  describeThrottlers(context: CallContext): Promise<{ snapshotJson: string }>;
+  describeThrottlers(context: CallContext, filter?: DescribeThrottlersFilter): Promise<{ snapshotJson: string }>;
   /**
    * Optional so that handlers written before concurrency throttlers still compile; a server whose
    * handler lacks it answers UNIMPLEMENTED.
@@ -238,3 +239,17 @@ export function reportWatermarksResultOf(wire: {
 
 export const REPORT_WATERMARKS_UNIMPLEMENTED =
   "this controller does not implement ReportWatermarks (watermark alignment); upgrade the controller or remove watermark_alignment from the spec";
+
+/**
+ * What DescribeThrottlers answers for (docs/design.md §11.4): nothing set, every throttler; a throttler id,
+ * that throttler only; and a key, that key of a keyed throttler as well.
+ */
+export interface DescribeThrottlersFilter {
+  readonly throttlerId?: string;
+  readonly key?: string;
+}
+
+/** The filter of a DescribeThrottlers request off the wire ("" fields are absent). */
+export function describeFilterOf(request: { readonly throttlerId?: string; readonly key?: string } | undefined): DescribeThrottlersFilter {
+  return { ...(request?.throttlerId ? { throttlerId: request.throttlerId } : {}), ...(request?.key ? { key: request.key } : {}) };
+}

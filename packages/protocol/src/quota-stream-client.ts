@@ -189,7 +189,7 @@ export function createStreamQuotaClient(address: string, options: GrpcQuotaClien
     // Watermark alignment (docs/design.md §12) reports every few seconds per worker: unary, as before.
     reportWatermarks: (call, callOptions) => unary.reportWatermarks?.(call, callOptions) ?? Promise.reject(closedError("ReportWatermarks")),
     updateDynamicSpec: (json, callOptions) => unary.updateDynamicSpec(json, callOptions),
-    describeThrottlers: (callOptions) => unary.describeThrottlers(callOptions),
+    describeThrottlers: (callOptions, filter) => unary.describeThrottlers(callOptions, filter),
 
     watchDynamicSpec(clientId, onUpdate, signal) {
       const name = "WatchDynamicSpec";

@@ -83,8 +83,12 @@ class UpdateDynamicSpecResponse(_message.Message):
     def __init__(self, version: _Optional[int] = ...) -> None: ...
 
 class DescribeThrottlersRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("throttler_id", "key")
+    THROTTLER_ID_FIELD_NUMBER: _ClassVar[int]
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    throttler_id: str
+    key: str
+    def __init__(self, throttler_id: _Optional[str] = ..., key: _Optional[str] = ...) -> None: ...
 
 class DescribeThrottlersResponse(_message.Message):
     __slots__ = ("snapshot_json",)

@@ -17,6 +17,9 @@ interface TopOptions extends ClientTlsFlags {
   readonly token?: string;
   /** Workers' /metrics URLs: each computation's epoch parts. */
   readonly metrics?: readonly string[];
+  /** Only this throttler; with `key`, that key of a keyed throttler as well (DescribeThrottlers' filter). */
+  readonly throttler?: string;
+  readonly key?: string;
 }
 
 /** DescribeThrottlers answers at once; a controller that does not within this is reported as unreachable. */
@@ -41,12 +44,19 @@ export const registerTop: CommandRegistration = (program, cli) => {
       "workers' /metrics URLs (`sluice run --http-port`, `sluice worker --metrics-port`), e.g. http://127.0.0.1:9464/metrics: adds each computation's share of iteration time per part (throttle · process · output · commit)",
       parseMetricsUrl,
     )
+    .option("--throttler <id>", "show only this throttler")
+    .option("--key <key>", "with --throttler of a keyed throttler: also that key's own figures (its bucket or parked balance, limit, waits)")
     .option("--token <token>", `controller token (default: $${CONTROLLER_TOKEN_ENV})`)
     .option(...CLIENT_TLS_OPTIONS.ca)
     .option(...CLIENT_TLS_OPTIONS.cert)
     .option(...CLIENT_TLS_OPTIONS.key)
     .option(...CLIENT_TLS_OPTIONS.serverName)
     .action(async (options: TopOptions) => {
+      if (options.key !== undefined && options.throttler === undefined) {
+        cli.stderr("sluice top: --key names a key of a keyed throttler: give that throttler with --throttler <id>\n");
+        cli.setExitCode(EXIT_FAILURE);
+        return;
+      }
       let tls: Awaited<ReturnType<typeof loadClientTls>>;
       try {
         tls = await loadClientTls(options);
@@ -65,7 +75,7 @@ export const registerTop: CommandRegistration = (program, cli) => {
       const columns = process.stdout.columns ?? 120;
       try {
         if (options.once) {
-          const [snapshot, parts] = await Promise.all([describe(client), readParts(options)]);
+          const [snapshot, parts] = await Promise.all([describe(client, options), readParts(options)]);
           const computationLines = parts ? partLines(parts, undefined, dimmer(color)) : undefined;
           cli.stdout(
             `${formatTopFrame({ address: client.currentAddress, snapshot, intervalMs: options.interval, color, columns, ...(computationLines ? { computationLines } : {}) }).join("\n")}\n`,
@@ -91,7 +101,7 @@ async function watch(client: LeaderFollowingClient, options: TopOptions, termina
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
   // The first answer decides whether there is anything to watch: a wrong address fails at once.
-  let snapshot = await describe(client);
+  let snapshot = await describe(client, options);
   let previous: ControllerSnapshot | undefined;
   let error: string | undefined;
   let parts = await readParts(options);
@@ -114,7 +124,7 @@ async function watch(client: LeaderFollowingClient, options: TopOptions, termina
       await sleep(options.interval, stop.signal);
       if (stop.signal.aborted) break;
       try {
-        const [next, nextParts] = await Promise.all([describe(client, stop.signal), readParts(options)]); // Ctrl-C does not wait for a slow answer
+        const [next, nextParts] = await Promise.all([describe(client, options, stop.signal), readParts(options)]); // Ctrl-C does not wait for a slow answer
         previous = snapshot;
         snapshot = next;
         error = undefined;
@@ -135,8 +145,9 @@ async function watch(client: LeaderFollowingClient, options: TopOptions, termina
   }
 }
 
-async function describe(client: QuotaServiceClient, signal?: AbortSignal): Promise<ControllerSnapshot> {
-  const { snapshotJson } = await client.describeThrottlers({ deadlineAt: systemClock.now() + DESCRIBE_DEADLINE_MS, ...(signal ? { signal } : {}) });
+async function describe(client: QuotaServiceClient, options: TopOptions, signal?: AbortSignal): Promise<ControllerSnapshot> {
+  const filter = { ...(options.throttler !== undefined ? { throttlerId: options.throttler } : {}), ...(options.key !== undefined ? { key: options.key } : {}) };
+  const { snapshotJson } = await client.describeThrottlers({ deadlineAt: systemClock.now() + DESCRIBE_DEADLINE_MS, ...(signal ? { signal } : {}) }, filter);
   const parsed = JSON.parse(snapshotJson) as ControllerSnapshot;
   if (!Array.isArray(parsed.throttlers)) throw new Error(`DescribeThrottlers answered without a throttler list: ${snapshotJson.slice(0, 200)}`);
   return parsed;

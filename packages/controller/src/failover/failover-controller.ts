@@ -1,6 +1,7 @@
 import { SluiceError, type Clock } from "@sluice/core";
 import type {
   CallContext,
+  DescribeThrottlersFilter,
   DynamicSpecUpdate,
   QuotaServiceHandler,
   ReleaseQuotaCall,
@@ -132,10 +133,10 @@ export class FailoverController implements QuotaServiceHandler {
   }
 
   /** The leader's snapshot with the failover status; a follower's has no throttlers. */
-  snapshot(): ControllerSnapshot {
+  snapshot(filter?: DescribeThrottlersFilter): ControllerSnapshot {
     const failover = this.status();
     const inner = this.current;
-    if (inner) return { ...inner.snapshot(), failover };
+    if (inner) return { ...inner.snapshot(filter), failover };
     const version = this.options.store.latest().spec?.version ?? 0;
     return { version, generatedAt: new Date(this.clock.now()).toISOString(), throttlers: [], failover };
   }
@@ -186,9 +187,9 @@ export class FailoverController implements QuotaServiceHandler {
     return this.serving().reportWatermarks(call, context);
   }
 
-  async describeThrottlers(_context?: CallContext): Promise<{ snapshotJson: string }> {
+  async describeThrottlers(_context?: CallContext, filter?: DescribeThrottlersFilter): Promise<{ snapshotJson: string }> {
     this.serving();
-    return { snapshotJson: JSON.stringify(this.snapshot()) };
+    return { snapshotJson: JSON.stringify(this.snapshot(filter)) };
   }
 
   /** Leaves the group (a successor is elected at once), fails waiters with CONTROLLER_UNAVAILABLE. Idempotent. */

@@ -53,7 +53,7 @@ export async function startFailoverController(options: StartFailoverControllerOp
     renewLeases: (call, context) => (target ? target.renewLeases(call, context) : Promise.reject(starting())),
     watchDynamicSpec: (clientId, emit, context) => (target ? target.watchDynamicSpec(clientId, emit, context) : Promise.reject(starting())),
     updateDynamicSpec: (json, context) => (target ? target.updateDynamicSpec(json, context) : Promise.reject(starting())),
-    describeThrottlers: (context) => (target ? target.describeThrottlers(context) : Promise.reject(starting())),
+    describeThrottlers: (context, filter) => (target ? target.describeThrottlers(context, filter) : Promise.reject(starting())),
     reportWatermarks: (call, context) => (target ? target.reportWatermarks(call, context) : Promise.reject(starting())),
   };
   const server = await serveQuotaService(handler, {

@@ -2,6 +2,7 @@ import { trace, type Tracer } from "@opentelemetry/api";
 import { ownEntry, QUOTA_BUCKET_DEFAULTS, SluiceError, type Clock, type QuotaBucketConfig, type QuotaBucketDriver } from "@sluice/core";
 import type {
   CallContext,
+  DescribeThrottlersFilter,
   DynamicSpecUpdate,
   QuotaServiceHandler,
   ReleaseQuotaCall,
@@ -27,6 +28,7 @@ import { releaseQuotaProblem, requestQuotaProblem, watchProblem } from "./reques
 import { traceRequestQuota } from "./request-quota-span.ts";
 import { ThrottlerDrivers } from "./throttler-drivers.ts";
 import { isKeyed, KeyedThrottlers, notKeyedError } from "./keyed/keyed-throttlers.ts";
+import { describedFor } from "./describe-filter.ts";
 
 export type { BucketBalance, ControllerClassSnapshot, ControllerSnapshot, ControllerThrottlerSnapshot } from "./controller-snapshot.ts";
 
@@ -252,8 +254,8 @@ export class Controller implements QuotaServiceHandler {
     this.apply(spec);
   }
 
-  async describeThrottlers(_context?: CallContext): Promise<{ snapshotJson: string }> {
-    return { snapshotJson: JSON.stringify(this.snapshot()) };
+  async describeThrottlers(_context?: CallContext, filter?: DescribeThrottlersFilter): Promise<{ snapshotJson: string }> {
+    return { snapshotJson: JSON.stringify(this.snapshot(filter)) };
   }
 
   /** Each limited bucket's balance now; unlimited buckets have none and are left out. */
@@ -327,7 +329,7 @@ export class Controller implements QuotaServiceHandler {
   }
 
   /** Limits, balances, queues, counters, classes and observed rates of every throttler. */
-  snapshot(): ControllerSnapshot {
+  snapshot(filter?: DescribeThrottlersFilter): ControllerSnapshot {
     const now = this.clock.now();
     const rates = this.drivers.grantedRates;
     const throttlers = [...this.drivers.all()].map((driver): ControllerThrottlerSnapshot => {
@@ -345,7 +347,8 @@ export class Controller implements QuotaServiceHandler {
         ...(keyed ? { keyed } : {}),
       };
     });
-    return { version: this.currentVersion, generatedAt: new Date(now).toISOString(), throttlers, alignment: this.alignment.snapshot() };
+    const snapshot = { version: this.currentVersion, generatedAt: new Date(now).toISOString(), throttlers, alignment: this.alignment.snapshot() };
+    return filter ? describedFor(snapshot, filter, (id, key) => this.keyed.describeKey(id, key)) : snapshot;
   }
 
   /**

@@ -31,7 +31,12 @@ function panelFor(id) {
     "</div>" +
     '<div class="classes"><h3>Quota classes <span>observed share of granted units over the last minute, against the share of weight among classes with demand</span></h3>' +
     '<table><thead><tr><th>class</th><th class="num">weight</th><th class="share">share <span style="text-transform:none;font-weight:400">(hatched: by weight · solid: observed)</span></th>' +
-    '<th class="num">granted/s</th><th class="num">waiting</th><th class="num">first grant wait</th></tr></thead><tbody></tbody></table></div>';
+    '<th class="num">granted/s</th><th class="num">waiting</th><th class="num">first grant wait</th></tr></thead><tbody></tbody></table></div>' +
+    // Keyed throttlers (docs/design.md §11.4): the keys' aggregates and the same top keys as /metrics.
+    '<div class="classes" data-keyed hidden><h3>Keys <span>top keys by wait over the last minute (the same keys as /metrics)</span></h3>' +
+    '<div class="config" data-keys-summary></div>' +
+    '<table><thead><tr><th>key</th><th class="num">waited · last minute</th><th class="num">balance</th><th class="num">waiting</th></tr></thead>' +
+    "<tbody data-top-keys></tbody></table></div>";
   $("h2", root).textContent = id;
   $("#panels").appendChild(root);
   panel = { root };
@@ -119,4 +124,43 @@ function renderInUse(root, id, visible, t0, t1, limit) {
     colorOf("default") +
     '"></i>in use</span><span><i style="background:#8250df"></i>holders</span>' +
     (limit !== null ? '<span><i class="dash"></i>limit</span>' : "");
+}
+
+/** A keyed throttler's keys live, refused and forgotten, and its top keys by wait (hidden for any other throttler). */
+function renderKeys(root, th) {
+  const box = $("[data-keyed]", root);
+  const k = th.keyed;
+  box.hidden = !k;
+  if (!k) return;
+  $("[data-keys-summary]", root).textContent =
+    num(k.keys) +
+    " keys live of max " +
+    num(k.maxKeys) +
+    " (" +
+    num(k.activeKeys) +
+    " with a bucket, the rest parked) · " +
+    num(k.refusedKeys) +
+    " refused · " +
+    num(k.forgottenKeys) +
+    " forgotten · idle_timeout " +
+    duration(k.idleTimeoutMs);
+  $("[data-top-keys]", root).innerHTML =
+    k.topKeys.length === 0
+      ? '<tr><td colspan="4" style="color:var(--muted)">no key waited over the last minute</td></tr>'
+      : k.topKeys
+          .map(
+            (top) =>
+              '<tr data-key="' +
+              esc(top.key) +
+              '"><td class="name">' +
+              esc(top.key) +
+              '</td><td class="num" data-waited>' +
+              ms(top.waitedMs) +
+              '</td><td class="num">' +
+              (top.balance === null ? "–" : num(top.balance)) +
+              '</td><td class="num">' +
+              num(top.pendingRequests) +
+              "</td></tr>",
+          )
+          .join("");
 }

@@ -187,6 +187,7 @@ function render() {
     }
 
     renderClasses(root, id, th, t1);
+    renderKeys(root, th);
   }
 }
 

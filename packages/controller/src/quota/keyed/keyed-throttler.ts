@@ -47,6 +47,30 @@ export interface KeyedSnapshot {
   readonly forgottenKeys: number;
   /** The top_keys keys by wait time over the last minute, most first. */
   readonly topKeys: readonly { readonly key: string; readonly waitedMs: number; readonly balance: number | null; readonly pendingRequests: number }[];
+  /** DescribeThrottlers asked for one key: its own figures. */
+  readonly key?: KeyDescription;
+}
+
+/** One key of a keyed throttler as DescribeThrottlers answers for it (docs/design.md §11.4). */
+export interface KeyDescription {
+  readonly key: string;
+  /** "active": a bucket of its own; "parked": idle, kept as its balance; "new": not remembered (never asked, or forgotten): it starts full. */
+  readonly state: "active" | "parked" | "new";
+  /** Whether keyed.overrides has an entry for it. */
+  readonly override: boolean;
+  /** Its limit (the template's, its override's, or the adaptive loop's); null when unlimited. */
+  readonly limit: number | null;
+  readonly periodMs: number;
+  /** Units it may take now (negative: a debt); null when unlimited. A parked key's includes what accrued since it was parked. */
+  readonly balance: number | null;
+  readonly capacity: number | null;
+  /** Requests of this key waiting, and units held (a concurrency template). */
+  readonly pendingRequests: number;
+  readonly inUse: number | null;
+  /** Milliseconds it waited in all over the last minute (what ranks the top keys). */
+  readonly waitedMs: number;
+  /** Since its last request, when remembered. */
+  readonly idleMs: number | null;
 }
 
 /** The rate a config grants (units/s), null when unlimited. */
@@ -283,6 +307,43 @@ export class KeyedThrottler {
     }
     // Restored even past max_keys (lowered since the record was written): a debt is never dropped.
     this.parked.set(key, new ParkedKey(balance, Math.min(atMs, this.clock.now()), this.clock.now()));
+  }
+
+  describeKey(key: string): KeyDescription {
+    const now = this.clock.now();
+    const config = this.configFor(key);
+    const rate = rateOf(config);
+    const capacity = rate === null ? null : (rate * config.periodMs) / 1000;
+    const waitedMs = this.waits.top(Number.MAX_SAFE_INTEGER).find((top) => top.key === key)?.waitedMs ?? 0;
+    const base = { key, override: keyOverrideOf(this.keyed, key) !== undefined, limit: config.limit, periodMs: config.periodMs, waitedMs };
+    const active = this.active.get(key);
+    if (active) {
+      const bucket = active.driver.snapshot();
+      const idleMs = now - active.lastRequestAt;
+      return {
+        ...base,
+        state: "active",
+        balance: bucket.balance,
+        capacity: bucket.capacity,
+        pendingRequests: bucket.pendingRequests,
+        inUse: bucket.inUse ?? null,
+        idleMs,
+      };
+    }
+    const parked = this.parked.get(key);
+    if (parked) {
+      const balance = parkedBalanceAt(parked, now, rate, capacity);
+      return {
+        ...base,
+        state: "parked",
+        balance: Number.isFinite(balance) ? balance : null,
+        capacity,
+        pendingRequests: 0,
+        inUse: null,
+        idleMs: now - parked.lastRequestAt,
+      };
+    }
+    return { ...base, state: "new", balance: capacity, capacity, pendingRequests: 0, inUse: null, idleMs: null };
   }
 
   snapshot(): KeyedSnapshot {

@@ -7,7 +7,7 @@ import { checkReleaseAmount, refuseNeverFitting } from "../concurrency/concurren
 import { ConcurrencyLeases } from "../concurrency/concurrency-leases.ts";
 import { removedError } from "../removed-throttlers.ts";
 import type { BucketBalance } from "../controller-snapshot.ts";
-import { KeyedThrottler, type KeyedSnapshot, type KeyedUsage } from "./keyed-throttler.ts";
+import { KeyedThrottler, type KeyDescription, type KeyedSnapshot, type KeyedUsage } from "./keyed-throttler.ts";
 
 // The controller's keyed throttlers (docs/design.md §11.4), beside its ordinary ones: each keyed throttler's
 // keys, and for a concurrency template the leases of every key (one lease table per throttler,
@@ -119,6 +119,12 @@ export class KeyedThrottlers {
 
   setAdaptiveLimit(id: string, limit: number): void {
     this.throttlers.get(id)?.setAdaptiveLimit(limit);
+  }
+
+  /** One key's figures (DescribeThrottlers for a key); undefined when `id` is not a keyed throttler here. */
+  describeKey(id: string, key: string): KeyDescription | undefined {
+    const keyed = this.throttlers.get(id);
+    return keyed?.describeKey(this.checkedKey(id, key));
   }
 
   snapshot(id: string): KeyedSnapshot | undefined {

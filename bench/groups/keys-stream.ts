@@ -1,0 +1,173 @@
+// Group 9, over the wire: (b) key-grants per controller CPU-second with 10,000 active keys, the load
+// from two generator processes over the QuotaStream, against an unkeyed throttler on the same
+// controller in the same runs and rate-limiter-flexible's consume() in this process (no RPC at all);
+// (c) how many QuotaStream frames a client using 10,000 keys sends per request_period.
+import { RateLimiterMemory } from "rate-limiter-flexible";
+import { BenchChild } from "../lib/child.ts";
+import { formatNumber } from "../lib/format.ts";
+import type { GroupContext } from "../lib/group.ts";
+import { controllerSpec } from "../lib/specs.ts";
+import { measure, type Sample, type Server } from "./controller-throughput.ts";
+
+const KEYED = "Sluice, keyed throttler";
+const UNKEYED = "Sluice, one unkeyed throttler of the same limit (same controller, same runs)";
+const RLF = "rate-limiter-flexible consume(), in process (no RPC)";
+const CLIENTS = 256;
+const KEY_GRANTS_GOAL = 200_000;
+const REQUEST_PERIOD_MS = 1_000;
+/** Each key's limit in the frames run (c). */
+const FRAMES_KEY_LIMIT = 2;
+
+/**
+ * (b) and (c) on one controller process: its throttlers `per_key` (a limit per key that never binds:
+ * the figure is the controller's cost per grant of a key's bucket), `one` (unkeyed, the same limit) and
+ * `per_customer` (the frames run's). Every child starts at once, so their start-ups overlap.
+ */
+export async function measureOverStream(g: GroupContext): Promise<void> {
+  const generatorCount = g.pick(2, 1);
+  const frameKeys = g.pick(10_000, 500);
+  const spec = controllerSpec({
+    per_key: { limit: 1_000_000, keyed: { max_keys: 100_000 } },
+    one: { limit: 1_000_000 },
+    per_customer: { limit: FRAMES_KEY_LIMIT, period: "1s", request_period: `${REQUEST_PERIOD_MS}ms`, keyed: { max_keys: 100_000 } },
+  });
+  const controller = BenchChild.start("controller-process.ts", { mode: "sluice", spec });
+  const generators = Array.from({ length: generatorCount }, (_, i) => BenchChild.start("quota-load-process.ts", { name: `k${i}` }));
+  let client: BenchChild | null = null;
+  try {
+    const address = String((await controller.waitForType("ready", 30_000))["address"]);
+    client = BenchChild.start("keyed-client-process.ts", { address, throttlerId: "per_customer", keys: frameKeys });
+    await Promise.all(generators.map((child) => child.waitForType("ready", 30_000)));
+    await measureKeyGrants(g, { name: "Sluice", child: controller, address }, generators);
+    await measureKeyFrames(g, client, frameKeys);
+  } finally {
+    await Promise.all([controller.stop(), ...generators.map((child) => child.stop()), client?.stop()]);
+  }
+}
+
+async function measureKeyGrants(g: GroupContext, server: Server, generators: readonly BenchChild[]): Promise<void> {
+  const reps = g.pick(3, 1);
+  const keys = g.pick(10_000, 1_000);
+  const warmupMs = g.pick(1_000, 150);
+  const windowMs = g.pick(2_500, 300);
+  const controller = server.child;
+  const samples: Record<string, Sample[]> = { [KEYED]: [], [UNKEYED]: [] };
+  const rlf: number[] = [];
+  g.log(
+    `key-grants: ${reps} runs, ${keys.toLocaleString("en-US")} keys, ${CLIENTS} closed-loop callers in ${generators.length} processes over QuotaStreams, ${windowMs} ms windows`,
+  );
+  for (let rep = 0; rep < reps; rep++) {
+    const order = rep % 2 === 0 ? [KEYED, UNKEYED] : [UNKEYED, KEYED];
+    for (const subject of order) {
+      const keyed = subject === KEYED;
+      const sample = await measure(g, server, generators, {
+        mode: "closed",
+        clients: CLIENTS,
+        warmupMs,
+        windowMs,
+        transport: "stream",
+        throttlerId: keyed ? "per_key" : "one",
+        ...(keyed ? { keys } : {}),
+      });
+      samples[subject]?.push(sample);
+      g.log(
+        `run ${rep + 1} ${subject}: ${formatNumber(sample.grantsPerS)} grants/s, controller at ${formatNumber(sample.serverCpu * 100)} % of a core → ${formatNumber(sample.grantsPerCpuS)} grants/CPU-s`,
+      );
+    }
+    rlf.push(await rateLimiterFlexiblePerCpuSecond(keys, windowMs));
+    g.log(`run ${rep + 1} ${RLF}: ${formatNumber(rlf[rlf.length - 1] ?? NaN)} consumes/CPU-s`);
+  }
+  const described = JSON.parse(String((await controller.request({ type: "describe" }))["snapshotJson"])) as {
+    throttlers: { id: string; keyed?: { keys: number; activeKeys: number } }[];
+  };
+  const live = described.throttlers.find((t) => t.id === "per_key")?.keyed;
+  g.log(`the controller holds ${live?.keys ?? "?"} keys of per_key (${live?.activeKeys ?? "?"} with a bucket)`);
+  const of = (subject: string, pick: (s: Sample) => number) => (samples[subject] ?? []).map(pick);
+  const label = `${keys.toLocaleString("en-US")} active keys, ${CLIENTS} closed-loop callers in ${generators.length} load processes over QuotaStreams`;
+  const perCpu = g.add({
+    id: "keys.rpc.per_cpu_second",
+    label: `key-grants per controller CPU-second, ${label}`,
+    unit: "grants/CPU-s",
+    better: "higher",
+    sluice: of(KEYED, (s) => s.grantsPerCpuS),
+    peers: { [UNKEYED]: of(UNKEYED, (s) => s.grantsPerCpuS), [RLF]: rlf },
+    published: {
+      Gubernator:
+        '">2,000 requests a second" per node in production, "most batched responses returned in under 1 millisecond" (README); no figure per CPU-second',
+    },
+    note:
+      "grants/s ÷ the controller process's CPU time per second; each request names one of the keys, the callers going round all of them (every key active); a limit per key of 1,000,000/s, so nothing waits. " +
+      "rate-limiter-flexible runs in the bench process with no network: its figure is the cost of the decision alone, not a service",
+  });
+  g.add({
+    id: "keys.rpc.throughput",
+    label: `key-grants/s, ${label}`,
+    unit: "grants/s",
+    better: "higher",
+    sluice: of(KEYED, (s) => s.grantsPerS),
+    peers: { [UNKEYED]: of(UNKEYED, (s) => s.grantsPerS) },
+    note: "raw rate: the load generators share the 2 cores with the controller, so this is often their limit",
+  });
+  g.goal({
+    id: "keys.rpc.per_cpu_second",
+    text: `≥ ${KEY_GRANTS_GOAL.toLocaleString("en-US")} key-grants per controller CPU-second, 10,000 active keys over the QuotaStream`,
+    figure: perCpu,
+    value: perCpu.sluice?.median ?? null,
+    target: KEY_GRANTS_GOAL,
+    compare: ">=",
+  });
+}
+
+/** consume(key, 1) round the keys for about `windowMs` of this process's CPU: consumes per CPU-second. */
+async function rateLimiterFlexiblePerCpuSecond(keys: number, windowMs: number): Promise<number> {
+  const limiter = new RateLimiterMemory({ points: 1e9, duration: 60 });
+  const names = Array.from({ length: keys }, (_, i) => `key-${i}`);
+  for (const name of names) await limiter.consume(name, 1); // every key has its record first
+  const start = process.cpuUsage();
+  let done = 0;
+  for (;;) {
+    for (let i = 0; i < 1_000; i++) await limiter.consume(names[done++ % keys] as string, 1);
+    const used = process.cpuUsage(start);
+    const cpuMs = (used.user + used.system) / 1000;
+    if (cpuMs >= windowMs / 2) return (done * 1000) / cpuMs;
+  }
+}
+
+async function measureKeyFrames(g: GroupContext, client: BenchChild, keys: number): Promise<void> {
+  const requestPeriodMs = REQUEST_PERIOD_MS;
+  const warmupMs = g.pick(4_000, 1_500);
+  const windowMs = g.pick(6_000, 1_000);
+  const limit = FRAMES_KEY_LIMIT;
+  g.log(
+    `frames: ${keys.toLocaleString("en-US")} keys at ${limit}/s each in one client process, request_period ${requestPeriodMs} ms, ${windowMs} ms window after ${warmupMs} ms`,
+  );
+  await client.waitForType("ready", 60_000);
+  const windowFrom = Date.now() + warmupMs;
+  const windowTo = windowFrom + windowMs;
+  client.send({ type: "run", run: { windowFrom, windowTo, stopAt: windowTo + 100 } });
+  const result = await client.waitForType("result", 120_000 + windowTo - Date.now());
+  const periods = windowMs / requestPeriodMs;
+  const frames = Number(result?.["frames"]) / periods;
+  const calls = Number(result?.["requestQuotaCalls"]) / periods;
+  const grants = Number(result?.["grants"]) / periods;
+  g.log(
+    `frames: ${formatNumber(frames)} QuotaStream frames per request_period carrying ${formatNumber(calls)} RequestQuota calls (${formatNumber(calls / frames)} per frame), ${formatNumber(grants)} local grants`,
+  );
+  g.add({
+    id: "keys.client.frames_per_request_period",
+    label: `QuotaStream frames a client sends per request_period, ${keys.toLocaleString("en-US")} keys in use`,
+    unit: "per request_period",
+    better: "lower",
+    sluice: [frames],
+    peers: {
+      "RequestQuota calls in them (one RPC each over unary gRPC)": [calls],
+      "units handed to callers per request_period": [grants],
+    },
+    published: {
+      Gubernator:
+        "a peer batches the requests it forwards within 500 µs, at most 1,000 per batch (GUBER_BATCH_WAIT, GUBER_BATCH_LIMIT defaults, example.conf); batches of 1,000 seen at peak (README): ≥ 10 requests for 10,000 keys",
+    },
+    withoutRatios: true,
+    note: `one process, connectThrottlers over the QuotaStream, a caller per key looping throttle(1) at the key's limit of ${limit}/s; frames and calls counted by a gRPC interceptor in the client over the window`,
+  });
+}

@@ -1,0 +1,44 @@
+// Group 9's key-grants run once with the controller under --cpu-prof, for finding where a key-grant's
+// CPU goes:  node --import tsx bench/profile-keys.ts [--prof DIR] [--keys N] [--unkeyed]
+// Prints grants/s and grants per controller CPU-second; with --prof the controller writes a
+// .cpuprofile into DIR when it stops (open it in Chrome's DevTools or speedscope).
+import { BenchChild } from "./lib/child.ts";
+import { GroupContext } from "./lib/group.ts";
+import { controllerSpec } from "./lib/specs.ts";
+import { measure } from "./groups/controller-throughput.ts";
+
+const args = process.argv.slice(2);
+const option = (name: string) => {
+  const at = args.indexOf(name);
+  return at >= 0 ? args[at + 1] : undefined;
+};
+const prof = option("--prof");
+const keys = Number(option("--keys") ?? 10_000);
+const keyed = !args.includes("--unkeyed");
+const spec = controllerSpec({ per_key: { limit: 1_000_000, keyed: { max_keys: 100_000 } }, one: { limit: 1_000_000 } });
+const controller = BenchChild.start("controller-process.ts", { mode: "sluice", spec }, prof ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${prof}`] } : {});
+const generators = Array.from({ length: 2 }, (_, i) => BenchChild.start("quota-load-process.ts", { name: `p${i}` }));
+const g = new GroupContext(false, { id: "keys", title: "profile", status: "ok", messages: [], figures: [], goals: [], durationS: 0 }, (line) =>
+  process.stderr.write(`${line}\n`),
+);
+try {
+  const [ready] = await Promise.all([controller.waitForType("ready", 30_000), ...generators.map((child) => child.waitForType("ready", 30_000))]);
+  const server = { name: "Sluice", child: controller, address: String(ready["address"]) };
+  for (let run = 0; run < 3; run++) {
+    const sample = await measure(g, server, generators, {
+      mode: "closed",
+      clients: 256,
+      warmupMs: 1_000,
+      windowMs: 3_000,
+      transport: "stream",
+      throttlerId: keyed ? "per_key" : "one",
+      ...(keyed ? { keys } : {}),
+    });
+    process.stdout.write(
+      `${keyed ? `${keys} keys` : "unkeyed"}: ${Math.round(sample.grantsPerS)} grants/s, controller at ${(sample.serverCpu * 100).toFixed(0)} % of a core → ${Math.round(sample.grantsPerCpuS)} grants/CPU-s\n`,
+    );
+  }
+} finally {
+  await Promise.all([controller.stop(), ...generators.map((child) => child.stop())]);
+}
+process.exit(0);
