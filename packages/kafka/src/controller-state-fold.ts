@@ -93,7 +93,8 @@ export class ControllerStateFold {
 
   /**
    * A record (null: a tombstone) at Kafka key `kafkaKey`. Kafka keeps one record per Kafka key, so
-   * whatever a misplaced key held before is gone; a tombstone deletes the record whose own key it is.
+   * whatever a misplaced key held before is gone; a tombstone deletes the record whose own key it is
+   * when that record was read at this Kafka key.
    */
   private applyAt(kafkaKey: string, offset: number, record: PersistedThrottler | null): boolean {
     // A record read again (a reader that starts over) changes nothing: not even what its Kafka key holds.
@@ -113,6 +114,12 @@ export class ControllerStateFold {
       // The record this Kafka key held at its own key before is overwritten by the misplaced one.
       const held = this.throttlers.get(kafkaKey);
       if (held?.from === kafkaKey && held.value !== null) changed = this.setThrottler(kafkaKey, offset, null, kafkaKey) || changed;
+    }
+    // A tombstone deletes only what its own Kafka key held (Kafka's semantics): a record read at its
+    // own key from another (misplaced) Kafka key is still held there.
+    if (record === null) {
+      const held = this.throttlers.get(ownKey);
+      if (held !== undefined && held.from !== kafkaKey) return changed;
     }
     return this.setThrottler(ownKey, offset, record, kafkaKey) || changed;
   }
