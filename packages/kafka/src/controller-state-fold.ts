@@ -30,7 +30,13 @@ export class ControllerStateFold {
    * store deletes the misplaced key when it writes the record's own (misplacedKeys).
    */
   private readonly misplaced = new Map<string, { readonly ownKey: string; readonly offset: number }>();
-  /** The offset of the latest record (or tombstone) read at each `bucket/…` Kafka key. */
+  /**
+   * The offset of the latest record (or tombstone) read at each Kafka key that ever held a misplaced
+   * record, kept after it is ended: a re-read of that record must not make the key misplaced again.
+   * Only old records are misplaced (writers write every record at its own key), so this is bounded by
+   * them, not by every key ever read; a record at its own key is checked by the offset of the entry
+   * at that key, which only ever grows.
+   */
   private readonly latestAt = new Map<string, number>();
   private cached: ControllerState | null = EMPTY_CONTROLLER_STATE;
 
@@ -100,8 +106,8 @@ export class ControllerStateFold {
     // A record read again (a reader that starts over) changes nothing: not even what its Kafka key holds.
     const last = this.latestAt.get(kafkaKey);
     if (last !== undefined && last >= offset) return false;
-    this.latestAt.set(kafkaKey, offset);
     const ownKey = record ? stateKeyOf(record) : kafkaKey;
+    if (last !== undefined || ownKey !== kafkaKey) this.latestAt.set(kafkaKey, offset);
     const before = this.misplaced.get(kafkaKey);
     let changed = false;
     if (before) {
