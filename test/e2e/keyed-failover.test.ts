@@ -8,7 +8,7 @@
 // a new key of the same throttler is granted at once. A successor that started the key full (or
 // forgot it) would grant it at once too.
 //
-//   KAFKA_BROKERS=127.0.0.1:19092 pnpm test:e2e test/e2e/keyed-failover.test.ts      (about 60 s)
+//   KAFKA_BROKERS=127.0.0.1:19092 pnpm test:e2e test/e2e/keyed-failover.test.ts      (about 90 s)
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
 import { connectThrottlers, type Throttlers } from "@sluice/client";
@@ -18,12 +18,17 @@ import { brokers, uniqueName } from "../support/kafka.ts";
 import { type Child, writeSpec } from "../support/processes.ts";
 
 /** Units per second of every key; capacity LIMIT (period 1 s). */
-const LIMIT = 10;
-/** The big request: LIMIT full units, then DEBT owed, paid off DEBT / LIMIT = 29 s after the grant. */
-const AMOUNT = 300;
+const LIMIT = 5;
+/**
+ * The big request: LIMIT full units, then DEBT owed, paid off DEBT / LIMIT = 60 s after the grant:
+ * long enough for the kill, the failover, a new client and a fresh grant on a loaded machine.
+ */
+const AMOUNT = 305;
 const DEBT = AMOUNT - LIMIT;
-/** Failover takes 6–17 s on this machine: past this the successor came too late to show a debt. */
-const MAX_FAILOVER_MS = 24_000;
+/** Past this the successor came too late to show the debt (it is paid 60 s after the grant). */
+const MAX_FAILOVER_MS = 45_000;
+/** A new key's first grant is committed to Kafka before the answer: "at once" allows that write. */
+const FRESH_MS = 5_000;
 /**
  * Tolerances of the wait on the successor around its expected value: the restore is exact (the
  * record holds the balance and the time it was read), so early means a lost debt; late allows one
@@ -39,7 +44,7 @@ after(async () => {
   for (const child of children) child.kill("SIGKILL");
 });
 
-test("a key in debt is still in debt on the successor after a leader SIGKILL; a new key is granted at once", { timeout: 240_000 }, async (t) => {
+test("a key in debt is still in debt on the successor after a leader SIGKILL; a new key is granted at once", { timeout: 300_000 }, async (t) => {
   const pipeline = uniqueName("keyed-failover");
   const addresses = (await freePorts(2)).map((port) => `127.0.0.1:${port}`);
   const spec = writeSpec({
@@ -92,7 +97,7 @@ test("a key in debt is still in debt on the successor after a leader SIGKILL; a 
     `on the successor: "fresh" granted in ${freshMs} ms; "debtor" waited ${waitedMs} ms, ` +
       `expected ${expectedAt.earliest - debtorAskedAt}–${expectedAt.latest - debtorAskedAt} ms (debt ${DEBT} at ${LIMIT}/s)`,
   );
-  assert.ok(freshMs < 2_000, `a new key is granted at once on the successor (${freshMs} ms)`);
+  assert.ok(freshMs < FRESH_MS, `a new key is granted at once on the successor (${freshMs} ms)`);
   assert.ok(
     answeredAt >= expectedAt.earliest - EARLY_MS,
     `"debtor" was granted ${expectedAt.earliest - answeredAt} ms before its debt was paid: the debt was lost`,

@@ -85,7 +85,14 @@ export function tsNode(script: string, args: readonly string[]): Child {
 /** Starts `sluice controller` on the spec (port 0 = any) and resolves with its port. */
 export async function startController(specPath: string, port = 0): Promise<{ child: Child; port: number; address: string }> {
   const child = sluice(["controller", specPath, "--port", String(port)]);
-  const match = await child.waitFor(/listening on 127\.0\.0\.1:(\d+)/);
+  let match: RegExpMatchArray;
+  try {
+    match = await child.waitFor(/listening on 127\.0\.0\.1:(\d+)/);
+  } catch (error) {
+    // The caller never gets the child to end: a controller that did not start in time ends here.
+    child.kill("SIGKILL");
+    throw error;
+  }
   const actual = Number(match[1]);
   return { child, port: actual, address: `127.0.0.1:${actual}` };
 }

@@ -250,6 +250,39 @@ describe("keyed throttler in the controller (virtual time)", () => {
     controller.close();
   });
 
+  it("top keys count each millisecond of a request once: a timeout that keeps its place, its retry, a re-answer", async () => {
+    const { clock, controller, keyed } = setup({ limit: 1, period: "1s", keyed: { top_keys: 1 } });
+    await ask(controller, "debtor", 30); // 29 units owed: the next unit is granted 29 s from now
+    const start = clock.now();
+    const again = (deadlineAt: number | null) =>
+      controller.requestQuota(
+        { throttlerId: "api", clientId: "c", amount: 1, timestampMs: 0, quotaClassId: "", requestId: "r-1", key: "debtor" },
+        { deadlineAt, signal: new AbortController().signal, metadata: {} },
+      );
+    const first = again(start + 2_000).then(
+      () => null,
+      (error: unknown) => (error instanceof SluiceError ? error.code : String(error)),
+    );
+    await clock.advance(2_000);
+    assert.equal(await first, "QUOTA_TIMEOUT", "the first attempt timed out; its request keeps its place in the queue");
+    assert.equal(keyed().topKeys[0]?.waitedMs, 2_000, "the 2 s of the timed-out attempt are counted");
+    await clock.advance(1_000); // nobody waits on the request for 1 s
+    const retry = again(null);
+    await clock.advanceUntil(() => clock.now() >= start + 30_000, 100, 30_000);
+    const grant = await retry;
+    // The bucket's figure is the request's whole wait since its first arrival, the 2 s and the gap included.
+    assert.ok(grant.waitedMs >= 29_000 && grant.waitedMs <= 29_100, `granted after ${grant.waitedMs} ms`);
+    const waited = () => keyed().topKeys[0]?.waitedMs ?? 0;
+    // Counted once: the first attempt's 2 s, then the retry's own wait from 3 s to the grant.
+    const expected = 2_000 + (grant.waitedMs - 3_000);
+    assert.equal(waited(), expected, `the 2 s of the first attempt were counted again: ${waited()} ms, not ${expected}`);
+    // The answer lost: the same id again is answered from the bucket's memory at once, nothing more waited.
+    const reanswer = await again(null);
+    assert.equal(reanswer.waitedMs, grant.waitedMs, "answered from the request id");
+    assert.equal(waited(), expected, `a re-answer counted the wait again: ${waited()} ms, not ${expected}`);
+    controller.close();
+  });
+
   it("a key's balance taken from one controller and restored on another keeps its debt (the failover hand-over)", async () => {
     const first = setup({ limit: 1, period: "1s", keyed: {} });
     await ask(first.controller, "debtor", 30); // 29 units owed at 1/s

@@ -70,9 +70,10 @@ export interface PersistedKeyId {
 /**
  * A record's identity as one string (a throttler's, or a key's of a keyed throttler): distinct for
  * every pair of throttler id and key whatever characters they hold, for maps of records by identity.
+ * The two kinds have their own prefix: a throttler may have any id, `["a","b"]` too.
  */
 export function persistedRecordId(record: { readonly throttlerId: string; readonly key?: string | undefined }): string {
-  return record.key === undefined ? record.throttlerId : JSON.stringify([record.throttlerId, record.key]);
+  return record.key === undefined ? `throttler:${record.throttlerId}` : `key:${JSON.stringify([record.throttlerId, record.key])}`;
 }
 
 /** What one write puts in the store, all or nothing (one transaction). */

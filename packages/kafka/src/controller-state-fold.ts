@@ -30,7 +30,13 @@ export class ControllerStateFold {
    * store deletes the misplaced key when it writes the record's own (misplacedKeys).
    */
   private readonly misplaced = new Map<string, { readonly ownKey: string; readonly offset: number }>();
-  /** The offset of the latest record (or tombstone) read at each `bucket/…` Kafka key. */
+  /**
+   * The offset of the latest record (or tombstone) read at each Kafka key that ever held a misplaced
+   * record, kept after it is ended: a re-read of that record must not make the key misplaced again.
+   * Only old records are misplaced (writers write every record at its own key), so this is bounded by
+   * them, not by every key ever read; a record at its own key is checked by the offset of the entry
+   * at that key, which only ever grows.
+   */
   private readonly latestAt = new Map<string, number>();
   private cached: ControllerState | null = EMPTY_CONTROLLER_STATE;
 
@@ -93,14 +99,15 @@ export class ControllerStateFold {
 
   /**
    * A record (null: a tombstone) at Kafka key `kafkaKey`. Kafka keeps one record per Kafka key, so
-   * whatever a misplaced key held before is gone; a tombstone deletes the record whose own key it is.
+   * whatever a misplaced key held before is gone; a tombstone deletes the record whose own key it is
+   * when that record was read at this Kafka key.
    */
   private applyAt(kafkaKey: string, offset: number, record: PersistedThrottler | null): boolean {
     // A record read again (a reader that starts over) changes nothing: not even what its Kafka key holds.
     const last = this.latestAt.get(kafkaKey);
     if (last !== undefined && last >= offset) return false;
-    this.latestAt.set(kafkaKey, offset);
     const ownKey = record ? stateKeyOf(record) : kafkaKey;
+    if (last !== undefined || ownKey !== kafkaKey) this.latestAt.set(kafkaKey, offset);
     const before = this.misplaced.get(kafkaKey);
     let changed = false;
     if (before) {
@@ -113,6 +120,12 @@ export class ControllerStateFold {
       // The record this Kafka key held at its own key before is overwritten by the misplaced one.
       const held = this.throttlers.get(kafkaKey);
       if (held?.from === kafkaKey && held.value !== null) changed = this.setThrottler(kafkaKey, offset, null, kafkaKey) || changed;
+    }
+    // A tombstone deletes only what its own Kafka key held (Kafka's semantics): a record read at its
+    // own key from another (misplaced) Kafka key is still held there.
+    if (record === null) {
+      const held = this.throttlers.get(ownKey);
+      if (held !== undefined && held.from !== kafkaKey) return changed;
     }
     return this.setThrottler(ownKey, offset, record, kafkaKey) || changed;
   }

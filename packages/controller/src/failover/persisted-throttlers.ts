@@ -35,7 +35,7 @@ export function persistedThrottlers(inner: Controller, generation: number, nowMs
       generation,
       writtenAtMs: nowMs,
     };
-    out.set(throttlerId, { record, capacity: balance?.capacity ?? null });
+    out.set(persistedRecordId(record), { record, capacity: balance?.capacity ?? null });
   }
   // A key of a keyed concurrency throttler has a record while units of it are held (or request
   // ids are to be answered again): its holders, within the same bounds as a throttler's.

@@ -164,7 +164,10 @@ export class KeyedThrottler {
    * One request on `key`'s bucket, made by `run` (the bucket itself, or a concurrency lease around
    * it); its wait counts toward the key's place among the top keys, whether it ended in a grant or
    * not (timed out, past its deadline, cancelled): a key whose every request times out is the one
-   * an operator looks for.
+   * an operator looks for. Each attempt counts its own time only: a request that timed out keeps its
+   * place, and the grant of its retry under the same request id (or a re-answer of a grant from the
+   * bucket's memory) reports the wait since the request's first arrival, part of which an earlier
+   * attempt counted already.
    */
   acquire<T extends { readonly waitedMs: number }>(key: string, run: (driver: QuotaBucketDriver) => Promise<T>): Promise<T> {
     const driver = this.driverFor(key);
@@ -175,7 +178,9 @@ export class KeyedThrottler {
     return run(driver).then(
       (grant) => {
         entry.inFlight--;
-        if (grant.waitedMs > 0) this.waits.add(key, grant.waitedMs);
+        // The bucket's figure leaves out what `run` adds around the wait (a lease's commit to Kafka).
+        const waitedMs = Math.min(grant.waitedMs, this.clock.now() - startedAt);
+        if (waitedMs > 0) this.waits.add(key, waitedMs);
         return grant;
       },
       (error: unknown) => {
