@@ -1,5 +1,5 @@
 // services: processes
-// alone: its rates, class shares and control band are measured on a machine the lane does not load further
+// priority: its rates, class shares and control band are measured while other files run: its processes get the CPU first
 // The distributed throttler across real processes: a `sluice controller` child process and job-like
 // quota clients in other child processes, over gRPC on 127.0.0.1. Timing claims use generous,
 // stated tolerances; every process is started here and ended by its own pid.
