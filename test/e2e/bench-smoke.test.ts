@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { ROOT } from "../support/processes.ts";
+import { CHILD_NODE_FLAGS, ROOT } from "../support/processes.ts";
 
 interface Results {
   mode: string;
@@ -25,7 +25,7 @@ describe("benchmark suite", () => {
     const out = join(mkdtempSync(join(tmpdir(), "sluice-bench-")), "results.json");
     const committed = join(ROOT, "bench/results.json");
     const committedBefore = existsSync(committed) ? statSync(committed).mtimeMs : null;
-    const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "bench/run.ts"), "--quick", "--out", out], {
+    const child = spawn(process.execPath, ["--import", "tsx", ...CHILD_NODE_FLAGS, join(ROOT, "bench/run.ts"), "--quick", "--out", out], {
       cwd: ROOT,
       env: process.env,
       stdio: ["ignore", "pipe", "pipe"],
