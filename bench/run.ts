@@ -2,6 +2,7 @@
 // ratios. A benchmark, not a timed test: nothing here fails because the machine is slow. It exits
 // non-zero only when a group could not run at all (an error), so CI's --quick run keeps it working.
 import { mkdirSync, writeFileSync } from "node:fs";
+import os from "node:os";
 import { dirname } from "node:path";
 import { killAllChildrenNow, stopAllChildren } from "./lib/child.ts";
 import { GroupContext, type BenchGroup } from "./lib/group.ts";
@@ -19,6 +20,13 @@ import { quotaStream } from "./groups/quota-stream.ts";
 import { scale } from "./groups/scale.ts";
 import { smooth } from "./groups/smooth.ts";
 import { keys } from "./groups/keys.ts";
+
+/**
+ * What one group may take in quick mode (CI's smoke run, test/e2e/bench-smoke.test.ts): one run of
+ * each measurement, windows of a second or less. A group over it says so in its notes (a smoke
+ * test does not fail on a slow machine), so that its quick counts get shortened.
+ */
+const QUICK_GROUP_BUDGET_S = 15;
 
 const GROUPS: readonly BenchGroup[] = [localHotPath, controller, runtimeOverhead, accuracy, scale, deliveryCost, smooth, quotaStream, keys];
 
@@ -71,6 +79,10 @@ async function main(): Promise<number> {
       await stopAllChildren();
     }
     result.durationS = (performance.now() - groupStartedAt) / 1000;
+    if (options.quick && result.durationS > QUICK_GROUP_BUDGET_S)
+      context.note(
+        `quick mode: this group took ${result.durationS.toFixed(1)} s, over the ${QUICK_GROUP_BUDGET_S} s a smoke run of one group should take (load average ${os.loadavg()[0]?.toFixed(1)}): shorten its quick counts (g.pick)`,
+      );
     process.stdout.write(`${renderGroup(result)}\n`);
     write(options.out, results, startedAt);
   }

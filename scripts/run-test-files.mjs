@@ -1,6 +1,7 @@
 // Runs test files in child processes, a bounded number of slots at a time, and says how long each
-// file took and how much CPU each process used. `node --test` would start one process per file as
-// well, but it neither reports a passing file's time nor lets one file count for more than one slot.
+// file took and how much CPU each process and its children used. `node --test` would start one
+// process per file as well, but it neither reports a passing file's time nor lets one file count
+// for more than one slot.
 //
 // - Unit files are compiled once, with esbuild (scripts/compile-unit-tests.mjs), and their
 //   processes load that JavaScript without tsx: through tsx, each process would resolve and
@@ -12,18 +13,27 @@
 //   heap, sets process-wide state, or must not wait behind others).
 // - A file that declares `// heavy` runs in a process of its own and takes `HEAVY_WEIGHT` slots: it
 //   starts many processes or loads the machine by itself, so it runs beside fewer others. One that
-//   declares `// alone` takes every slot: its timing assertions (rates, shares, a control loop's
-//   band) are made for a machine that the lane does not load further.
+//   declares `// alone` takes every slot, and such files run first, one after another, before
+//   anything else starts (none then waits for the others to drain).
+// - A file that declares `// priority` runs beside the others, but its process and every process it
+//   starts run at a raised scheduling priority (nice PRIORITY_NICE, where the system allows it: CI
+//   runs as root): its timing assertions then see a machine the rest of the lane does not take the
+//   CPU from whenever they need it.
 // - Jobs start longest first, by the times of the last run on this checkout
-//   (test/artifacts/test-times.json, ignored by git); on a fresh clone, jobs with a file that
-//   declares `// slow` or `// heavy` first. A long file started last would run alone at the end.
+//   (test/artifacts/test-times.json, ignored by git), else by the committed times of a measured run
+//   (test/expected-times.json: a clean clone has no times of its own); on a file in neither, jobs
+//   with a file that declares `// slow` or `// heavy` first. A long file started last would run
+//   alone at the end.
+// - A job that needs more slots than are free waits for them, and a shorter job behind it may start
+//   meanwhile only when it is expected to end before those slots come free (backfilling with the
+//   times above), so that neither a heavy job waits for ever nor slots stay idle behind it.
 // - A job's output is printed whole when it ends, so that jobs running together do not interleave.
 //
 // Only node built-ins (and esbuild, for the unit lane); plain ESM so that it runs before anything is
 // compiled.
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { loadavg } from "node:os";
+import { loadavg, setPriority } from "node:os";
 import { dirname } from "node:path";
 import { compileUnitTests, UNIT_BUILD_DIR } from "./compile-unit-tests.mjs";
 
@@ -31,9 +41,17 @@ export const HEAVY_WEIGHT = 2;
 const BATCH_SIZE = 12;
 const MIN_BATCH_SIZE = 4;
 const TIMES_FILE = "test/artifacts/test-times.json";
+/** Times of a measured run, committed: the order of a clean clone's first run. */
+const EXPECTED_TIMES_FILE = "test/expected-times.json";
+/** What a job without any time is expected to take, for backfilling. */
+const UNKNOWN_JOB_MS = 30_000;
+/** How long a waiting job may be overtaken by any job that fits, when its slots' time is unknown. */
+const HEAD_PATIENCE_MS = 60_000;
+/** The scheduling priority of a `// priority` file's processes (−20 highest, 0 the default). */
+export const PRIORITY_NICE = -10;
 /** A job still running after this long is killed and counted as failed: a hang, not a slow test. */
 const JOB_TIMEOUT_MS = 20 * 60_000;
-const CPU_LINE = /^\[test-process-cpu-ms\] (\d+)$/m;
+const CPU_LINE = /^\[test-process-cpu-ms\] (\d+)(?: (\d+))?$/m;
 
 /**
  * The process groups of the jobs running now. The jobs are detached (a group of their own, so that a
@@ -65,7 +83,7 @@ for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
 
 /** The markers (`// heavy`, `// own process`, …) in a file's opening comment block. */
 export function declaredMarkers(text) {
-  const markers = { heavy: false, ownProcess: false, slow: false, alone: false, tsx: false };
+  const markers = { heavy: false, ownProcess: false, slow: false, alone: false, priority: false, tsx: false };
   for (const line of text.split("\n")) {
     const trimmed = line.trim();
     if (trimmed === "") continue;
@@ -75,13 +93,14 @@ export function declaredMarkers(text) {
     if (/^\/\/\s*slow\b/.test(trimmed)) markers.slow = true;
     if (/^\/\/\s*alone\b/.test(trimmed)) markers.alone = true;
     if (/^\/\/\s*loads TypeScript at run time\b/.test(trimmed)) markers.tsx = true;
+    if (/^\/\/\s*priority\b/.test(trimmed)) markers.priority = true;
   }
   return markers;
 }
 
-function readTimes() {
+function readTimes(path = TIMES_FILE) {
   try {
-    return existsSync(TIMES_FILE) ? JSON.parse(readFileSync(TIMES_FILE, "utf8")) : {};
+    return existsSync(path) ? JSON.parse(readFileSync(path, "utf8")) : {};
   } catch {
     return {};
   }
@@ -132,12 +151,19 @@ async function compileOnce(files) {
  * Jobs: heavy and own-process files alone, the others by folder, BATCH_SIZE at most per job; the
  * folders' remainders under MIN_BATCH_SIZE files together.
  */
-function jobsOf(files, batch, previous) {
+function jobsOf(files, batch, times) {
   const jobs = [];
   const byFolder = new Map();
   for (const entry of files) {
-    if (!batch || entry.heavy || entry.alone || entry.ownProcess) {
-      jobs.push({ files: [entry.file], heavy: entry.heavy, alone: entry.alone, slow: entry.heavy || entry.alone || entry.slow, tsx: entry.tsx });
+    if (!batch || entry.heavy || entry.alone || entry.ownProcess || entry.priority) {
+      jobs.push({
+        files: [entry.file],
+        heavy: entry.heavy,
+        alone: entry.alone,
+        priority: entry.priority,
+        slow: entry.heavy || entry.alone || entry.slow,
+        tsx: entry.tsx,
+      });
     } else {
       // Files that need tsx share a process only with each other: the others load without it.
       const key = `${dirname(entry.file)}${entry.tsx ? " (tsx)" : ""}`;
@@ -158,42 +184,61 @@ function jobsOf(files, batch, previous) {
     if (few.includes(part)) continue;
     jobs.push({ files: part.map((e) => e.file), heavy: false, slow: part.some((e) => e.slow), tsx: part.some((e) => e.tsx) });
   }
-  const unknown = (job) => job.files.every((f) => previous[f] === undefined);
-  const cost = (job) => (job.slow && unknown(job) ? Number.MAX_SAFE_INTEGER : job.files.reduce((s, f) => s + (previous[f] ?? 1000), 0));
-  return jobs.sort((a, b) => cost(b) - cost(a) || a.files[0].localeCompare(b.files[0]));
+  for (const job of jobs) {
+    const known = job.files.filter((f) => times[f] !== undefined);
+    job.known = known.length > 0;
+    job.estimateMs = job.known ? job.files.reduce((s, f) => s + (times[f] ?? 1000), 0) : UNKNOWN_JOB_MS;
+    job.cost = job.slow && known.length === 0 ? Number.MAX_SAFE_INTEGER : job.estimateMs;
+  }
+  // Every `// alone` job first: it needs the whole lane, which is free only at the start.
+  return jobs.sort((a, b) => Number(Boolean(b.alone)) - Number(Boolean(a.alone)) || b.cost - a.cost || a.files[0].localeCompare(b.files[0]));
 }
 
 /**
- * @param {{ file: string, heavy?: boolean, alone?: boolean, ownProcess?: boolean, slow?: boolean }[]} files
- * @param {{ slots: number, env?: NodeJS.ProcessEnv, label: string, batch?: boolean }} options
+ * @param {{ file: string, heavy?: boolean, alone?: boolean, ownProcess?: boolean, slow?: boolean, priority?: boolean }[]} files
+ * @param {{ slots: number, env?: NodeJS.ProcessEnv, label: string, batch?: boolean, nodeArgs?: string[] }} options
+ *   nodeArgs: more node flags for every test process (the end-to-end lane's use-built-packages.mjs)
  */
-export async function runTestFiles(files, { slots, env = process.env, label, batch = false }) {
+export async function runTestFiles(files, { slots, env = process.env, label, batch = false, nodeArgs = [] }) {
   const previous = readTimes();
   const build = batch ? await compileOnce(files) : undefined;
-  const queue = jobsOf(files, batch, previous);
+  const queue = jobsOf(files, batch, { ...readTimes(EXPECTED_TIMES_FILE), ...previous });
   const results = [];
   const counts = { tests: 0, pass: 0, fail: 0, cancelled: 0, skipped: 0, todo: 0 };
   const failed = [];
   let cpuMs = 0;
+  let childCpuMs = 0;
   let free = slots;
-  let running = 0;
+  /** The jobs running now, with when each is expected to end. */
+  const running = new Set();
   const weightOf = (job) => (job.alone ? slots : Math.min(slots, job.heavy ? HEAVY_WEIGHT : 1));
 
   const runOne = (job) =>
     new Promise((done) => {
       const weight = weightOf(job);
       free -= weight;
-      running += 1;
       const startedAt = Date.now();
+      const entry = { weight, endsAt: startedAt + job.estimateMs, known: job.known };
+      running.add(entry);
       const target = job.files.length === 1 && build === undefined ? job.files : ["scripts/test-batch.mjs", ...job.files];
       // Compiled unit files load without tsx, unless one of them imports TypeScript at run time.
       const loader = build === undefined ? ["--import", "tsx"] : job.tsx ? ["--enable-source-maps", "--import", "tsx"] : ["--enable-source-maps"];
-      const child = spawn(process.execPath, [...loader, "--import", "./scripts/report-cpu.mjs", "--test-reporter=spec", ...target], {
+      const child = spawn(process.execPath, [...loader, ...nodeArgs, "--import", "./scripts/report-cpu.mjs", "--test-reporter=spec", ...target], {
         env: { ...env, FORCE_COLOR: "0", ...(build === undefined ? {} : { SLUICE_UNIT_BUILD: build }) },
         stdio: ["ignore", "pipe", "pipe"],
         detached: true,
       });
       if (child.pid !== undefined) runningGroups.add(child.pid);
+      let prioritised = false;
+      if (job.priority && child.pid !== undefined) {
+        // Before the test process has loaded, so before it starts any child: they inherit it.
+        try {
+          setPriority(child.pid, PRIORITY_NICE);
+          prioritised = true;
+        } catch {
+          // Not allowed here (not root, no CAP_SYS_NICE): it runs at the default priority.
+        }
+      }
       let output = "";
       child.stdout.on("data", (chunk) => (output += chunk));
       child.stderr.on("data", (chunk) => (output += chunk));
@@ -209,30 +254,34 @@ export async function runTestFiles(files, { slots, env = process.env, label, bat
         clearTimeout(timer);
         runningGroups.delete(child.pid);
         free += weight;
-        running -= 1;
+        running.delete(entry);
         const ms = Date.now() - startedAt;
-        const cpu = Number(CPU_LINE.exec(output)?.[1] ?? Number.NaN);
+        const cpuMatch = CPU_LINE.exec(output);
+        const cpu = Number(cpuMatch?.[1] ?? Number.NaN);
+        const childCpu = Number(cpuMatch?.[2] ?? Number.NaN);
         if (Number.isFinite(cpu)) cpuMs += cpu;
+        if (Number.isFinite(childCpu)) childCpuMs += childCpu;
         output = output.replace(CPU_LINE, "").trimEnd();
         const jobCounts = countsOf(output);
         const exit = code ?? (signal ? 1 : 0);
         const ok = exit === 0 && jobCounts !== undefined && jobCounts.fail === 0;
         if (jobCounts) for (const [k, v] of Object.entries(jobCounts)) counts[k] += v;
-        const cpuText = Number.isFinite(cpu) ? `, CPU ${secs(cpu)}` : "";
+        const cpuText = Number.isFinite(cpu) ? `, CPU ${secs(cpu)}${Number.isFinite(childCpu) ? ` + children ${secs(childCpu)}` : ""}` : "";
         if (job.files.length === 1) {
-          results.push({ file: job.files[0], ms, cpuMs: cpu });
+          results.push({ file: job.files[0], ms, cpuMs: cpu, childCpuMs: childCpu });
           if (!ok) failed.push(job.files[0]);
         } else {
           // The batch's suites, one per file, at the top level of the spec report.
           for (const file of job.files) {
             const line = new RegExp(`^(✔|✖) ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} \\(([\\d.]+)ms\\)$`, "m").exec(output);
-            results.push({ file, ms: line ? Number(line[2]) : ms, cpuMs: Number.NaN, batch: true });
+            results.push({ file, ms: line ? Number(line[2]) : ms, cpuMs: Number.NaN, childCpuMs: Number.NaN, batch: true });
             if (!ok && (!line || line[1] === "✖")) failed.push(file);
           }
         }
         const folders = [...new Set(job.files.map((f) => dirname(f)))];
         const what = job.files.length === 1 ? job.files[0] : `${job.files.length} files of ${folders.join(", ")} in one process`;
-        const head = `${ok ? "✔" : "✖"} ${what} (${secs(ms)}${cpuText}${job.alone ? ", alone" : job.heavy ? ", heavy" : ""}; load average ${loadavg()[0].toFixed(1)})`;
+        const how = job.alone ? ", alone" : job.heavy ? ", heavy" : "";
+        const head = `${ok ? "✔" : "✖"} ${what} (${secs(ms)}${cpuText}${how}${prioritised ? `, nice ${PRIORITY_NICE}` : ""}; load average ${loadavg()[0].toFixed(1)})`;
         console.log(
           `\n${head}\n${output}\n${ok ? "" : `✖ ${what} FAILED: exit ${exit}${signal ? ` (${signal})` : ""}${jobCounts ? "" : ", no test summary printed"}\n`}`,
         );
@@ -240,14 +289,43 @@ export async function runTestFiles(files, { slots, env = process.env, label, bat
       });
     });
 
+  /**
+   * When `weight` slots will be free, by the running jobs' expected ends; undefined when that rests
+   * on a job whose time is unknown or already past (it could end any moment, or much later).
+   */
+  const freeAt = (weight) => {
+    const now = Date.now();
+    let available = free;
+    for (const r of [...running].sort((a, b) => a.endsAt - b.endsAt)) {
+      available += r.weight;
+      if (available >= weight) return r.known && r.endsAt > now ? r.endsAt : undefined;
+    }
+    return undefined;
+  };
+
   await new Promise((allDone) => {
     const pump = () => {
       if (interrupted) queue.splice(0);
-      // In order: a heavy job waits for its slots rather than being overtaken for ever.
-      while (queue.length > 0 && weightOf(queue[0]) <= free) {
-        runOne(queue.shift()).then(pump);
+      for (;;) {
+        const head = queue[0];
+        if (head === undefined) break;
+        if (weightOf(head) <= free) {
+          runOne(queue.shift()).then(pump);
+          continue;
+        }
+        // The head waits for its slots; a job that fits now and ends before they free may go first.
+        // When that time is not known, any job that fits may, for HEAD_PATIENCE_MS of the head's
+        // wait; after that the slots are kept for the head as they come free.
+        head.waitingSince ??= Date.now();
+        const headStartsAt = freeAt(weightOf(head));
+        const patient = headStartsAt === undefined && Date.now() - head.waitingSince < HEAD_PATIENCE_MS;
+        const fill = queue.findIndex(
+          (job, i) => i > 0 && !job.alone && weightOf(job) <= free && (patient || (headStartsAt !== undefined && Date.now() + job.estimateMs <= headStartsAt)),
+        );
+        if (fill < 0) break;
+        runOne(queue.splice(fill, 1)[0]).then(pump);
       }
-      if (queue.length === 0 && running === 0) allDone();
+      if (queue.length === 0 && running.size === 0) allDone();
     };
     pump();
   });
@@ -256,7 +334,7 @@ export async function runTestFiles(files, { slots, env = process.env, label, bat
   for (const r of results) times[r.file] = r.ms;
   writeTimes(times);
   if (build !== undefined) rmSync(build, { recursive: true, force: true });
-  return { failed, results, counts, cpuMs };
+  return { failed, results, counts, cpuMs, childCpuMs };
 }
 
 /** The slowest files of a run, for the summary. */
@@ -264,6 +342,9 @@ export function slowest(results, n = 15) {
   return [...results]
     .sort((a, b) => b.ms - a.ms)
     .slice(0, n)
-    .map((r) => `  ${secs(r.ms).padStart(8)}${Number.isFinite(r.cpuMs) ? `  CPU ${secs(r.cpuMs).padStart(8)}` : r.batch ? "  (in a batch)  " : ""}  ${r.file}`)
+    .map(
+      (r) =>
+        `  ${secs(r.ms).padStart(8)}${Number.isFinite(r.cpuMs) ? `  CPU ${secs(r.cpuMs).padStart(8)}${Number.isFinite(r.childCpuMs) ? ` + children ${secs(r.childCpuMs).padStart(8)}` : ""}` : r.batch ? "  (in a batch)  " : ""}  ${r.file}`,
+    )
     .join("\n");
 }

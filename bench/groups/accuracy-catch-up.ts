@@ -22,7 +22,7 @@ export interface CatchUpFigures {
 }
 
 export async function measureCatchUp(g: GroupContext): Promise<CatchUpFigures> {
-  const reps = g.pick(3, 2);
+  const reps = g.pick(3, 1);
   const limit = g.pick(500, 1000);
   const backlog = g.pick(2500, 1500);
   const capacity = limit; // period 1 s

@@ -24,9 +24,9 @@ export interface ClassRunFigures {
 }
 
 export async function measureClasses(g: GroupContext): Promise<ClassRunFigures> {
-  const reps = g.pick(3, 2);
-  const warmupMs = g.pick(3000, 1500);
-  const windowMs = g.pick(12_000, 2500);
+  const reps = g.pick(3, 1);
+  const warmupMs = g.pick(3000, 1000);
+  const windowMs = g.pick(12_000, 1500);
   const probes = g.pick(6, 2);
   const chunkMs = (CHUNK / CLASS_LIMIT) * 1000;
   const out: ClassRunFigures = { shareErrors: {}, grantedShareErrors: {}, switchMedianMs: [], switchMaxMs: [], chunkMs };

@@ -32,8 +32,8 @@ export interface RateRunFigures {
 }
 
 export async function measureRateAccuracy(g: GroupContext): Promise<RateRunFigures> {
-  const reps = g.pick(3, 2);
-  const windowMs = g.pick(30_000, 2_000);
+  const reps = g.pick(3, 1);
+  const windowMs = g.pick(30_000, 1_000);
   const warmupMs = g.pick(3_000, 1_000);
   const out: RateRunFigures = { windowS: windowMs / 1000, consumedError: [], grantedError: [], rpcsPerPeriod: [], maxPool: [], maxClaimed: [] };
   g.log(

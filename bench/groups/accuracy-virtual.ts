@@ -90,7 +90,7 @@ export async function runVirtual(demand: Demand, limit: number, durationMs: numb
 }
 
 export async function measureVirtual(g: GroupContext): Promise<Map<Demand, VirtualRun[]>> {
-  const reps = g.pick(3, 2);
+  const reps = g.pick(3, 1);
   const durationMs = g.pick(120_000, 20_000);
   const warmupMs = g.pick(20_000, 5_000);
   const scenarios: [Demand, number][] = [

@@ -62,7 +62,7 @@ export interface Server {
 }
 
 export async function measureControllerThroughput(g: GroupContext): Promise<void> {
-  const reps = g.pick(3, 2);
+  const reps = g.pick(3, 1);
   const warmupMs = g.pick(700, 150);
   const windowMs = g.pick(2500, 300);
   const sluice = BenchChild.start("controller-process.ts", { mode: "sluice", spec: controllerSpec({ open: {} }), timing: true });

@@ -19,7 +19,7 @@ const POOL = 1_000_000_000;
 const UNITS = 100;
 
 export async function measureInputThrottle(g: GroupContext): Promise<void> {
-  const reps = g.pick(7, 3);
+  const reps = g.pick(7, 1);
   const iterations = g.pick(200_000, 5_000);
   if ((reps + 1) * iterations * UNITS >= POOL) throw new Error("input-throttle bench: the pools would run dry");
   let rpcs = 0;

@@ -38,7 +38,7 @@ export const localHotPath: BenchGroup = {
   id: "local",
   title: "1. Local hot path: throttle(1) and tryAcquire(1) with quota already in the pool",
   async run(g) {
-    const reps = g.pick(7, 3);
+    const reps = g.pick(7, 1);
     const targetMs = g.pick(150, 8);
     const sluice = sluiceHandle();
     const core = sluiceCore();

@@ -80,7 +80,7 @@ async function runPipeline(config: { spec: Record<string, unknown>; controller: 
 }
 
 async function measureMemory(g: GroupContext, address: string): Promise<void> {
-  const reps = g.pick(7, 2);
+  const reps = g.pick(7, 1);
   // A second or more per run: with fewer rows the figure is mostly the prefetch pools' start (a
   // client's refills double from the first one), not the steady cost per message.
   const rows = g.pick(1_000_000, 8_000);
@@ -140,7 +140,7 @@ async function measureKafka(g: GroupContext, address: string): Promise<void> {
     return;
   }
   try {
-    const reps = g.pick(3, 2);
+    const reps = g.pick(3, 1);
     // Long enough that the fetch pipeline's and the prefetch pools' start are a small share of the timed window.
     const rows = g.pick(1_000_000, 3_000);
     const topic = `bench-${randomUUID().slice(0, 8)}`;

@@ -32,9 +32,9 @@ interface WaitingRun {
 }
 
 async function measureWaiting(g: GroupContext): Promise<void> {
-  const reps = g.pick(3, 2);
+  const reps = g.pick(3, 1);
   const clients = g.pick(10_000, 1_000);
-  const idleMs = g.pick(3000, 500);
+  const idleMs = g.pick(3000, 300);
   const runs = new Map<string, WaitingRun[]>();
   g.log(`waiting: ${reps} runs of ${clients.toLocaleString("en-US")} clients each holding one RequestQuota`);
   for (let rep = 0; rep < reps; rep++) {
@@ -157,9 +157,9 @@ interface ThrottlersRun {
 }
 
 async function measureThrottlers(g: GroupContext): Promise<void> {
-  const reps = g.pick(3, 2);
+  const reps = g.pick(3, 1);
   const count = g.pick(1000, 100);
-  const idleMs = g.pick(3000, 500);
+  const idleMs = g.pick(3000, 300);
   const windowMs = g.pick(2500, 300);
   const runs = new Map<string, ThrottlersRun[]>();
   g.log(`throttlers: ${reps} runs, a controller with ${count} throttlers against one with 1`);

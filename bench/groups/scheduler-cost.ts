@@ -18,7 +18,7 @@ interface Item {
 }
 
 export async function measureSchedulerCost(g: GroupContext): Promise<void> {
-  const reps = g.pick(5, 3);
+  const reps = g.pick(5, 1);
   const grants = g.pick(200_000, 10_000);
   const sluice = new Map<string, number[]>();
   const noMemory = new Map<string, number[]>();

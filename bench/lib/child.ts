@@ -12,6 +12,13 @@ export interface ChildEvent {
 const running = new Set<BenchChild>();
 
 /**
+ * Under the end-to-end lane (SLUICE_E2E_BUILT=1: it ran `pnpm build`), children load the packages'
+ * compiled dist/ instead of compiling their sources through tsx on every start: the bench's own
+ * files still go through tsx, the packages (most of what a child loads) do not.
+ */
+const BUILT_PACKAGES: readonly string[] = process.env["SLUICE_E2E_BUILT"] === "1" ? ["--import", join(ROOT, "test/support/use-built-packages.mjs")] : [];
+
+/**
  * A bench child process (bench/children/*.ts run through tsx): JSON lines out on stdout, JSON
  * commands in on stdin, anything else on stderr. Children are what keeps a server and its load
  * from sharing one event loop, and what lets a claim about processes be measured with processes.
@@ -49,7 +56,7 @@ export class BenchChild {
 
   /** Starts `bench/children/<script>` with one JSON argument. */
   static start(script: string, config: unknown, options: { env?: NodeJS.ProcessEnv; nodeArgs?: readonly string[] } = {}): BenchChild {
-    const args = [...(options.nodeArgs ?? []), "--import", "tsx", join(CHILDREN_DIR, script), JSON.stringify(config)];
+    const args = [...(options.nodeArgs ?? []), "--import", "tsx", ...BUILT_PACKAGES, join(CHILDREN_DIR, script), JSON.stringify(config)];
     const child = spawn(process.execPath, args, {
       cwd: ROOT,
       env: { ...process.env, ...options.env },

@@ -1,5 +1,5 @@
 // services: processes, kafka
-// alone: its refusals and waits are measured on a machine the lane does not load further
+// priority: its refusals and waits are measured while other files run: its processes get the CPU first
 // Seed 003 end to end (examples/correspondence): the two publishers write letters into a Kafka
 // topic with 3 partitions; two `sluice worker` processes share one `sluice controller` and run the
 // example's PdfGenerator through the smooth throttler `pdf` (10/s). The PDF generator is one

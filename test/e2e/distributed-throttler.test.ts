@@ -1,5 +1,5 @@
 // services: processes
-// alone: its rates, class shares and control band are measured on a machine the lane does not load further
+// alone: its rates, class shares and reconfiguration windows are measured over seconds across four processes, which the load of other files starves even at raised priority
 // The distributed throttler across real processes: a `sluice controller` child process and job-like
 // quota clients in other child processes, over gRPC on 127.0.0.1. Timing claims use generous,
 // stated tolerances; every process is started here and ended by its own pid.
@@ -304,7 +304,11 @@ describe("distributed throttler across processes", () => {
     const specPath = spec({ live: { limit: 20, period: "1s", request_period: "500ms" } });
     const c = await controller(specPath);
     const startAt = Date.now() + 2000;
-    const run = await quotaClient({ controller: c.address, computation: "Reader", throttler: "live", clientId: "r", startAt, durationMs: 8000, amount: 1 });
+    // The client runs until it is told to stop, after the checks: `sluice reconfigure` is a process of
+    // its own, which a loaded machine may take tens of seconds to start, and the window below must
+    // fall inside the run.
+    const durationMs = 240_000;
+    const run = await quotaClient({ controller: c.address, computation: "Reader", throttler: "live", clientId: "r", startAt, durationMs, amount: 1 });
     await sleepUntil(startAt + 2000);
     const raised = writeSpec({ throttlers: { live: { limit: 200, period: "1s", request_period: "500ms" } } });
     const reconfigure = sluice(["reconfigure", raised, "--controller", c.address]);
@@ -316,6 +320,7 @@ describe("distributed throttler across processes", () => {
     const r1 = await c.reading("live");
     await sleepUntil(changedAt + 2500);
     const r2 = await c.reading("live");
+    assert.ok(r2.atMs < startAt + durationMs, `the change came ${changedAt - startAt} ms into the client's ${durationMs} ms run: too late to measure it`);
     // At the raised limit, by the controller's clock and balance (againstLimit): the bucket's
     // capacity grew with the limit, so what it saved while the client's prefetch caught up is
     // spent inside the window and a plain count would overshoot.
@@ -330,6 +335,7 @@ describe("distributed throttler across processes", () => {
     const view = (await c.describe()).get("live");
     assert.equal(view?.limit, 200, "the invalid update changed nothing");
 
+    run.child.send("stop");
     const result = await run.result;
     assert.equal(result.error, null, "the handle taken before the change kept working");
   });

@@ -7,12 +7,12 @@
 // `tsc` on the computation types (and a deliberate type error failing it), and a plain Node script
 // using @sluice/client's connectThrottlers against the installed `sluice controller`.
 import assert from "node:assert/strict";
-import { spawn, spawnSync, type SpawnSyncReturns } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { Child, ROOT, SLUICE_BIN } from "../support/processes.ts";
+import { CHILD_NODE_FLAGS, Child, ROOT, SLUICE_BIN } from "../support/processes.ts";
 
 /** One install from the registry per run: bounded, and the figure docs/internals/measurements.md quotes is printed. */
 const NPM_INSTALL_TIMEOUT_MS = 5 * 60_000;
@@ -27,39 +27,59 @@ after(() => {
   rmSync(work, { recursive: true, force: true });
 });
 
-function run(command: string, args: readonly string[], cwd: string, timeoutMs = 120_000): SpawnSyncReturns<string> {
-  const result = spawnSync(command, [...args], {
-    cwd,
-    encoding: "utf8",
-    timeout: timeoutMs,
-    env: { ...process.env, NO_COLOR: "1", npm_config_update_notifier: "false" },
-  });
-  if (result.error) throw new Error(`${command} ${args.join(" ")} in ${cwd}: ${result.error.message}\n${result.stdout}\n${result.stderr}`);
-  return result;
+interface Ran {
+  readonly status: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
 }
 
-function ok(result: SpawnSyncReturns<string>, what: string): string {
+/** Runs a command to its end (killed after `timeoutMs`); several run at once, as the tests below do. */
+async function run(command: string, args: readonly string[], cwd: string, timeoutMs = 120_000): Promise<Ran> {
+  const child = spawn(command, [...args], {
+    cwd,
+    env: { ...process.env, NO_COLOR: "1", npm_config_update_notifier: "false" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+  try {
+    const status = await new Promise<number | null>((resolve, reject) => {
+      child.on("error", (error) => reject(new Error(`${command} ${args.join(" ")} in ${cwd}: ${error.message}\n${stdout}\n${stderr}`)));
+      child.on("close", (code, signal) => resolve(signal === "SIGKILL" ? null : code));
+    });
+    return { status, stdout, stderr };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function ok(result: Ran, what: string): string {
   assert.equal(result.status, 0, `${what} exited ${result.status}\nstdout:\n${result.stdout}\nstderr:\n${result.stderr}`);
   return result.stdout;
 }
 
 /** The installed command only: `npx --no` never fetches anything. */
-function npxSluice(...args: string[]): SpawnSyncReturns<string> {
+function npxSluice(...args: string[]): Promise<Ran> {
   return run("npx", ["--no", "--", "sluice", ...args], app);
 }
 
-describe("the packed packages, installed with npm outside the repository", () => {
-  before(() => {
+// The tests share the installed project and touch different files of it: they run side by side
+// (each mostly waits for the processes it starts).
+describe("the packed packages, installed with npm outside the repository", { concurrency: true }, () => {
+  before(async () => {
     const packStarted = Date.now();
     // Under the test runner the packages are built already, and other tests' children are running
     // that dist/: packing it as it is leaves it in place (a rebuild would delete it under them).
     const prebuilt = process.env["SLUICE_E2E_BUILT"] === "1" ? ["--prebuilt"] : [];
-    const pack = ok(run("node", ["scripts/pack-all.mjs", ...prebuilt], ROOT, 180_000), "pnpm pack:all");
+    const pack = ok(await run("node", ["scripts/pack-all.mjs", ...prebuilt], ROOT, 180_000), "pnpm pack:all");
     tarballs = [...pack.matchAll(/^(dist\/packages\/\S+\.tgz)/gm)].map((m) => join(ROOT, m[1] ?? ""));
     console.log(`# pack:all: ${tarballs.length} tarballs in ${((Date.now() - packStarted) / 1000).toFixed(1)} s`);
     assert.ok(tarballs.some((t) => t.includes("sluice-cli-")) && tarballs.some((t) => t.includes("sluice-client-")), pack);
 
-    ok(run(process.execPath, [SLUICE_BIN, "init", app], work), "sluice init");
+    ok(await run(process.execPath, [...CHILD_NODE_FLAGS, SLUICE_BIN, "init", app], work), "sluice init");
     writeFileSync(join(app, "src/shout.mjs"), SHOUT_JS);
     // biome-ignore lint/suspicious/noTemplateCurlyInString: JavaScript source for a file, with a template literal of its own
     writeFileSync(join(app, "src/words.mjs"), "export default (index) => ({ key: String(index), value: `word ${index}` });\n");
@@ -67,36 +87,38 @@ describe("the packed packages, installed with npm outside the repository", () =>
     writeFileSync(join(app, "standalone-client.mjs"), STANDALONE_CLIENT_JS);
 
     const installStarted = Date.now();
-    ok(run("npm", ["install", "--no-audit", "--no-fund", ...tarballs], app, NPM_INSTALL_TIMEOUT_MS), "npm install of the tarballs");
+    // --prefer-offline: package metadata already in npm's cache is not asked for again (a fresh
+    // machine fetches everything as before); the tarballs of this run are always new.
+    ok(await run("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", ...tarballs], app, NPM_INSTALL_TIMEOUT_MS), "npm install of the tarballs");
     console.log(`# npm install: ${((Date.now() - installStarted) / 1000).toFixed(1)} s`);
   });
 
-  it("runs the TypeScript computation `sluice init` scaffolded, through the installed CLI", () => {
-    const out = ok(npxSluice("run", "pipeline.json", "--drain", "--quiet"), "npx sluice run pipeline.json --drain");
+  it("runs the TypeScript computation `sluice init` scaffolded, through the installed CLI", async () => {
+    const out = ok(await npxSluice("run", "pipeline.json", "--drain", "--quiet"), "npx sluice run pipeline.json --drain");
     assert.match(out, /Invoicer: processed 300 rows .* 0 failures/);
   });
 
-  it("runs a JavaScript computation", () => {
-    const out = ok(npxSluice("run", "js-pipeline.json", "--drain", "--quiet"), "npx sluice run js-pipeline.json --drain");
+  it("runs a JavaScript computation", async () => {
+    const out = ok(await npxSluice("run", "js-pipeline.json", "--drain", "--quiet"), "npx sluice run js-pipeline.json --drain");
     assert.match(out, /Shout: processed 40 rows .* 0 failures/);
   });
 
-  it("validates a spec, and names what is wrong in a broken one", () => {
+  it("validates a spec, and names what is wrong in a broken one", async () => {
     assert.match(
-      ok(npxSluice("validate", "pipeline.json"), "npx sluice validate"),
+      ok(await npxSluice("validate", "pipeline.json"), "npx sluice validate"),
       /✓ app: 2 streams, 1 computation, 1 throttler \(orders_per_second: 100\/s\)/,
     );
     writeFileSync(
       join(app, "broken.json"),
       JSON.stringify({ ...JS_PIPELINE, computations: { Shout: { ...JS_PIPELINE.computations.Shout, inputs: ["wordz"] } } }),
     );
-    const broken = npxSluice("validate", "broken.json");
+    const broken = await npxSluice("validate", "broken.json");
     assert.equal(broken.status, 1, broken.stdout + broken.stderr);
     assert.match(broken.stderr, /computations\.Shout\.inputs/);
   });
 
-  it("type-checks the computation types with tsc, and a deliberate type error fails it", () => {
-    ok(run("npx", ["--no", "--", "tsc", "-p", "tsconfig.json"], app), "tsc on the scaffolded project");
+  it("type-checks the computation types with tsc, and a deliberate type error fails it", async () => {
+    ok(await run("npx", ["--no", "--", "tsc", "-p", "tsconfig.json"], app), "tsc on the scaffolded project");
     writeFileSync(
       join(app, "src/wrong.ts"),
       `import { defineComputation } from "@sluice/runtime";
@@ -107,7 +129,7 @@ export default defineComputation<{ n: number }>({
 });
 `,
     );
-    const failed = run("npx", ["--no", "--", "tsc", "-p", "tsconfig.json"], app);
+    const failed = await run("npx", ["--no", "--", "tsc", "-p", "tsconfig.json"], app);
     rmSync(join(app, "src/wrong.ts"));
     assert.notEqual(failed.status, 0, "tsc accepted a type error");
     assert.match(failed.stdout, /src\/wrong\.ts\(4,\d+\): error TS2339: Property 'toUpperCase' does not exist on type 'number'/);
@@ -122,7 +144,7 @@ export default defineComputation<{ n: number }>({
     const port = (await controller.waitFor(/listening on 127\.0\.0\.1:(\d+)/, 120_000))[1];
     let out: string;
     try {
-      out = ok(run("node", ["standalone-client.mjs", `127.0.0.1:${port}`], app, 60_000), "node standalone-client.mjs");
+      out = ok(await run("node", ["standalone-client.mjs", `127.0.0.1:${port}`], app, 60_000), "node standalone-client.mjs");
     } finally {
       controller.kill("SIGTERM");
     }

@@ -1,5 +1,5 @@
 // services: processes, kafka
-// alone: its refusals and waits are measured on a machine the lane does not load further
+// priority: its refusals and waits are measured while other files run: its processes get the CPU first
 // Tracing of the distributed deployment on a real Kafka broker: `sluice controller` and
 // `sluice worker` as separate processes, their spans read back from an OTLP/HTTP receiver inside the
 // test. The worker's iteration spans hold Input.Throttle with the controller's RequestQuota under it

@@ -1,5 +1,5 @@
 // services: processes
-// alone: its refusals and rate are measured on a machine the lane does not load further
+// priority: its refusals and rate are measured while other files run: its processes get the CPU first
 // Seed 003 at its own figures with a full backlog (issue 20, docs/design.md §11.1): `limit 10, period 1s,
 // smooth: true` in front of a real HTTP PDF generator that refuses the 11th call in any 1,000 ms
 // (test/support/pdf-service.ts), fed by real `sluice run` processes (test/support/seed-003-run.ts)

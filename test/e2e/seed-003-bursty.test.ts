@@ -1,5 +1,5 @@
 // services: processes
-// alone: its refusals and rate are measured on a machine the lane does not load further
+// priority: its refusals and rate are measured while other files run: its processes get the CPU first
 // Seed 003 at its own figures with its own publishers (issue 20, docs/design.md §11.1): one letter every
 // 250 ms and 8 letters every 2 s (8/s on average, bursts above the limit), through `limit 10,
 // period 1s, smooth: true` to a real HTTP PDF generator that refuses the 11th call in any

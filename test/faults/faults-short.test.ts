@@ -7,17 +7,21 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { ROOT } from "../support/processes.ts";
+import { CHILD_NODE_FLAGS, ROOT } from "../support/processes.ts";
 import { FAULT_KINDS } from "./history.ts";
 
 const SEED = 20261201;
 
 describe("pnpm test:faults, short schedule", { timeout: 20 * 60_000 }, () => {
   it(`seed ${SEED}, 3 minutes: every fault kind once, and every invariant holds over the recorded history`, async (t) => {
-    const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "test/faults/run.ts"), "--seed", String(SEED), "--minutes", "3"], {
-      cwd: ROOT,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", ...CHILD_NODE_FLAGS, join(ROOT, "test/faults/run.ts"), "--seed", String(SEED), "--minutes", "3"],
+      {
+        cwd: ROOT,
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     let output = "";
     child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));

@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { ROOT } from "../support/processes.ts";
+import { CHILD_NODE_FLAGS, ROOT } from "../support/processes.ts";
 import { checkHistory } from "./checker.ts";
 import { ensureDir, FaultCluster } from "./cluster.ts";
 import { FAULT_KINDS, HistoryWriter, readHistory, type FaultKind, type ThrottlerInfo } from "./history.ts";
@@ -116,7 +116,7 @@ try {
       holdMs: shape.holdMs,
       ...(shape.paceMs !== undefined ? { paceMs: shape.paceMs } : {}),
     };
-    const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "test/faults/load-client.ts"), JSON.stringify(options)], {
+    const child = spawn(process.execPath, ["--import", "tsx", ...CHILD_NODE_FLAGS, join(ROOT, "test/faults/load-client.ts"), JSON.stringify(options)], {
       cwd: ROOT,
       stdio: ["ignore", "pipe", "pipe"],
     });
