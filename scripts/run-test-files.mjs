@@ -13,8 +13,10 @@
 //   heap, sets process-wide state, or must not wait behind others).
 // - A file that declares `// heavy` runs in a process of its own and takes `HEAVY_WEIGHT` slots: it
 //   starts many processes or loads the machine by itself, so it runs beside fewer others. One that
-//   declares `// alone` takes every slot, and such files run first, one after another, before
-//   anything else starts (none then waits for the others to drain).
+//   declares `// alone` takes every slot, and such files run last, one after another, once
+//   everything else has ended: not first, where the lane's services (a JVM's start, a broker's
+//   first topics) load the machine under them, and not in the middle, where the lane would drain
+//   for each.
 // - A file that declares `// priority` runs beside the others, but its process and every process it
 //   starts run at a raised scheduling priority (nice PRIORITY_NICE, where the system allows it: CI
 //   runs as root): its timing assertions then see a machine the rest of the lane does not take the
@@ -190,8 +192,9 @@ function jobsOf(files, batch, times) {
     job.estimateMs = job.known ? job.files.reduce((s, f) => s + (times[f] ?? 1000), 0) : UNKNOWN_JOB_MS;
     job.cost = job.slow && known.length === 0 ? Number.MAX_SAFE_INTEGER : job.estimateMs;
   }
-  // Every `// alone` job first: it needs the whole lane, which is free only at the start.
-  return jobs.sort((a, b) => Number(Boolean(b.alone)) - Number(Boolean(a.alone)) || b.cost - a.cost || a.files[0].localeCompare(b.files[0]));
+  // Every `// alone` job last: it needs the whole lane, which is free without waiting only at the
+  // end, and the services the lane started are idle by then.
+  return jobs.sort((a, b) => Number(Boolean(a.alone)) - Number(Boolean(b.alone)) || b.cost - a.cost || a.files[0].localeCompare(b.files[0]));
 }
 
 /**
