@@ -6,13 +6,7 @@ import {
   type QuotaClientOptions,
 } from "@sluice/protocol";
 
-/** `--controller a:1,b:2` (or one address): the controllers of a failover group, in order. */
-export function parseControllerList(value: string): string[] {
-  return value
-    .split(",")
-    .map((part) => part.trim())
-    .filter((part) => part !== "");
-}
+export { parseControllerList } from "./command-options.ts";
 
 /**
  * The gRPC client of every command that talks to a controller: with several addresses (docs/design.md §5.2,

@@ -10,7 +10,10 @@ import { registerValidate } from "./commands/validate.ts";
 import { registerWorker } from "./commands/worker.ts";
 
 // The `sluice` program. A command is a file in commands/ exporting a CommandRegistration; adding
-// one is a line in this list.
+// one is a line in this list. A registration declares only what commander needs before it parses
+// (name, options, help text, parsers) and imports its action (commands/<name>-action.ts) when the
+// action runs: every `sluice` start, `--help` included, would otherwise load the controller, Kafka,
+// gRPC and OpenTelemetry of every command.
 const COMMANDS: readonly CommandRegistration[] = [
   registerRun,
   registerWorker,

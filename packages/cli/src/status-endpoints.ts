@@ -1,20 +1,11 @@
 import { startControllerStatusServer, type Controller, type ControllerSnapshot } from "@sluice/controller";
 import { PrometheusText, startStatusServer, type RunningStatusServer } from "@sluice/status-http";
-import { InvalidArgumentError } from "commander";
+export { DEFAULT_HTTP_HOST, METRICS_OPEN_DESCRIPTION, parseHttpPort } from "./command-options.ts";
 import { clearTokenWarning, isLoopbackHost } from "./tls-options.ts";
 import { writeWorkerMetrics, type WorkerMetricsSource } from "./worker-metrics.ts";
 
 // The HTTP endpoints of each command (dashboard, /api/snapshot, /metrics, /healthz) and the lines
 // they print: tests and scripts parse `… on http(s)://127.0.0.1:<port>/…`, so the shapes are fixed here.
-
-export const DEFAULT_HTTP_HOST = "127.0.0.1";
-
-/** `--http-port` / `--metrics-port` values: 0 picks a free port (the printed line tells which). */
-export function parseHttpPort(value: string): number {
-  const port = Number(value);
-  if (!/^\d+$/.test(value) || port > 65_535) throw new InvalidArgumentError(`a TCP port is an integer from 0 to 65535, got "${value}"`);
-  return port;
-}
 
 export interface HttpEndpointOptions {
   readonly host: string;
@@ -32,9 +23,6 @@ export function httpEndpointWarning(endpoint: HttpEndpointOptions, what: string,
   if (endpoint.token === undefined || endpoint.tls !== undefined || isLoopbackHost(endpoint.host)) return undefined;
   return clearTokenWarning(what, endpoint.host, tlsFlags);
 }
-
-/** `--metrics-open`: the same words on every command that has an HTTP server. */
-export const METRICS_OPEN_DESCRIPTION = "with a token: leave /metrics and /healthz open (for scrapers and health checks that send no header)";
 
 /** `sluice controller --http-port`: dashboard and the controller's metrics. */
 export async function serveControllerStatus(

@@ -4,6 +4,8 @@ import type { ControllerTlsSpec } from "@sluice/spec";
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 
+export { CLIENT_TLS_OPTIONS, SERVER_TLS_OPTIONS } from "./command-options.ts";
+
 // The TLS flags of every command, in one place so that they are spelt and explained alike:
 //   servers (controller, run --controller-port): --tls-cert --tls-key [--tls-client-ca]
 //   clients (worker, reconfigure, top):          --tls-ca [--tls-cert --tls-key] [--tls-server-name]
@@ -26,21 +28,6 @@ export interface ClientTlsFlags {
 
 /** A TLS option that cannot be used: the message names the flag (or spec path) and the file. */
 export class TlsOptionError extends Error {}
-
-/** `.option(...SERVER_TLS_OPTIONS.cert(what))`: the server flags, as commander's (flags, description) pairs. */
-export const SERVER_TLS_OPTIONS = {
-  cert: (what: string) => ["--tls-cert <file>", `serve ${what} over TLS with this PEM certificate (chain); needs --tls-key`] as const,
-  key: ["--tls-key <file>", "PEM private key of --tls-cert"] as const,
-  clientCa: ["--tls-client-ca <file>", "mutual TLS: accept only clients presenting a certificate signed by this PEM CA"] as const,
-};
-
-/** `.option(...CLIENT_TLS_OPTIONS.ca)`: the client flags, as commander's (flags, description) pairs. */
-export const CLIENT_TLS_OPTIONS = {
-  ca: ["--tls-ca <file>", "connect to the controller with TLS, trusting this PEM CA (overrides controller.tls.ca)"] as const,
-  cert: ["--tls-cert <file>", "PEM client certificate for a controller that requires one (mutual TLS); needs --tls-key"] as const,
-  key: ["--tls-key <file>", "PEM private key of --tls-cert"] as const,
-  serverName: ["--tls-server-name <name>", "name the controller's certificate must carry, if not the host of the address"] as const,
-};
 
 export interface HttpTlsFlags {
   readonly cert?: string | undefined;

@@ -2,8 +2,9 @@ import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import type { Attributes, DiagLogLevel, Tracer } from "@opentelemetry/api";
 import type { SpanExporter } from "@opentelemetry/sdk-trace-node";
-import { InvalidArgumentError } from "commander";
+import { isHttpUrl } from "./command-options.ts";
 import { otelDiagLogger } from "./otel-diag-logger.ts";
+export { OTLP_OPTION_DESCRIPTION, parseOtlpUrl } from "./command-options.ts";
 import { describeDestination, traceDestinations, withTracesPath, type TraceDestination } from "./trace-exporters.ts";
 
 /** One OpenTelemetry service as Jaeger lists it: a tracer provider with its own resource. */
@@ -58,10 +59,6 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
-export const OTLP_OPTION_DESCRIPTION =
-  "export traces by OTLP/HTTP to this base URL, e.g. http://127.0.0.1:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT; " +
-  "OTEL_TRACES_EXPORTER=zipkin|console|none as in OpenTelemetry; no tracing when nothing is set)";
-
 /** How long shutdown waits for the last export: an unreachable collector must not hold the exit. */
 export const SHUTDOWN_TIMEOUT_MS = 5_000;
 
@@ -73,12 +70,6 @@ const DISABLED: Tracing = {
   embeddedTracer: undefined,
   shutdown: async () => {},
 };
-
-/** commander parser of `--otlp <url>`: an http(s) URL. */
-export function parseOtlpUrl(value: string): string {
-  if (!isHttpUrl(value)) throw new InvalidArgumentError(`an OTLP/HTTP endpoint is an http(s) URL such as http://127.0.0.1:4318, got "${value}"`);
-  return value;
-}
 
 /**
  * Where traces go, by the OpenTelemetry rules: `--otlp` and OTEL_EXPORTER_OTLP_ENDPOINT are base
@@ -198,15 +189,6 @@ function cliVersion(): string {
   const manifest: unknown = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
   const version = typeof manifest === "object" && manifest !== null ? (manifest as { version?: unknown }).version : undefined;
   return typeof version === "string" ? version : "unknown";
-}
-
-function isHttpUrl(value: string): boolean {
-  try {
-    const url = new URL(value);
-    return url.protocol === "http:" || url.protocol === "https:";
-  } catch {
-    return false;
-  }
 }
 
 /** OTEL_LOG_LEVEL (none, error, warn, info, debug, verbose, all); default warn. */

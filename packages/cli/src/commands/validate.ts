@@ -1,6 +1,4 @@
-import { EXIT_FAILURE, EXIT_OK, type CommandRegistration } from "../cli.ts";
-import { loadPipelineSpec } from "../load-spec.ts";
-import { summarizeSpec } from "../spec-summary.ts";
+import type { CommandRegistration } from "../cli.ts";
 
 export const registerValidate: CommandRegistration = (program, cli) => {
   program
@@ -8,15 +6,7 @@ export const registerValidate: CommandRegistration = (program, cli) => {
     .description("check a pipeline spec, its cross-references and its modules without starting anything")
     .argument("<spec.json>", "pipeline spec file")
     .action(async (specPath: string) => {
-      const loaded = await loadPipelineSpec(specPath);
-      if (loaded.ok) {
-        cli.stdout(`✓ ${summarizeSpec(loaded.spec)}\n`);
-        cli.setExitCode(EXIT_OK);
-        return;
-      }
-      for (const issue of loaded.issues) cli.stderr(`✗ ${issue.path}: ${issue.message}\n`);
-      const count = loaded.issues.length;
-      cli.stderr(`${count} ${count === 1 ? "issue" : "issues"} in ${specPath}\n`);
-      cli.setExitCode(EXIT_FAILURE);
+      const { validateAction } = await import("./validate-action.ts");
+      await validateAction(cli, specPath);
     });
 };
