@@ -6,7 +6,7 @@
 // here as a server of this test's own so that it can be stopped mid-run without disturbing other
 // tests). Measured, with stated tolerances:
 //   1. slow start from initial_limit 4 reaches the band [0.90, 0.95] within 60 s (expected ~20 s);
-//   2. afterwards, over 12 intervals: the share of the loop's readings inside the band is ≥ 80 %
+//   2. afterwards, over STEADY_INTERVALS intervals: the share of the loop's readings inside the band is ≥ 80 %
 //      (the issue's goal), counting the band widened by ±0.02 of reading noise, with an allowance
 //      of one reading, and every reading within ±0.05 — on a loaded 2-core machine one late
 //      scrape or a stalled event loop spoils one reading now and then, which the law then corrects;
@@ -19,7 +19,9 @@
 //   4. dry_run: the limit in force stays while the suggested limit moves;
 //   5. Prometheus stopped → the limit holds, then falls to min_limit (3), tasks keep completing;
 //      Prometheus back → the loop raises the limit again.
-// About 1.5 minutes (90–92 s in three runs).
+// The interval stays the example's 2 s: the law is tuned to a reading whose window (4 s, plus a
+// second of scrape lag) spans about 2.5 intervals, and the virtual-time model reads inside the band
+// far less often at 1 s or 1.5 s; so the time is saved on waits, not on the loop.
 //
 //   pnpm test test/e2e/adaptive-cluster-admission.test.ts
 import assert from "node:assert/strict";
@@ -35,6 +37,11 @@ import { sluice, type Child } from "../support/processes.ts";
 import { prometheusScript, waitForNumber, type OwnPrometheus, type ScrapeTarget } from "../support/prometheus-server.ts";
 
 const INTERVAL_MS = 2_000;
+/**
+ * Intervals the steady phase watches: 8 readings, of which the stated allowance (one reading
+ * beyond the goal's 20 %) lets 2 fall outside — the same 75 % floor as 9 of 12.
+ */
+const STEADY_INTERVALS = 8;
 const LOW = 0.9;
 const HIGH = 0.95;
 const CORES = 64;
@@ -61,6 +68,7 @@ const inBand = (load: number | null, slack = 0) => load !== null && load >= LOW 
 const fmt = (n: number | null) => (n === null ? "-" : n.toFixed(3));
 
 before(async () => {
+  const setupAt = Date.now();
   const script = await prometheusScript();
   prometheusPort = await freePort();
   prometheus = await script.startPrometheus({ home: prometheusHome, port: prometheusPort });
@@ -68,6 +76,7 @@ before(async () => {
   const clusterUrl = await cluster.start(0);
   target = script.registerScrapeTarget(new URL(clusterUrl).host, {}, { home: prometheusHome });
   await waitForNumber(prometheus.url, `cluster_cpu_utilisation{cluster="${clusterName}"}`);
+  const scrapedAt = Date.now();
   demandTimer = setInterval(() => demand.push({ at: Date.now(), demand: cluster?.stats().demand ?? 0 }), 250);
   const { path, spec } = examplePipeline({ prometheusUrl: prometheus.url, clusterName });
   specText = JSON.stringify(spec.dynamic_spec);
@@ -76,6 +85,9 @@ before(async () => {
   client = createGrpcQuotaClient(address);
   sampler = new SnapshotSampler(client, THROTTLER);
   sampler.start(250);
+  console.log(
+    `# set-up: ${((Date.now() - setupAt) / 1000).toFixed(1)} s (Prometheus scraping the cluster after ${((scrapedAt - setupAt) / 1000).toFixed(1)} s)`,
+  );
 });
 
 after(async () => {
@@ -135,7 +147,7 @@ describe("adaptive concurrency limit on a simulated cluster, load from a real Pr
   it("holds the load in the band afterwards (≥ 80 % of readings, one reading's allowance), without a lasting overload", async () => {
     assert.ok(sampler);
     const from = Math.max(bandReachedAt, Date.now());
-    await new Promise((done) => setTimeout(done, 12 * INTERVAL_MS + 500));
+    await new Promise((done) => setTimeout(done, STEADY_INTERVALS * INTERVAL_MS + 500));
     const decisions = sampler.decisions(from);
     const readings = decisions.map((d) => d.load);
     // The simulated cluster's tasks run on this process's timers, and its load is read through
@@ -151,7 +163,7 @@ describe("adaptive concurrency limit on a simulated cluster, load from a real Pr
       `# steady: ${readings.length} readings, ${(share * 100).toFixed(0)} % in [${LOW}, ${HIGH}], ${(near * 100).toFixed(0)} % within ±0.05; ` +
         `longest overload ${overloadMs} ms; load@limit/in use ${decisions.map((d) => `${fmt(d.load)}@${d.limit}/${d.inUse}`).join(" ")}`,
     );
-    assert.ok(readings.length >= 10, `only ${readings.length} decisions in 12 intervals`);
+    assert.ok(readings.length >= STEADY_INTERVALS - 1, `only ${readings.length} decisions in ${STEADY_INTERVALS} intervals`);
     // Stated tolerance: one reading of the run may fall outside beyond the goal's 20 %.
     assert.ok(
       (inside + 1) / readings.length >= 0.8,
@@ -233,11 +245,11 @@ describe("adaptive concurrency limit on a simulated cluster, load from a real Pr
       run.stdout,
       /adaptive cluster_tasks: fallback limit [\d.]+ -> 3: 3 failed readings in a row \(Prometheus at http:\/\/127\.0\.0\.1:\d+ did not answer/,
     );
+    // Tasks keep completing at min_limit (a task takes 2 s at most), while Prometheus starts again.
     const completed = cluster.stats().completed;
-    await new Promise((done) => setTimeout(done, INTERVAL_MS));
-    assert.ok(cluster.stats().completed > completed, "tasks keep completing at min_limit");
-
-    prometheus = await script.startPrometheus({ home: prometheusHome, port: prometheusPort, freshData: false });
+    const restarting = script.startPrometheus({ home: prometheusHome, port: prometheusPort, freshData: false });
+    await waitUntil("a task completing at min_limit", INTERVAL_MS, () => (cluster && cluster.stats().completed > completed ? true : undefined), 50);
+    prometheus = await restarting;
     const resumed = await waitUntil("the loop raising the limit again", 30_000, async () => {
       const now = await sampler?.now();
       return now && (now.limit ?? 0) > 3 ? now : undefined;
