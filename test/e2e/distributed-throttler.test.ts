@@ -116,10 +116,14 @@ const sleepUntil = (at: number) => new Promise((resolve) => setTimeout(resolve, 
 describe("distributed throttler across processes", () => {
   it("three client processes share 200/s: the steady rate within ±2 % of the limit, nobody starved", async () => {
     const c = await controller(spec({ shared: { limit: 200, period: "1s", request_period: "200ms" } }));
+    // The window is 5 s (1000 units; ± 2 % is 20): against the balance (againstLimit) what the
+    // controller granted equals what the bucket refilled unless the bucket ran full, so the error
+    // does not shrink with a longer window; only refill lost to a full bucket (clients starved for
+    // more than its one second of capacity) shows, and that the tolerance catches at any length.
+    const windowEndMs = 7_000;
+    const durationMs = windowEndMs + 500;
     const runs = await Promise.all(
-      [0, 1, 2].map((i) =>
-        quotaClient({ controller: c.address, computation: "Reader", throttler: "shared", clientId: `p${i}`, durationMs: 10_500, amount: 1 }),
-      ),
+      [0, 1, 2].map((i) => quotaClient({ controller: c.address, computation: "Reader", throttler: "shared", clientId: `p${i}`, durationMs, amount: 1 })),
     );
     const startAt = startTogether(runs);
     // Judged between two readings once the initial bucket is spent and every client has ramped up
@@ -127,12 +131,13 @@ describe("distributed throttler across processes", () => {
     // balance and the controller's clock (againstLimit).
     await sleepUntil(startAt + 2_000);
     const first = await c.reading("shared");
-    await sleepUntil(startAt + 10_000);
+    await sleepUntil(startAt + windowEndMs);
     const last = await c.reading("shared");
     const results = await Promise.all(runs.map((r) => r.result));
     const steady = againstLimit(first, last, 200);
+    console.log(`# steady: ${steady.figures}; error ${(steady.relativeError * 100).toFixed(2)} %`);
     assert.ok(steady.relativeError <= 0.02, `${steady.figures}: expected the limit ± 2 %`);
-    const total = 200 * 10 + 200;
+    const total = (200 * durationMs) / 1000 + 200;
     for (const [i, r] of results.entries()) {
       assert.equal(r.error, null);
       assert.ok(r.consumed >= (total / 3) * 0.5, `client ${i} consumed ${r.consumed}: starved`);
@@ -175,6 +180,7 @@ describe("distributed throttler across processes", () => {
     const after = (await c.describe()).get("weighted");
     const delta = (id: string) => (after?.classes.find((k) => k.id === id)?.granted ?? 0) - (before?.classes.find((k) => k.id === id)?.granted ?? 0);
     const total = delta("a") + delta("b") + delta("c");
+    console.log(`# classes: a ${delta("a")}, b ${delta("b")}, c ${delta("c")} units of ${total} from 2 s to 6 s`);
     for (const [id, weight] of [
       ["a", 5],
       ["b", 3],
@@ -220,6 +226,50 @@ describe("distributed throttler across processes", () => {
     assert.ok(older >= 50, `older client got ${older} units at 20/s over 3.5 s`);
   });
 
+  it("applies `sluice reconfigure` while clients run: a raised limit within one request_period; an invalid update changes nothing", async () => {
+    const specPath = spec({ live: { limit: 20, period: "1s", request_period: "500ms" } });
+    const c = await controller(specPath);
+    const startAt = Date.now() + 2000;
+    // The client runs until it is told to stop, after the checks: `sluice reconfigure` is a process of
+    // its own, which a loaded machine may take tens of seconds to start, and the window below must
+    // fall inside the run.
+    const durationMs = 240_000;
+    const run = await quotaClient({ controller: c.address, computation: "Reader", throttler: "live", clientId: "r", startAt, durationMs, amount: 1 });
+    await sleepUntil(startAt + 2000);
+    const raised = writeSpec({ throttlers: { live: { limit: 200, period: "1s", request_period: "500ms" } } });
+    const reconfigure = sluice(["reconfigure", raised, "--controller", c.address]);
+    children.push(reconfigure);
+    assert.equal((await reconfigure.exited).code, 0, reconfigure.stderr);
+    assert.match(reconfigure.stdout, /dynamic_spec version 2 applied/);
+    const changedAt = Date.now();
+    await sleepUntil(changedAt + 500); // one request_period
+    const r1 = await c.reading("live");
+    await sleepUntil(changedAt + 2500);
+    const r2 = await c.reading("live");
+    assert.ok(r2.atMs < startAt + durationMs, `the change came ${changedAt - startAt} ms into the client's ${durationMs} ms run: too late to measure it`);
+    // At the raised limit, by the controller's clock and balance (againstLimit): the bucket's
+    // capacity grew with the limit, so what it saved while the client's prefetch caught up is
+    // spent inside the window and a plain count would overshoot.
+    const raisedRate = againstLimit(r1, r2, 200);
+    assert.ok(raisedRate.relativeError <= 0.1, `after the change ${raisedRate.figures}: expected 200/s ± 10 %`);
+
+    const invalid = writeSpec({ throttlers: { live: { limit: -5 } } });
+    const refused = sluice(["reconfigure", invalid, "--controller", c.address]);
+    children.push(refused);
+    assert.equal((await refused.exited).code, 1);
+    assert.match(refused.stderr + refused.stdout, /throttlers\.live\.limit/);
+    const view = (await c.describe()).get("live");
+    assert.equal(view?.limit, 200, "the invalid update changed nothing");
+
+    run.child.send("stop");
+    const result = await run.result;
+    assert.equal(result.error, null, "the handle taken before the change kept working");
+  });
+});
+
+// The failure paths measure no rate or share (a block that lasts, an error code, an end within
+// 30 s): they run side by side, after the measured tests above and not beside them.
+describe("distributed throttler across processes: failure paths", { concurrency: true }, () => {
   it("blocks while the controller is killed, and resumes by itself when it restarts on the same port", async () => {
     const specPath = spec({ slow: { limit: 5, period: "1s", request_period: "200ms", retrying_channel: { min_backoff: "100ms", max_backoff: "500ms" } } });
     const first = await controller(specPath);
@@ -298,45 +348,5 @@ describe("distributed throttler across processes", () => {
     // One request_period (1 s) plus the client process's exit, which a loaded machine can stretch to
     // seconds; what this tells apart is the 10 min retry budget it spent before the fix.
     assert.ok(tookMs < 30_000, `the waiting throttle() ended ${tookMs} ms after the update`);
-  });
-
-  it("applies `sluice reconfigure` while clients run: a raised limit within one request_period; an invalid update changes nothing", async () => {
-    const specPath = spec({ live: { limit: 20, period: "1s", request_period: "500ms" } });
-    const c = await controller(specPath);
-    const startAt = Date.now() + 2000;
-    // The client runs until it is told to stop, after the checks: `sluice reconfigure` is a process of
-    // its own, which a loaded machine may take tens of seconds to start, and the window below must
-    // fall inside the run.
-    const durationMs = 240_000;
-    const run = await quotaClient({ controller: c.address, computation: "Reader", throttler: "live", clientId: "r", startAt, durationMs, amount: 1 });
-    await sleepUntil(startAt + 2000);
-    const raised = writeSpec({ throttlers: { live: { limit: 200, period: "1s", request_period: "500ms" } } });
-    const reconfigure = sluice(["reconfigure", raised, "--controller", c.address]);
-    children.push(reconfigure);
-    assert.equal((await reconfigure.exited).code, 0, reconfigure.stderr);
-    assert.match(reconfigure.stdout, /dynamic_spec version 2 applied/);
-    const changedAt = Date.now();
-    await sleepUntil(changedAt + 500); // one request_period
-    const r1 = await c.reading("live");
-    await sleepUntil(changedAt + 2500);
-    const r2 = await c.reading("live");
-    assert.ok(r2.atMs < startAt + durationMs, `the change came ${changedAt - startAt} ms into the client's ${durationMs} ms run: too late to measure it`);
-    // At the raised limit, by the controller's clock and balance (againstLimit): the bucket's
-    // capacity grew with the limit, so what it saved while the client's prefetch caught up is
-    // spent inside the window and a plain count would overshoot.
-    const raisedRate = againstLimit(r1, r2, 200);
-    assert.ok(raisedRate.relativeError <= 0.1, `after the change ${raisedRate.figures}: expected 200/s ± 10 %`);
-
-    const invalid = writeSpec({ throttlers: { live: { limit: -5 } } });
-    const refused = sluice(["reconfigure", invalid, "--controller", c.address]);
-    children.push(refused);
-    assert.equal((await refused.exited).code, 1);
-    assert.match(refused.stderr + refused.stdout, /throttlers\.live\.limit/);
-    const view = (await c.describe()).get("live");
-    assert.equal(view?.limit, 200, "the invalid update changed nothing");
-
-    run.child.send("stop");
-    const result = await run.result;
-    assert.equal(result.error, null, "the handle taken before the change kept working");
   });
 });
