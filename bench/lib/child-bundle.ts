@@ -54,5 +54,8 @@ export async function bundleChildren(): Promise<ChildBundle> {
     rmSync(dir, { recursive: true, force: true });
     throw error;
   }
-  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+  const remove = () => rmSync(dir, { recursive: true, force: true });
+  // Also on the way out after Ctrl-C or an error, where run.ts exits without its finally.
+  process.once("exit", remove);
+  return { dir, remove };
 }
