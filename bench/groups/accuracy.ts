@@ -13,10 +13,12 @@ export const accuracy: BenchGroup = {
   id: "accuracy",
   title: "4. Accuracy: rate, class shares, class-switch latency, RPCs per period, over-grant, catch-up",
   async run(g) {
-    const rate = await measureRateAccuracy(g);
-    const virtual = await measureVirtual(g);
-    const classes = await measureClasses(g);
-    const catchUp = await measureCatchUp(g);
+    const [rate, virtual, classes, catchUp] = await g.inTurn([
+      () => measureRateAccuracy(g),
+      () => measureVirtual(g),
+      () => measureClasses(g),
+      () => measureCatchUp(g),
+    ]);
 
     // Rate.
     const rateFigure = g.add({

@@ -21,8 +21,7 @@ export const quotaStream: BenchGroup = {
   id: "stream",
   title: "8. QuotaStream: a worker's quota traffic on one multiplexed stream, next to unary gRPC",
   async run(g) {
-    await measureWaiting(g);
-    await measureStreamThroughput(g);
+    await g.inTurn([() => measureWaiting(g), () => measureStreamThroughput(g)]);
   },
 };
 

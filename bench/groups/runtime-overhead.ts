@@ -27,8 +27,7 @@ export const runtimeOverhead: BenchGroup = {
     const ready = await controller.waitForType("ready", 30_000);
     const address = String(ready["address"]);
     try {
-      await measureMemory(g, address);
-      await measureKafka(g, address);
+      await g.inTurn([() => measureMemory(g, address), () => measureKafka(g, address)]);
     } finally {
       await controller.stop();
     }

@@ -17,8 +17,7 @@ export const scale: BenchGroup = {
   id: "scale",
   title: "5. Scale: controller memory and CPU with 10,000 waiting clients and with 1,000 throttlers",
   async run(g) {
-    await measureWaiting(g);
-    await measureThrottlers(g);
+    await g.inTurn([() => measureWaiting(g), () => measureThrottlers(g)]);
   },
 };
 

@@ -52,33 +52,46 @@ export const smooth: BenchGroup = {
       `${reps} runs of ${windowMs / 1000} s per subject at ${SMOOTH_LIMIT}/s, ${PROCESSES * JOBS_PER_PROCESS} jobs in ${PROCESSES} processes (throttle(1) in a loop)`,
     );
     const runs = new Map<Subject, RunFigures[]>(SUBJECTS.map((subject) => [subject, []]));
-    for (let rep = 0; rep < reps; rep++) {
+    const atFullRate = async (rep: number) => {
       // The order rotates from run to run, so that no subject always runs on a warmer machine.
       const order = SUBJECTS.map((_, i) => SUBJECTS[(i + rep) % SUBJECTS.length] as Subject);
-      for (const subject of order) {
-        const figures = await measure(g, subject, windowMs, warmupMs);
-        runs.get(subject)?.push(figures);
-        g.log(
-          `${subject}: ${formatNumber(figures.maxInPeriod)} most in any ${PERIOD_MS} ms, ${formatNumber(figures.maxIn10ms)} most in any ${BURST_WINDOW_MS} ms, ` +
-            `utilisation ${formatNumber(figures.utilisation * 100)} %${figures.grantedUtilisation === null ? "" : ` (granted ${formatNumber(figures.grantedUtilisation * 100)} %)`}, ${figures.rpcsPerPeriod === null ? "no RPCs" : `${formatNumber(figures.rpcsPerPeriod)} RPCs per client per request_period`}, ` +
-            `${formatNumber(figures.cpuMsPer1000)} CPU ms per 1,000 units${figures.controllerCpuMsPer1000 === null ? "" : ` (controller ${formatNumber(figures.controllerCpuMsPer1000)})`}` +
-            `${figures.timersPer1000 === null ? "" : `, ${formatNumber(figures.timersPer1000)} client timers per 1,000 units`}`,
-        );
-      }
-    }
+      await g.inTurn(
+        order.map((subject) => async () => {
+          const figures = await measure(g, subject, windowMs, warmupMs);
+          runs.get(subject)?.push(figures);
+          g.log(
+            `${subject}: ${formatNumber(figures.maxInPeriod)} most in any ${PERIOD_MS} ms, ${formatNumber(figures.maxIn10ms)} most in any ${BURST_WINDOW_MS} ms, ` +
+              `utilisation ${formatNumber(figures.utilisation * 100)} %${figures.grantedUtilisation === null ? "" : ` (granted ${formatNumber(figures.grantedUtilisation * 100)} %)`}, ${figures.rpcsPerPeriod === null ? "no RPCs" : `${formatNumber(figures.rpcsPerPeriod)} RPCs per client per request_period`}, ` +
+              `${formatNumber(figures.cpuMsPer1000)} CPU ms per 1,000 units${figures.controllerCpuMsPer1000 === null ? "" : ` (controller ${formatNumber(figures.controllerCpuMsPer1000)})`}` +
+              `${figures.timersPer1000 === null ? "" : `, ${formatNumber(figures.timersPer1000)} client timers per 1,000 units`}`,
+          );
+        }),
+      );
+    };
     // Seed 003's rate: a window twice as long, so that one unit is half a percent of it.
     const seedRuns = new Map<Subject, RunFigures[]>(SEED_SUBJECTS.map((subject) => [subject, []]));
-    for (let rep = 0; rep < reps; rep++) {
-      for (const subject of rep % 2 === 0 ? SEED_SUBJECTS : [...SEED_SUBJECTS].reverse()) {
-        const figures = await measure(g, subject, windowMs * 2, warmupMs, () => [], SEED_LIMIT);
-        seedRuns.get(subject)?.push(figures);
-        g.log(
-          `${subject} at ${SEED_LIMIT}/s: ${formatNumber(figures.maxInPeriod)} most in any ${PERIOD_MS} ms, utilisation ${formatNumber(figures.utilisation * 100)} %` +
-            `${figures.grantedUtilisation === null ? "" : ` (granted ${formatNumber(figures.grantedUtilisation * 100)} %)`}, ${formatNumber(figures.rpcsPerPeriod ?? Number.NaN)} RPCs per client per request_period, ` +
-            `${formatNumber(figures.cpuMsPer1000)} CPU ms per 1,000 units`,
-        );
-      }
-    }
+    const atSeedRate = async (rep: number) => {
+      await g.inTurn(
+        (rep % 2 === 0 ? SEED_SUBJECTS : [...SEED_SUBJECTS].reverse()).map((subject) => async () => {
+          const figures = await measure(g, subject, windowMs * 2, warmupMs, () => [], SEED_LIMIT);
+          seedRuns.get(subject)?.push(figures);
+          g.log(
+            `${subject} at ${SEED_LIMIT}/s: ${formatNumber(figures.maxInPeriod)} most in any ${PERIOD_MS} ms, utilisation ${formatNumber(figures.utilisation * 100)} %` +
+              `${figures.grantedUtilisation === null ? "" : ` (granted ${formatNumber(figures.grantedUtilisation * 100)} %)`}, ${formatNumber(figures.rpcsPerPeriod ?? Number.NaN)} RPCs per client per request_period, ` +
+              `${formatNumber(figures.cpuMsPer1000)} CPU ms per 1,000 units`,
+          );
+        }),
+      );
+    };
+    // Every rep at the full rate, then every rep at seed 003's (quick mode: all of them at once).
+    await g.inTurn([
+      async () => {
+        for (let rep = 0; rep < reps; rep++) await atFullRate(rep);
+      },
+      async () => {
+        for (let rep = 0; rep < reps; rep++) await atSeedRate(rep);
+      },
+    ]);
     addSeedRows(g, seedRuns);
     const of = (subject: Subject, pick: (run: RunFigures) => number | null) => (runs.get(subject) ?? []).map((run) => pick(run) ?? Number.NaN);
     const peers = (pick: (run: RunFigures) => number | null, names: readonly Subject[] = ["sluice plain", "p-throttle", "bottleneck"]) =>

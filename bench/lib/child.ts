@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { join } from "node:path";
@@ -10,6 +11,16 @@ export interface ChildEvent {
 }
 
 const running = new Set<BenchChild>();
+
+/** The children a group started (quick mode runs groups side by side; each stops its own). */
+const owners = new AsyncLocalStorage<Set<BenchChild>>();
+
+/** Set by quick mode (bench/lib/child-bundle.ts): children start from these bundles instead. */
+let bundleDir: string | null = null;
+
+export function startChildrenFromBundles(dir: string | null): void {
+  bundleDir = dir;
+}
 
 /**
  * Under the end-to-end lane (SLUICE_E2E_BUILT=1: it ran `pnpm build`), children load the packages'
@@ -28,12 +39,14 @@ export class BenchChild {
   stderr = "";
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   private readonly listeners = new Set<() => void>();
+  private closed = false;
 
   private constructor(
     readonly name: string,
     private readonly process: ChildProcess,
   ) {
     running.add(this);
+    owners.getStore()?.add(this);
     const lines = createInterface({ input: process.stdout as NodeJS.ReadableStream });
     lines.on("line", (line) => {
       const event = parseEvent(line);
@@ -45,8 +58,11 @@ export class BenchChild {
       this.stderr += chunk.toString();
       if (this.stderr.length > 200_000) this.stderr = this.stderr.slice(-100_000);
     });
+    // "close", not "exit": the exit can come before the last lines of stdout have been read, and a
+    // waitFor would then miss an event the child did write.
     this.exited = new Promise((done) =>
-      process.on("exit", (code, signal) => {
+      process.on("close", (code, signal) => {
+        this.closed = true;
         running.delete(this);
         done({ code, signal });
         for (const listener of [...this.listeners]) listener();
@@ -56,7 +72,8 @@ export class BenchChild {
 
   /** Starts `bench/children/<script>` with one JSON argument. */
   static start(script: string, config: unknown, options: { env?: NodeJS.ProcessEnv; nodeArgs?: readonly string[] } = {}): BenchChild {
-    const args = [...(options.nodeArgs ?? []), "--import", "tsx", ...BUILT_PACKAGES, join(CHILDREN_DIR, script), JSON.stringify(config)];
+    const entry = bundleDir === null ? ["--import", "tsx", ...BUILT_PACKAGES, join(CHILDREN_DIR, script)] : [join(bundleDir, script.replace(/\.ts$/, ".js"))];
+    const args = [...(options.nodeArgs ?? []), ...entry, JSON.stringify(config)];
     const child = spawn(process.execPath, args, {
       cwd: ROOT,
       env: { ...process.env, ...options.env },
@@ -78,7 +95,7 @@ export class BenchChild {
         if (event) {
           finish();
           resolve(event);
-        } else if (this.process.exitCode !== null || this.process.signalCode !== null) {
+        } else if (this.closed) {
           finish();
           reject(new Error(`${this.name} exited (${this.process.exitCode ?? this.process.signalCode}) before ${what}\n${tail(this.stderr)}`));
         }
@@ -128,9 +145,14 @@ export class BenchChild {
   }
 }
 
-/** Ends every child still running (each by its own pid): on the way out, whatever happened. */
-export async function stopAllChildren(): Promise<void> {
-  await Promise.all([...running].map((child) => child.stop(2_000)));
+/** Runs `run` so that every child started inside it (however deep) is added to `owned`. */
+export function ownChildren<T>(owned: Set<BenchChild>, run: () => Promise<T>): Promise<T> {
+  return owners.run(owned, run);
+}
+
+/** Ends these children if still running (each by its own pid): after a group, whatever happened. */
+export async function stopChildren(children: Iterable<BenchChild>): Promise<void> {
+  await Promise.all([...children].map((child) => child.stop(2_000)));
 }
 
 export function killAllChildrenNow(): void {

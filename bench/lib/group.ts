@@ -43,6 +43,18 @@ export class GroupContext {
     return this.quick ? quick : full;
   }
 
+  /**
+   * Runs independent measurements: side by side in quick mode (its figures are not read, and the
+   * cores would otherwise idle while children start), one after another in a full run, each alone
+   * on the machine.
+   */
+  async inTurn<const T extends readonly (() => Promise<unknown>)[]>(measurements: T): Promise<{ -readonly [K in keyof T]: Awaited<ReturnType<T[K]>> }> {
+    if (this.quick) return (await Promise.all(measurements.map((measure) => measure()))) as { -readonly [K in keyof T]: Awaited<ReturnType<T[K]>> };
+    const results: unknown[] = [];
+    for (const measure of measurements) results.push(await measure());
+    return results as { -readonly [K in keyof T]: Awaited<ReturnType<T[K]>> };
+  }
+
   add(input: FigureInput): Figure {
     const made = figure(input);
     this.result.figures.push(made);

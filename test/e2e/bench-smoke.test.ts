@@ -1,5 +1,5 @@
 // services: processes
-// heavy: runs the whole benchmark suite, which loads both cores by itself
+// heavy: runs the whole benchmark suite, its nine groups side by side, which loads both cores by itself
 // Keeps the benchmark suite working: `pnpm bench --quick` as a child process, results to a temp
 // file. Only that it runs and reports every group is checked — never how fast anything was, so a
 // slow or busy machine cannot fail it. The quick Kafka measurements use the broker the test command
@@ -21,8 +21,8 @@ interface Results {
 const GROUPS = ["local", "controller", "runtime", "accuracy", "scale", "delivery", "smooth", "stream", "keys"];
 
 describe("benchmark suite", () => {
-  // The timeout only catches a hang: on a loaded 2-core machine the quick run's child process
-  // starts (dozens of them) alone take minutes.
+  // The timeout only catches a hang: the quick run is meant to take well under a minute, but its
+  // dozens of child processes on a loaded 2-core machine can take several.
   it("pnpm bench --quick runs every group to completion and writes their figures to --out", { timeout: 900_000 }, async () => {
     const out = join(mkdtempSync(join(tmpdir(), "sluice-bench-")), "results.json");
     const committed = join(ROOT, "bench/results.json");
