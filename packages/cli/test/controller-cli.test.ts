@@ -8,13 +8,13 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { isSluiceError } from "@sluice/core";
 import { createGrpcQuotaClient, type QuotaServiceClient } from "@sluice/protocol";
-import { CHILD_NODE_FLAGS } from "../../../test/support/processes.ts";
+import { BUILT_PACKAGES_FLAGS } from "../../../test/support/processes.ts";
 import { repoRoot } from "./run-cli.ts";
 
 // `sluice controller` and `sluice reconfigure` as users run them: real child processes of the bin,
 // talking gRPC on loopback. Every wait is bounded; only the children started here are signalled.
 
-const SLUICE = [...CHILD_NODE_FLAGS, "packages/cli/bin/sluice.mjs"];
+const SLUICE = [...BUILT_PACKAGES_FLAGS, "packages/cli/bin/sluice.mjs"];
 // A wait, not a bound: a child started on a loaded machine takes over 20 s (it returns at once when it is up).
 const STARTUP_MS = 120_000;
 

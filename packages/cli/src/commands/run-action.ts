@@ -37,7 +37,7 @@ interface RunTls {
 }
 
 export async function runAction(cli: Cli, specPath: string, options: RunOptions): Promise<void> {
-  const loaded = await loadPipelineSpec(specPath);
+  const loaded = await loadPipelineSpec(specPath, { beforeModules: cli.beforeSpecModules });
   if (!loaded.ok) {
     for (const issue of loaded.issues) cli.stderr(`✗ ${issue.path}: ${issue.message}\n`);
     cli.setExitCode(EXIT_FAILURE);
