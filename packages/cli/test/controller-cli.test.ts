@@ -206,6 +206,35 @@ describe("sluice controller + sluice reconfigure", { timeout: 120_000 }, () => {
     assert.equal((await controller.finished(10_000)).code, 0);
   });
 
+  it("loads an adaptive throttler's TypeScript load module when the spec names no other module", async () => {
+    // The bin registers tsx only before a module the spec names is imported: here the only one is
+    // the load module, read by the controller's adaptive loop.
+    writeFileSync(join(dir, "load.ts"), "const load: number = 0.95;\nexport default (): number => load;\n");
+    writeFileSync(
+      join(dir, "adaptive.json"),
+      JSON.stringify({
+        pipeline: "cli-adaptive",
+        streams: {},
+        computations: {},
+        dynamic_spec: {
+          throttlers: {
+            cores: {
+              kind: "concurrency",
+              adaptive: { load: { module: "./load.ts" }, target: { low: 0.6, high: 0.8 }, initial_limit: 4, min_limit: 2, max_limit: 20, interval: "1s" },
+            },
+          },
+        },
+      }),
+    );
+    const controller = start(["controller", join(dir, "adaptive.json"), "--port", "0"]);
+    await controller.waitFor(/^sluice controller: .* listening on 127\.0\.0\.1:\d+/m);
+    // A load of 0.95 is over the band: the first reading that arrives cuts the limit (on a loaded
+    // machine the first may come late while tsx registers, and is then held over).
+    await controller.waitFor(/adaptive cores: cut limit 4 -> \d+: load 0\.95/, 60_000);
+    controller.process.kill("SIGINT");
+    assert.equal((await controller.finished(10_000)).code, 0);
+  });
+
   it("refuses to start on an invalid spec, printing every issue", async () => {
     const run = await sluice("controller", join(dir, "bad-pipeline.json"), "--port", "0");
     assert.equal(run.code, 1);

@@ -2,6 +2,7 @@ import { startController, startFailoverController, type ControllerSnapshot } fro
 import { EXIT_FAILURE, EXIT_OK, type Cli } from "../cli.ts";
 import { withBrokers } from "../brokers-option.ts";
 import { loadPipelineSpec } from "../load-spec.ts";
+import { loadSourcesOf } from "../load-sources.ts";
 import { CONTROLLER_TOKEN_ENV, HTTP_TLS_FLAGS } from "./controller.ts";
 import { controllerService } from "../traced-services.ts";
 import { startTracing, type Tracing } from "../tracing.ts";
@@ -61,6 +62,7 @@ export async function controllerAction(cli: Cli, specPath: string, options: Cont
     const common = {
       spec,
       baseDir: loaded.specDir,
+      loadSourceOf: loadSourcesOf(loaded.specDir, cli.beforeSpecModules),
       host: options.host,
       port: options.port,
       ...(token !== undefined ? { token } : {}),
