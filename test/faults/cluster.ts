@@ -9,7 +9,7 @@ import { Kafka, logLevel } from "kafkajs";
 import { createGrpcQuotaClient, type QuotaServiceClient } from "@sluice/protocol";
 import { freePorts } from "../support/failover-group.ts";
 import { PrivateKafka } from "../support/private-kafka.ts";
-import { CHILD_NODE_FLAGS, NOOP_COMPUTATION, ROOT, SLUICE_BIN } from "../support/processes.ts";
+import { BUILT_PACKAGES_FLAGS, NOOP_COMPUTATION, ROOT, SLUICE_BIN } from "../support/processes.ts";
 import type { HistoryWriter } from "./history.ts";
 import { ensureToxiproxy, ToxiproxyApi } from "./toxiproxy-api.ts";
 
@@ -93,9 +93,9 @@ export class FaultCluster {
 
   startController(slot: ControllerSlot): void {
     const port = slot.address.split(":")[1] ?? "0";
-    // From dist/ under the end-to-end lane (CHILD_NODE_FLAGS): a replacement then starts in about a
+    // From dist/ under the end-to-end lane (BUILT_PACKAGES_FLAGS): a replacement then starts in about a
     // second instead of compiling the CLI through tsx first, which the failover time would count.
-    const child = spawn(process.execPath, [...CHILD_NODE_FLAGS, SLUICE_BIN, "controller", slot.specPath, "--port", port], {
+    const child = spawn(process.execPath, [...BUILT_PACKAGES_FLAGS, SLUICE_BIN, "controller", slot.specPath, "--port", port], {
       cwd: ROOT,
       stdio: ["ignore", "pipe", "pipe"],
     });

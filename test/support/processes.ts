@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -9,14 +9,30 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 export const SLUICE_BIN = join(ROOT, "packages/cli/bin/sluice.mjs");
 export const NOOP_COMPUTATION = join(ROOT, "test/fixtures/noop-computation.ts");
 
+const BUILT = process.env["SLUICE_E2E_BUILT"] === "1";
+
 /**
- * Node flags for every child a test starts: when the test runner has built the packages
+ * Node flags for any child a test starts: when the test runner has built the packages
  * (SLUICE_E2E_BUILT=1, set by `pnpm test:e2e` after `pnpm build`), the children load their compiled
  * dist/ rather than compiling the TypeScript sources through tsx on every start. A test file run on
- * its own (`node --import tsx --test …`) starts them on the sources.
+ * its own (`node --import tsx --test …`) starts them on the sources. The module hooks also redirect
+ * a `packages/<pkg>/src/…` path to dist/; a child that names packages only by name (the `sluice`
+ * bin, test/fixtures) needs just {@link BUILT_PACKAGES_FLAGS}.
  */
-export const CHILD_NODE_FLAGS: readonly string[] =
-  process.env["SLUICE_E2E_BUILT"] === "1" ? ["--import", join(ROOT, "test/support/use-built-packages.mjs")] : [];
+export const CHILD_NODE_FLAGS: readonly string[] = BUILT ? ["--import", join(ROOT, "test/support/use-built-packages.mjs")] : [];
+
+/**
+ * Node flags for a child that imports the workspace packages only by name, such as `sluice`: every
+ * package's "exports" maps the `sluice-built` condition to its dist/. Unlike CHILD_NODE_FLAGS this
+ * needs no module hooks, whose thread answers every import of the child and costs a good part of
+ * its start's CPU.
+ */
+export const BUILT_PACKAGES_FLAGS: readonly string[] = BUILT ? ["--conditions=sluice-built"] : [];
+
+function checkBuilt(): void {
+  const main = join(ROOT, "packages/cli/dist/main.js");
+  if (BUILT && !existsSync(main)) throw new Error(`${main} does not exist: run \`pnpm build\` (the end-to-end lane runs it first), or unset SLUICE_E2E_BUILT`);
+}
 
 /** Writes a spec into a fresh temp dir and returns its path. */
 export function writeSpec(spec: unknown): string {
@@ -71,14 +87,17 @@ export class Child {
 }
 
 export function sluice(args: readonly string[], env: NodeJS.ProcessEnv = {}): Child {
+  checkBuilt();
   return new Child(
-    spawn(process.execPath, [...CHILD_NODE_FLAGS, SLUICE_BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] }),
+    spawn(process.execPath, [...BUILT_PACKAGES_FLAGS, SLUICE_BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] }),
   );
 }
 
+/** Runs a TypeScript script that imports the workspace packages by name (test/fixtures). */
 export function tsNode(script: string, args: readonly string[]): Child {
+  checkBuilt();
   return new Child(
-    spawn(process.execPath, ["--import", "tsx", ...CHILD_NODE_FLAGS, join(ROOT, script), ...args], { cwd: ROOT, stdio: ["pipe", "pipe", "pipe"] }),
+    spawn(process.execPath, ["--import", "tsx", ...BUILT_PACKAGES_FLAGS, join(ROOT, script), ...args], { cwd: ROOT, stdio: ["pipe", "pipe", "pipe"] }),
   );
 }
 

@@ -1,13 +1,11 @@
 #!/usr/bin/env node
-// Entry point of the `sluice` command. It registers tsx's loader first so that users' computation
-// modules (`.ts`) load without a build step, and so do the CLI's own sources in this repository. Both hooks:
-// a `.ts` file in a package without `"type": "module"` is CommonJS to Node, and loads only through
-// tsx's CommonJS hook.
-import { register } from "tsx/esm/api";
-import { register as registerCommonJs } from "tsx/cjs/api";
+// Entry point of the `sluice` command. Users' computation modules (`.ts`) load without a build step
+// through tsx's loaders. Registering them costs a good part of a start's CPU and slows every module
+// loaded after them, so they are registered only when needed: before the CLI's own sources when
+// `@sluice/cli/main` is TypeScript (this repository), and otherwise just before the first module a
+// spec names is imported (the CLI calls `beforeSpecModules`). Both hooks: a `.ts` file in a package
+// without `"type": "module"` is CommonJS to Node, and loads only through tsx's CommonJS hook.
 
-register();
-registerCommonJs();
 // grpc-js sends the host of the controller's address as the TLS server name even when it is an IP
 // address (127.0.0.1:7070), and Node then warns (DEP0123) on every TLS connection: about the
 // library, not about anything the user could change. That warning alone is dropped.
@@ -17,7 +15,20 @@ process.emitWarning = (warning, ...rest) => {
   if (code === "DEP0123") return;
   return emitWarning.call(process, warning, ...rest);
 };
+
+let typescript;
+/** Registers tsx once; later calls wait for the same registration. */
+const enableTypeScript = () => {
+  typescript ??= Promise.all([import("tsx/esm/api"), import("tsx/cjs/api")]).then(([esm, commonJs]) => {
+    esm.register();
+    commonJs.register();
+  });
+  return typescript;
+};
+
 // By the package's own name: its "exports" map "./main" to the TypeScript source in this repository
 // and, in the packed package (publishConfig), to the compiled dist/main.js.
-const { main } = await import("@sluice/cli/main");
-process.exitCode = await main(process.argv.slice(2));
+const entry = import.meta.resolve("@sluice/cli/main");
+if (/\.[cm]?tsx?$/.test(new URL(entry).pathname)) await enableTypeScript();
+const { main } = await import(entry);
+process.exitCode = await main(process.argv.slice(2), undefined, { beforeSpecModules: enableTypeScript });

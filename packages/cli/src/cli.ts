@@ -8,6 +8,12 @@ export interface Cli {
   readonly stderr: (text: string) => void;
   /** The process exit code once the command returns: 0 success, 1 failure (2 is commander's usage errors). */
   setExitCode(code: number): void;
+  /**
+   * Called before a module the spec names (computations, generators, adaptive load modules) is imported: the
+   * `sluice` bin registers tsx there, so that `.ts` modules load without a build step. Absent when the
+   * caller has already made them loadable (tests run under `node --import tsx`).
+   */
+  readonly beforeSpecModules?: () => Promise<void>;
 }
 
 /** Adds one subcommand to the `sluice` program; see the list in main.ts. */

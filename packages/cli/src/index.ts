@@ -1,3 +1,3 @@
-export { main, type MainOutput } from "./main.ts";
-export { loadPipelineSpec, type LoadedSpec } from "./load-spec.ts";
+export { main, type MainHooks, type MainOutput } from "./main.ts";
+export { loadPipelineSpec, type LoadedSpec, type LoadSpecOptions } from "./load-spec.ts";
 export type { Cli, CommandRegistration } from "./cli.ts";

@@ -7,7 +7,8 @@ import { computationExportProblem, generatorExportProblem } from "./module-expor
 // Everything `sluice validate` (and later `sluice run`) checks before starting: the file reads, it is
 // JSON, the spec is valid, and every module it names exists and exports the right thing. Modules are
 // checked even when the spec has other issues, so one run reports everything. Importing a module runs
-// its top-level code; `.ts` modules load through tsx, which the `sluice` bin registers.
+// its top-level code; `.ts` modules load through tsx, which the `sluice` bin registers in
+// `beforeModules`, just before the first of them (not on every start: it costs CPU).
 
 export type LoadedSpec = { ok: true; spec: PipelineSpec; specPath: string; specDir: string } | { ok: false; issues: SpecIssue[] };
 
@@ -19,7 +20,12 @@ interface ModuleReference {
   readonly check: ExportCheck;
 }
 
-export async function loadPipelineSpec(path: string): Promise<LoadedSpec> {
+export interface LoadSpecOptions {
+  /** Runs once before the first module the spec names is imported. */
+  readonly beforeModules?: (() => Promise<void>) | undefined;
+}
+
+export async function loadPipelineSpec(path: string, options: LoadSpecOptions = {}): Promise<LoadedSpec> {
   const specPath = resolve(path);
   const specDir = dirname(specPath);
 
@@ -38,7 +44,9 @@ export async function loadPipelineSpec(path: string): Promise<LoadedSpec> {
 
   const validation = validatePipelineSpec(parsed.value);
   const issues = validation.ok ? [] : [...validation.issues];
-  for (const reference of moduleReferences(parsed.value)) {
+  const references = moduleReferences(parsed.value);
+  if (references.length > 0) await options.beforeModules?.();
+  for (const reference of references) {
     const problem = await checkModule(resolve(specDir, reference.specifier), reference.check);
     if (problem !== undefined) issues.push({ path: formatIssuePath(reference.path), message: problem });
   }

@@ -30,6 +30,15 @@ export interface MainOutput {
   readonly stderr: (text: string) => void;
 }
 
+/** What the `sluice` bin provides to the commands. */
+export interface MainHooks {
+  /**
+   * Called before the first module a spec names is imported; the bin registers tsx there, so that
+   * `.ts` modules load without a build step.
+   */
+  readonly beforeSpecModules?: () => Promise<void>;
+}
+
 const processOutput: MainOutput = {
   stdout: (text) => process.stdout.write(text),
   stderr: (text) => process.stderr.write(text),
@@ -51,9 +60,9 @@ export function sluiceProgram(cli: Cli): Command {
 }
 
 /** Runs `sluice <argv…>` and resolves with the exit code. */
-export async function main(argv: readonly string[], output: MainOutput = processOutput): Promise<number> {
+export async function main(argv: readonly string[], output: MainOutput = processOutput, hooks: MainHooks = {}): Promise<number> {
   let exitCode = EXIT_OK;
-  const cli: Cli = { ...output, setExitCode: (code) => (exitCode = code) };
+  const cli: Cli = { ...output, ...hooks, setExitCode: (code) => (exitCode = code) };
 
   const program = sluiceProgram(cli);
 

@@ -1,4 +1,4 @@
-import { startControllerStatusServer, type Controller, type ControllerSnapshot } from "@sluice/controller";
+import type { Controller, ControllerSnapshot } from "@sluice/controller";
 import { PrometheusText, startStatusServer, type RunningStatusServer } from "@sluice/status-http";
 export { DEFAULT_HTTP_HOST, METRICS_OPEN_DESCRIPTION, parseHttpPort } from "./command-options.ts";
 import { clearTokenWarning, isLoopbackHost } from "./tls-options.ts";
@@ -6,6 +6,8 @@ import { writeWorkerMetrics, type WorkerMetricsSource } from "./worker-metrics.t
 
 // The HTTP endpoints of each command (dashboard, /api/snapshot, /metrics, /healthz) and the lines
 // they print: tests and scripts parse `… on http(s)://127.0.0.1:<port>/…`, so the shapes are fixed here.
+// The controller's status server (its dashboard) is imported only where it is served: `sluice
+// worker` would otherwise load the whole controller package on every start.
 
 export interface HttpEndpointOptions {
   readonly host: string;
@@ -31,6 +33,7 @@ export async function serveControllerStatus(
   endpoint: HttpEndpointOptions,
   say: (line: string) => void,
 ): Promise<RunningStatusServer> {
+  const { startControllerStatusServer } = await import("@sluice/controller");
   const server = await startControllerStatusServer({ controller, ...endpoint, title: `pipeline "${pipeline}"` });
   say(`dashboard on ${server.url} (metrics: ${server.url}metrics)`);
   return server;
@@ -49,6 +52,7 @@ export async function serveRunStatus(
   say: (line: string) => void,
 ): Promise<RunningStatusServer> {
   if (controller) {
+    const { startControllerStatusServer } = await import("@sluice/controller");
     const server = await startControllerStatusServer({
       controller,
       ...endpoint,

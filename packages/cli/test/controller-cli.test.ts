@@ -8,13 +8,13 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { isSluiceError } from "@sluice/core";
 import { createGrpcQuotaClient, type QuotaServiceClient } from "@sluice/protocol";
-import { CHILD_NODE_FLAGS } from "../../../test/support/processes.ts";
+import { BUILT_PACKAGES_FLAGS } from "../../../test/support/processes.ts";
 import { repoRoot } from "./run-cli.ts";
 
 // `sluice controller` and `sluice reconfigure` as users run them: real child processes of the bin,
 // talking gRPC on loopback. Every wait is bounded; only the children started here are signalled.
 
-const SLUICE = [...CHILD_NODE_FLAGS, "packages/cli/bin/sluice.mjs"];
+const SLUICE = [...BUILT_PACKAGES_FLAGS, "packages/cli/bin/sluice.mjs"];
 // A wait, not a bound: a child started on a loaded machine takes over 20 s (it returns at once when it is up).
 const STARTUP_MS = 120_000;
 
@@ -202,6 +202,35 @@ describe("sluice controller + sluice reconfigure", { timeout: 120_000 }, () => {
     assert.match(refused.stderr, /UNAUTHENTICATED: this controller requires a token/);
     const accepted = await sluice("reconfigure", join(dir, "raised.json"), "--controller", address, "--token", "s3cret");
     assert.equal(accepted.code, 0, accepted.stderr);
+    controller.process.kill("SIGINT");
+    assert.equal((await controller.finished(10_000)).code, 0);
+  });
+
+  it("loads an adaptive throttler's TypeScript load module when the spec names no other module", async () => {
+    // The bin registers tsx only before a module the spec names is imported: here the only one is
+    // the load module, read by the controller's adaptive loop.
+    writeFileSync(join(dir, "load.ts"), "const load: number = 0.95;\nexport default (): number => load;\n");
+    writeFileSync(
+      join(dir, "adaptive.json"),
+      JSON.stringify({
+        pipeline: "cli-adaptive",
+        streams: {},
+        computations: {},
+        dynamic_spec: {
+          throttlers: {
+            cores: {
+              kind: "concurrency",
+              adaptive: { load: { module: "./load.ts" }, target: { low: 0.6, high: 0.8 }, initial_limit: 4, min_limit: 2, max_limit: 20, interval: "1s" },
+            },
+          },
+        },
+      }),
+    );
+    const controller = start(["controller", join(dir, "adaptive.json"), "--port", "0"]);
+    await controller.waitFor(/^sluice controller: .* listening on 127\.0\.0\.1:\d+/m);
+    // A load of 0.95 is over the band: the first reading that arrives cuts the limit (on a loaded
+    // machine the first may come late while tsx registers, and is then held over).
+    await controller.waitFor(/adaptive cores: cut limit 4 -> \d+: load 0\.95/, 60_000);
     controller.process.kill("SIGINT");
     assert.equal((await controller.finished(10_000)).code, 0);
   });

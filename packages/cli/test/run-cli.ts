@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { CHILD_NODE_FLAGS } from "../../../test/support/processes.ts";
+import { BUILT_PACKAGES_FLAGS } from "../../../test/support/processes.ts";
 
 export const repoRoot = resolve(fileURLToPath(import.meta.url), "../../../..");
 
@@ -13,7 +13,7 @@ export interface CliRun {
 
 /** Runs the real `sluice` bin in a child process from the repository root. */
 export function runSluice(...args: string[]): CliRun {
-  const child = spawnSync(process.execPath, [...CHILD_NODE_FLAGS, "packages/cli/bin/sluice.mjs", ...args], {
+  const child = spawnSync(process.execPath, [...BUILT_PACKAGES_FLAGS, "packages/cli/bin/sluice.mjs", ...args], {
     cwd: repoRoot,
     encoding: "utf8",
     timeout: 60_000,

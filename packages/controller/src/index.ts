@@ -30,4 +30,4 @@ export {
   type LoadReading,
   type ThrottlerUsage,
 } from "./adaptive/adaptive-law.ts";
-export type { LoadSource, LoadSpec } from "./adaptive/load-source.ts";
+export { loadSourceOf, type LoadSource, type LoadSourceOptions, type LoadSpec } from "./adaptive/load-source.ts";

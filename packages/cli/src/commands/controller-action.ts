@@ -1,8 +1,8 @@
 import { startController, startFailoverController, type ControllerSnapshot } from "@sluice/controller";
 import { EXIT_FAILURE, EXIT_OK, type Cli } from "../cli.ts";
 import { withBrokers } from "../brokers-option.ts";
-import { kafkaFailoverPorts, leaseMsOf } from "../failover-ports.ts";
 import { loadPipelineSpec } from "../load-spec.ts";
+import { loadSourcesOf } from "../load-sources.ts";
 import { CONTROLLER_TOKEN_ENV, HTTP_TLS_FLAGS } from "./controller.ts";
 import { controllerService } from "../traced-services.ts";
 import { startTracing, type Tracing } from "../tracing.ts";
@@ -33,7 +33,7 @@ interface Served {
 
 export async function controllerAction(cli: Cli, specPath: string, options: ControllerOptions): Promise<void> {
   const say = (line: string) => cli.stdout(`sluice controller: ${line}\n`);
-  const loaded = await loadPipelineSpec(specPath);
+  const loaded = await loadPipelineSpec(specPath, { beforeModules: cli.beforeSpecModules });
   if (!loaded.ok) {
     for (const issue of loaded.issues) cli.stderr(`✗ ${issue.path}: ${issue.message}\n`);
     const count = loaded.issues.length;
@@ -62,6 +62,7 @@ export async function controllerAction(cli: Cli, specPath: string, options: Cont
     const common = {
       spec,
       baseDir: loaded.specDir,
+      loadSourceOf: loadSourcesOf(loaded.specDir, cli.beforeSpecModules),
       host: options.host,
       port: options.port,
       ...(token !== undefined ? { token } : {}),
@@ -70,6 +71,8 @@ export async function controllerAction(cli: Cli, specPath: string, options: Cont
     };
     if (spec.kafka) {
       // docs/design.md §5.2: one of a failover group; its state lives in <pipeline>.controller-state.
+      // Imported here: kafkajs is a good part of a start's CPU, and a controller without `kafka` never uses it.
+      const { kafkaFailoverPorts, leaseMsOf } = await import("../failover-ports.ts");
       const group = await startFailoverController({
         ...common,
         ...(options.advertise !== undefined ? { advertisedAddress: options.advertise } : {}),

@@ -8,6 +8,7 @@ import { EXIT_FAILURE, type Cli } from "../cli.ts";
 import { controllerClient } from "../controller-client.ts";
 import { createKafkaIo } from "../kafka-io.ts";
 import { loadPipelineSpec } from "../load-spec.ts";
+import { loadSourcesOf } from "../load-sources.ts";
 import { runSession } from "../pipeline-session.ts";
 import { httpEndpointWarning, serveRunStatus } from "../status-endpoints.ts";
 import { loadClientTls, loadHttpTls, loadServerTls, TlsOptionError, type ServerTlsFlags } from "../tls-options.ts";
@@ -37,7 +38,7 @@ interface RunTls {
 }
 
 export async function runAction(cli: Cli, specPath: string, options: RunOptions): Promise<void> {
-  const loaded = await loadPipelineSpec(specPath);
+  const loaded = await loadPipelineSpec(specPath, { beforeModules: cli.beforeSpecModules });
   if (!loaded.ok) {
     for (const issue of loaded.issues) cli.stderr(`✗ ${issue.path}: ${issue.message}\n`);
     cli.setExitCode(EXIT_FAILURE);
@@ -65,7 +66,7 @@ export async function runAction(cli: Cli, specPath: string, options: RunOptions)
   // Before anything that makes spans; the embedded controller's spans go to a tracer of its own.
   const tracing = await startTracing({ ...(options.otlp ? { otlp: options.otlp } : {}), ...runServices(spec, options.workerId) });
   if (tracing.enabled) cli.stdout(`sluice run: ${tracing.description}\n`);
-  const quota = await connectQuota(spec, specDir, options, token, tls, (line) => cli.stdout(`${line}\n`), tracing.embeddedTracer);
+  const quota = await connectQuota(spec, specDir, options, token, tls, (line) => cli.stdout(`${line}\n`), tracing.embeddedTracer, cli.beforeSpecModules);
   const io: IoFactory = spec.kafka ? await createKafkaIo(spec) : new MemoryIoFactory(spec);
   const code = await runSession({
     spec,
@@ -96,6 +97,7 @@ async function connectQuota(
   tls: RunTls,
   log: (line: string) => void,
   tracer: Tracer | undefined,
+  beforeModules: Cli["beforeSpecModules"],
 ): Promise<{ client: QuotaServiceClient; controller: Controller | null; close: () => Promise<void> }> {
   const addresses = controllerAddressesOf(spec.controller);
   if (addresses.length > 0) {
@@ -117,6 +119,7 @@ async function connectQuota(
     served = await startController({
       spec,
       baseDir: specDir,
+      loadSourceOf: loadSourcesOf(specDir, beforeModules),
       port: Number(options.controllerPort),
       log,
       ...(tracer ? { tracer } : {}),
@@ -136,6 +139,7 @@ async function connectQuota(
       clock: systemClock,
       log,
       baseDir: specDir,
+      loadSourceOf: loadSourcesOf(specDir, beforeModules),
       ...(tracer ? { tracer } : {}),
     });
   }

@@ -3,7 +3,7 @@ import { loadPipelineSpec } from "../load-spec.ts";
 import { summarizeSpec } from "../spec-summary.ts";
 
 export async function validateAction(cli: Cli, specPath: string): Promise<void> {
-  const loaded = await loadPipelineSpec(specPath);
+  const loaded = await loadPipelineSpec(specPath, { beforeModules: cli.beforeSpecModules });
   if (loaded.ok) {
     cli.stdout(`✓ ${summarizeSpec(loaded.spec)}\n`);
     cli.setExitCode(EXIT_OK);

@@ -28,7 +28,7 @@ export interface WorkerOptions extends ClientTlsFlags {
 const METRICS_TLS_FLAGS = { cert: "--metrics-tls-cert", key: "--metrics-tls-key" } as const;
 
 export async function workerAction(cli: Cli, specPath: string, options: WorkerOptions): Promise<void> {
-  const loaded = await loadPipelineSpec(specPath);
+  const loaded = await loadPipelineSpec(specPath, { beforeModules: cli.beforeSpecModules });
   if (!loaded.ok) {
     for (const issue of loaded.issues) cli.stderr(`✗ ${issue.path}: ${issue.message}\n`);
     cli.setExitCode(EXIT_FAILURE);

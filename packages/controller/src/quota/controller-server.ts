@@ -2,7 +2,7 @@ import type { Tracer } from "@opentelemetry/api";
 import { systemClock, type Clock } from "@sluice/core";
 import { serveQuotaService, type ServerTlsOptions } from "@sluice/protocol";
 import { CONTROLLER_DEFAULTS, type PipelineSpec } from "@sluice/spec";
-import { Controller } from "./controller.ts";
+import { Controller, type ControllerOptions } from "./controller.ts";
 
 export interface StartControllerOptions {
   /** A validated pipeline spec: its dynamic_spec is version 1, its computations bound later updates. */
@@ -24,6 +24,8 @@ export interface StartControllerOptions {
   readonly tracer?: Tracer;
   /** Directory an adaptive throttler's `load.module` is resolved against (the spec file's). */
   readonly baseDir?: string;
+  /** See ControllerOptions.loadSourceOf. */
+  readonly loadSourceOf?: ControllerOptions["loadSourceOf"];
 }
 
 export interface RunningController {
@@ -46,6 +48,7 @@ export async function startController(options: StartControllerOptions): Promise<
     ...(options.log ? { log: options.log } : {}),
     ...(options.tracer ? { tracer: options.tracer } : {}),
     ...(options.baseDir !== undefined ? { baseDir: options.baseDir } : {}),
+    ...(options.loadSourceOf !== undefined ? { loadSourceOf: options.loadSourceOf } : {}),
   });
   let server: Awaited<ReturnType<typeof serveQuotaService>>;
   try {

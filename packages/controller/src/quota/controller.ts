@@ -59,7 +59,7 @@ export interface ControllerOptions {
   readonly initialVersion?: number;
   /** Directory an adaptive throttler's `load.module` is resolved against (the spec file's). Default: the working directory. */
   readonly baseDir?: string;
-  /** Builds an adaptive throttler's load source (tests); default: Prometheus over HTTP or the module. */
+  /** Builds an adaptive throttler's load source (tests, the CLI); default: `loadSourceOf` (Prometheus over HTTP or the module). */
   readonly loadSourceOf?: (throttlerId: string, load: LoadSpec) => LoadSource;
   /** Called after every decision of an adaptive loop (a failover leader persists their state then). */
   readonly onAdaptiveDecision?: () => void;
