@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { CHILD_NODE_FLAGS, Child, ROOT, SLUICE_BIN } from "../support/processes.ts";
+import { BUILT_PACKAGES_FLAGS, Child, ROOT, SLUICE_BIN } from "../support/processes.ts";
 
 /** One install from the registry per run: bounded, and the figure docs/internals/measurements.md quotes is printed. */
 const NPM_INSTALL_TIMEOUT_MS = 5 * 60_000;
@@ -79,7 +79,7 @@ describe("the packed packages, installed with npm outside the repository", { con
     console.log(`# pack:all: ${tarballs.length} tarballs in ${((Date.now() - packStarted) / 1000).toFixed(1)} s`);
     assert.ok(tarballs.some((t) => t.includes("sluice-cli-")) && tarballs.some((t) => t.includes("sluice-client-")), pack);
 
-    ok(await run(process.execPath, [...CHILD_NODE_FLAGS, SLUICE_BIN, "init", app], work), "sluice init");
+    ok(await run(process.execPath, [...BUILT_PACKAGES_FLAGS, SLUICE_BIN, "init", app], work), "sluice init");
     writeFileSync(join(app, "src/shout.mjs"), SHOUT_JS);
     // biome-ignore lint/suspicious/noTemplateCurlyInString: JavaScript source for a file, with a template literal of its own
     writeFileSync(join(app, "src/words.mjs"), "export default (index) => ({ key: String(index), value: `word ${index}` });\n");

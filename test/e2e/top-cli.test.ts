@@ -7,7 +7,7 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import { createGrpcQuotaClient } from "@sluice/protocol";
-import { CHILD_NODE_FLAGS, Child, ROOT, SLUICE_BIN, sluice } from "../support/processes.ts";
+import { BUILT_PACKAGES_FLAGS, Child, ROOT, SLUICE_BIN, sluice } from "../support/processes.ts";
 import { writeTwoClassPipeline } from "../support/two-class-pipeline.ts";
 
 const children: Child[] = [];
@@ -89,7 +89,7 @@ describe("sluice top", { timeout: 300_000 }, () => {
     // `script` gives the command a pseudo-terminal and copies what it draws to our pipe. It starts the
     // command through $SHELL -c; `exec` makes sluice the terminal's foreground process itself, since a
     // shell left in between (dash) would die of the same Ctrl-C with 130 whatever sluice does.
-    const command = `exec ${[process.execPath, ...CHILD_NODE_FLAGS, SLUICE_BIN].map((arg) => JSON.stringify(arg)).join(" ")} top --controller ${address} --interval 300ms`;
+    const command = `exec ${[process.execPath, ...BUILT_PACKAGES_FLAGS, SLUICE_BIN].map((arg) => JSON.stringify(arg)).join(" ")} top --controller ${address} --interval 300ms`;
     const tty = track(
       new Child(
         spawn("script", ["-qfec", command, "/dev/null"], {
