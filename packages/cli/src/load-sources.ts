@@ -1,4 +1,5 @@
 import { loadSourceOf, type LoadSource, type LoadSpec } from "@sluice/controller";
+import type { PipelineSpec } from "@sluice/spec";
 
 /**
  * The controller's adaptive load sources, but a `load.module` is imported only after
@@ -13,9 +14,24 @@ export function loadSourcesOf(baseDir: string, beforeModules: (() => Promise<voi
     return {
       description: source.description,
       async read(signal) {
-        await beforeModules();
+        // `read` must never throw (LoadSource's contract): the adaptive loop would end the controller.
+        try {
+          await beforeModules();
+        } catch (error) {
+          const why = error instanceof Error ? error.message : String(error);
+          return { ok: false, reason: `registering tsx to load ${source.description} failed (${why}); the next reading tries again` };
+        }
         return source.read(signal);
       },
     };
   };
+}
+
+/**
+ * Whether a throttler of the spec reads its load from a module: the CLI then registers tsx before the
+ * controller starts, so the first reading is not late by tsx's own start (a module added later by
+ * `sluice reconfigure` still waits in `read`).
+ */
+export function namesLoadModule(spec: PipelineSpec): boolean {
+  return Object.values(spec.dynamic_spec.throttlers).some((throttler) => throttler.adaptive?.load.module !== undefined);
 }

@@ -2,7 +2,7 @@ import { startController, startFailoverController, type ControllerSnapshot } fro
 import { EXIT_FAILURE, EXIT_OK, type Cli } from "../cli.ts";
 import { withBrokers } from "../brokers-option.ts";
 import { loadPipelineSpec } from "../load-spec.ts";
-import { loadSourcesOf } from "../load-sources.ts";
+import { loadSourcesOf, namesLoadModule } from "../load-sources.ts";
 import { CONTROLLER_TOKEN_ENV, HTTP_TLS_FLAGS } from "./controller.ts";
 import { controllerService } from "../traced-services.ts";
 import { startTracing, type Tracing } from "../tracing.ts";
@@ -59,6 +59,7 @@ export async function controllerAction(cli: Cli, specPath: string, options: Cont
     // Registered globally: the Controller's default tracer reports to it.
     tracing = await startTracing({ ...(options.otlp ? { otlp: options.otlp } : {}), service: controllerService(spec, {}) });
     if (tracing.enabled) say(tracing.description);
+    if (namesLoadModule(spec)) await cli.beforeSpecModules?.();
     const common = {
       spec,
       baseDir: loaded.specDir,

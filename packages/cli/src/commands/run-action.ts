@@ -8,7 +8,7 @@ import { EXIT_FAILURE, type Cli } from "../cli.ts";
 import { controllerClient } from "../controller-client.ts";
 import { createKafkaIo } from "../kafka-io.ts";
 import { loadPipelineSpec } from "../load-spec.ts";
-import { loadSourcesOf } from "../load-sources.ts";
+import { loadSourcesOf, namesLoadModule } from "../load-sources.ts";
 import { runSession } from "../pipeline-session.ts";
 import { httpEndpointWarning, serveRunStatus } from "../status-endpoints.ts";
 import { loadClientTls, loadHttpTls, loadServerTls, TlsOptionError, type ServerTlsFlags } from "../tls-options.ts";
@@ -113,6 +113,7 @@ async function connectQuota(
     );
     return { client, controller: null, close: async () => client.close() };
   }
+  if (namesLoadModule(spec)) await beforeModules?.();
   let served: RunningController | null = null;
   let controller: Controller;
   if (options.controllerPort !== undefined) {
