@@ -20,7 +20,8 @@
 // - A file that declares `// priority` runs beside the others, but its process and every process it
 //   starts run at a raised scheduling priority (nice PRIORITY_NICE, where the system allows it: CI
 //   runs as root): its timing assertions then see a machine the rest of the lane does not take the
-//   CPU from whenever they need it.
+//   CPU from whenever they need it. It also takes one slot more than it would otherwise, so it runs
+//   beside fewer files than the rest of the lane does.
 // - Jobs start longest first, by the times of the last run on this checkout
 //   (test/artifacts/test-times.json, ignored by git), else by the committed times of a measured run
 //   (test/expected-times.json: a clean clone has no times of its own); on a file in neither, jobs
@@ -214,7 +215,9 @@ export async function runTestFiles(files, { slots, env = process.env, label, bat
   let free = slots;
   /** The jobs running now, with when each is expected to end. */
   const running = new Set();
-  const weightOf = (job) => (job.alone ? slots : Math.min(slots, job.heavy ? HEAVY_WEIGHT : 1));
+  // A `// priority` job takes one slot more than it would: it then runs beside as few others as in a
+  // lane one slot narrower, which is what its timing assertions were measured against.
+  const weightOf = (job) => (job.alone ? slots : Math.min(slots, (job.heavy ? HEAVY_WEIGHT : 1) + (job.priority ? 1 : 0)));
 
   const runOne = (job) =>
     new Promise((done) => {

@@ -5,8 +5,8 @@
 //   pnpm test [paths…]        type-check, then the unit lane, then the end-to-end lane
 //   pnpm test:unit [paths…]   unit tests only: no services, all cores, no type-check
 //   pnpm test:e2e [paths…]    end-to-end tests only: `pnpm build`, the declared services started
-//                             once, the files in SLUICE_E2E_CONCURRENCY slots (default 3; a
-//                             `// heavy` file takes two)
+//                             once, the files in SLUICE_E2E_CONCURRENCY slots (default 4; a
+//                             `// heavy` file takes two, a `// priority` one more)
 //
 // Paths narrow the run to the test files under them. Services (a Kafka broker, a Jaeger, a
 // Zipkin, a Prometheus) are reused when one is running and otherwise started here and stopped, by their own
@@ -169,8 +169,8 @@ async function runE2e(tests) {
     const failedStart = outcomes.find((o) => o.status === "rejected");
     if (failedStart) throw failedStart.reason;
     // Slots, not files: most end-to-end files wait on their children and services, so four run at
-    // once on 2 cores; a `// heavy` file takes two.
-    const concurrency = Number(process.env.SLUICE_E2E_CONCURRENCY ?? 3);
+    // once on 2 cores; a `// heavy` file takes two, and a `// priority` one a slot more.
+    const concurrency = Number(process.env.SLUICE_E2E_CONCURRENCY ?? 4);
     const names = [...needed].sort().join(", ");
     return await step(`end-to-end lane: ${tests.length} files, ${concurrency} slots (${names})`, () =>
       runLane(
