@@ -32,6 +32,8 @@ export class RememberedGrants {
   private readonly table = new HashedGrantTable();
   /** Where the hash of the id at hand is written (no array per call). */
   private readonly scratch = new Uint32Array(2);
+  /** The id whose hash `scratch` holds: a submit looks an id up, then remembers it, hashing it once. */
+  private hashed: string | null = null;
   private evicted = 0;
 
   /** `hash` is replaced only by tests, to force collisions. */
@@ -52,7 +54,7 @@ export class RememberedGrants {
   }
 
   get(id: string): RememberedGrant | undefined {
-    this.hash(id, this.scratch);
+    this.hashOf(id);
     const found = this.table.find(this.scratch[0] as number, this.scratch[1] as number);
     if (!found) return undefined;
     const grant = { amount: found.amount, waitedMs: found.waitedMs, expiresAt: found.expiresAt };
@@ -64,8 +66,16 @@ export class RememberedGrants {
     while (this.table.size >= bound && this.table.slotsInUse > 0) {
       if (this.table.dropOldest()) this.evicted += 1;
     }
-    this.hash(id, this.scratch);
+    this.hashOf(id);
+    this.hashed = null; // no id string is kept past its use
     this.table.push(this.scratch[0] as number, this.scratch[1] as number, amount, waitedMs, expiresAt, pace ? pace.startAt : NaN, pace ? pace.intervalMs : NaN);
+  }
+
+  /** Puts the hash of `id` in `scratch`, unless it is there already. */
+  private hashOf(id: string): void {
+    if (this.hashed === id) return;
+    this.hash(id, this.scratch);
+    this.hashed = id;
   }
 
   /** Forgets, in grant order, what passed its grace (expiries are pushed in grant order, so never decrease). */

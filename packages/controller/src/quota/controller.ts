@@ -162,13 +162,19 @@ export class Controller implements QuotaServiceHandler {
   }
 
   requestQuota(call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult> {
+    const settled = this.requestQuotaNow(call, context);
+    return settled instanceof Promise ? settled : Promise.resolve(settled);
+  }
+
+  /** requestQuota, answering a grant the bucket makes at once with the result itself (the QuotaStream server's path). */
+  requestQuotaNow(call: RequestQuotaCall, context: CallContext): RequestQuotaResult | Promise<RequestQuotaResult> {
     const malformed = requestQuotaProblem(call);
     if (malformed) return Promise.reject(malformed);
     return traceRequestQuota(this.tracer, this.clock, call, context, this.classIdOf(call), () => this.acquire(call, context));
   }
 
-  /** Not async: a grant the bucket makes at once is answered with the driver's promise, no wrapper. */
-  private acquire(call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult> {
+  /** Not async: a grant the bucket makes at once is answered with the grant itself, no promise. */
+  private acquire(call: RequestQuotaCall, context: CallContext): RequestQuotaResult | Promise<RequestQuotaResult> {
     let driver: QuotaBucketDriver;
     try {
       driver = this.driverFor(call.throttlerId);
@@ -186,7 +192,7 @@ export class Controller implements QuotaServiceHandler {
       refuseNeverFitting(call, throttler);
       return this.leases.acquire(driver, call, context, this.classIdOf(call));
     }
-    return driver.acquire(bucketRequestOf(call, context));
+    return driver.acquireNow(bucketRequestOf(call, context));
   }
 
   async releaseQuota(call: ReleaseQuotaCall, _context: CallContext): Promise<void> {

@@ -30,8 +30,8 @@ export function traceRequestQuota(
   call: RequestQuotaCall,
   context: CallContext,
   classId: string,
-  serve: () => Promise<RequestQuotaResult>,
-): Promise<RequestQuotaResult> {
+  serve: () => RequestQuotaResult | Promise<RequestQuotaResult>,
+): RequestQuotaResult | Promise<RequestQuotaResult> {
   const parent = propagation.extract(ROOT_CONTEXT, context, FROM_CALL_METADATA);
   const span = tracer.startSpan(REQUEST_QUOTA_SPAN, { kind: SpanKind.SERVER }, parent);
   // Without a tracing SDK (or a sampler that drops it) the span records nothing: no attributes, no
@@ -58,7 +58,7 @@ async function recordRequestQuota(
   call: RequestQuotaCall,
   context: CallContext,
   classId: string,
-  serve: () => Promise<RequestQuotaResult>,
+  serve: () => RequestQuotaResult | Promise<RequestQuotaResult>,
 ): Promise<RequestQuotaResult> {
   // Built by assignment, not with conditional spreads.
   const attributes: Attributes = {

@@ -133,12 +133,17 @@ export class KeyedThrottler {
    * `restoring` a predecessor's held units (never dropped, as a debt is not).
    */
   driverFor(key: string, { restoring = false } = {}): QuotaBucketDriver {
+    return this.entryFor(key, restoring).driver;
+  }
+
+  /** driverFor's work, returning the key's entry (its last request now) rather than only its bucket. */
+  private entryFor(key: string, restoring = false): ActiveKey {
     if (this.closedWith) throw this.closedWith;
     const now = this.clock.now();
     const active = this.active.get(key);
     if (active) {
       active.lastRequestAt = now;
-      return active.driver;
+      return active;
     }
     const parked = this.parked.get(key);
     if (!parked && !restoring && this.keyCount >= this.keyed.max_keys) {
@@ -156,8 +161,9 @@ export class KeyedThrottler {
       this.parked.delete(key);
       if (!Number.isNaN(parked.balance)) driver.restoreBalance(parked.balance, parked.atMs);
     }
-    this.active.set(key, { driver, lastRequestAt: now, inFlight: 0, measuredNet: 0 });
-    return driver;
+    const entry: ActiveKey = { driver, lastRequestAt: now, inFlight: 0, measuredNet: 0 };
+    this.active.set(key, entry);
+    return entry;
   }
 
   /**
@@ -169,13 +175,14 @@ export class KeyedThrottler {
    * bucket's memory) reports the wait since the request's first arrival, part of which an earlier
    * attempt counted already.
    */
-  acquire<T extends { readonly waitedMs: number }>(key: string, run: (driver: QuotaBucketDriver) => Promise<T>): Promise<T> {
-    const driver = this.driverFor(key);
-    const entry = this.active.get(key);
-    if (!entry) return run(driver);
+  acquire<T extends { readonly waitedMs: number }>(key: string, run: (driver: QuotaBucketDriver) => T | Promise<T>): T | Promise<T> {
+    const entry = this.entryFor(key);
+    const startedAt = entry.lastRequestAt;
+    const settled = run(entry.driver);
+    // Answered at once (the bucket had quota and nobody waited): it waited 0 ms, nothing to count.
+    if (!(settled instanceof Promise)) return settled;
     entry.inFlight++;
-    const startedAt = this.clock.now();
-    return run(driver).then(
+    return settled.then(
       (grant) => {
         entry.inFlight--;
         // The bucket's figure leaves out what `run` adds around the wait (a lease's commit to Kafka).
