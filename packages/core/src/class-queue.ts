@@ -84,7 +84,7 @@ export class ClassQueues {
    */
   resolve(requested: string, config: QuotaBucketConfig, counters: QuotaBucketCounters): string {
     if (requested === "") {
-      if (Object.keys(config.classWeights).length > 0) counters.classlessRequests += 1;
+      if (hasAny(config.classWeights)) counters.classlessRequests += 1;
       return DEFAULT_CLASS;
     }
     if (requested === DEFAULT_CLASS) return DEFAULT_CLASS;
@@ -148,4 +148,10 @@ export class ClassQueues {
     this.scheduler.deactivate(classId);
     if (queue.heap.size === 0 && this.scheduler.removeIfRetired(classId)) this.queues.delete(classId);
   }
+}
+
+/** Whether a record has an entry, without Object.keys' array (this runs per request). */
+function hasAny(record: Readonly<Record<string, number>>): boolean {
+  for (const _ in record) return true;
+  return false;
 }

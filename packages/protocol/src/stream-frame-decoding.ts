@@ -15,6 +15,7 @@ const WIRE_VARINT = 0;
 const WIRE_FIXED64 = 1;
 const WIRE_BYTES = 2;
 const TWO_TO_32 = 4294967296;
+const NO_METADATA: Record<string, string> = Object.freeze({}) as Record<string, string>;
 
 /** The frame as proto-loader decodes it (longs: Number, defaults, oneofs), or null to decode it the general way. Throws on malformed bytes. */
 export function decodeRequestFrame(bytes: Uint8Array): WireQuotaStreamClientFrame | null {
@@ -37,7 +38,8 @@ export function decodeRequestFrame(bytes: Uint8Array): WireQuotaStreamClientFram
 function decodeCall(reader: ProtoReader, end: number): WireQuotaStreamCall | null {
   let callId = 0;
   let timeoutMs = 0;
-  const metadata: Record<string, string> = {};
+  // Most calls carry no metadata: they share one frozen empty record (the server only reads it).
+  let metadata = NO_METADATA;
   let requestQuota: WireRequestQuotaRequest | null | undefined = null;
   let cancel = false;
   while (reader.pos < end) {
@@ -47,6 +49,7 @@ function decodeCall(reader: ProtoReader, end: number): WireQuotaStreamCall | nul
     if (field === 1 && wire === WIRE_VARINT) callId = uint64(reader);
     else if (field === 2 && wire === WIRE_VARINT) timeoutMs = uint64(reader);
     else if (field === 3 && wire === WIRE_BYTES) {
+      if (metadata === NO_METADATA) metadata = {};
       if (!readMetadataEntry(reader, endOf(reader), metadata)) return null;
     } else if (field === 4 && wire === WIRE_BYTES && requestQuota === null && !cancel) requestQuota = decodeRequestQuota(reader, endOf(reader));
     else if (field === 8 && wire === WIRE_BYTES && requestQuota === null && !cancel) {
