@@ -73,6 +73,15 @@ export interface KeyDescription {
   readonly idleMs: number | null;
 }
 
+/**
+ * A key is kept for as long as it is remembered (hours, parked): kept as one flat string, never as
+ * the string the call brought, which may be a concatenation still holding its parts (a key built
+ * with a template literal in process). Exact for any string: UTF-16 code units round-trip.
+ */
+function flatCopyOf(key: string): string {
+  return Buffer.from(key, "utf16le").toString("utf16le");
+}
+
 /** The rate a config grants (units/s), null when unlimited. */
 function rateOf(config: QuotaBucketConfig): number | null {
   if (config.useClassWeightsAsLimit) return Object.values(config.classWeights).reduce((sum, w) => sum + w, 0);
@@ -117,6 +126,14 @@ export class KeyedThrottler {
     return limit === config.limit ? config : { ...config, limit };
   }
 
+  /**
+   * configFor(key) for a bucket to keep: a key without an override shares the template's config,
+   * worked out once (one object for every such key, not one each, and a cache line warm for all).
+   */
+  private bucketConfigFor(key: string): QuotaBucketConfig {
+    return keyOverrideOf(this.keyed, key) === undefined ? this.templateConfig : this.configFor(key);
+  }
+
   /** The class a request of `key` is served in: its own if the key's classes declare it, else the default. */
   classIdOf(key: string, quotaClassId: string): string {
     return quotaClassId !== "" && Object.hasOwn(this.configFor(key).classWeights, quotaClassId) ? quotaClassId : DEFAULT_CLASS_ID;
@@ -156,13 +173,13 @@ export class KeyedThrottler {
         { throttlerId: this.id, key, keys: this.keyCount, maxKeys: this.keyed.max_keys },
       );
     }
-    const driver = new QuotaBucketDriver(this.id, this.configFor(key), this.clock);
+    const driver = new QuotaBucketDriver(this.id, this.bucketConfigFor(key), this.clock);
     if (parked) {
       this.parked.delete(key);
       if (!Number.isNaN(parked.balance)) driver.restoreBalance(parked.balance, parked.atMs);
     }
     const entry: ActiveKey = { driver, lastRequestAt: now, inFlight: 0, measuredNet: 0 };
-    this.active.set(key, entry);
+    this.active.set(flatCopyOf(key), entry);
     return entry;
   }
 
@@ -210,7 +227,7 @@ export class KeyedThrottler {
     this.keyed = template.keyed;
     this.adaptiveLimit = adaptiveLimit;
     this.templateConfig = this.configFor("");
-    for (const [key, entry] of this.active) entry.driver.reconfigure(this.configFor(key));
+    for (const [key, entry] of this.active) entry.driver.reconfigure(this.bucketConfigFor(key));
   }
 
   /** The adaptive loop of the template moved the limit: keys without a limit of their own follow it. */
