@@ -53,6 +53,8 @@ export function headOf(queue: ClassQueue): Entry | undefined {
 /** The class queues of one QuotaBucket, kept in step with its ClassScheduler's active set. */
 export class ClassQueues {
   private readonly queues = new Map<string, ClassQueue>();
+  /** `default`'s queue, which is never removed: most requests are served in it, found without the map. */
+  private defaultQueue: ClassQueue | undefined;
 
   constructor(private readonly scheduler: ClassScheduler) {}
 
@@ -62,11 +64,13 @@ export class ClassQueues {
   }
 
   get(classId: string): ClassQueue {
+    if (classId === DEFAULT_CLASS && this.defaultQueue) return this.defaultQueue;
     let queue = this.queues.get(classId);
     if (!queue) {
       queue = newClassQueue();
       this.queues.set(classId, queue);
     }
+    if (classId === DEFAULT_CLASS) this.defaultQueue = queue;
     return queue;
   }
 
