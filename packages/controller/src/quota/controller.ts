@@ -170,8 +170,12 @@ export class Controller implements QuotaServiceHandler {
   requestQuotaNow(call: RequestQuotaCall, context: CallContext): RequestQuotaResult | Promise<RequestQuotaResult> {
     const malformed = requestQuotaProblem(call);
     if (malformed) return Promise.reject(malformed);
-    return traceRequestQuota(this.tracer, this.clock, call, context, this.classIdOf(call), () => this.acquire(call, context));
+    return traceRequestQuota(this.tracer, this.clock, call, context, this.classIdOf(call), this.acquireCall);
   }
+
+  /** acquire() as one function made once, for the span to call (not a closure per request). */
+  private readonly acquireCall = (call: RequestQuotaCall, context: CallContext): RequestQuotaResult | Promise<RequestQuotaResult> =>
+    this.acquire(call, context);
 
   /** Not async: a grant the bucket makes at once is answered with the grant itself, no promise. */
   private acquire(call: RequestQuotaCall, context: CallContext): RequestQuotaResult | Promise<RequestQuotaResult> {

@@ -1,4 +1,4 @@
-import { QuotaBucketDriver, SluiceError, type Clock, type QuotaBucketConfig } from "@sluice/core";
+import { QuotaBucketDriver, SluiceError, type AcquireRequest, type Clock, type Grant, type QuotaBucketConfig } from "@sluice/core";
 import { DEFAULT_CLASS_ID, keyOverrideOf, keyThrottlerSpec, type KeyedSpec, type ThrottlerSpec } from "@sluice/spec";
 import { bucketConfigOf } from "../bucket-config.ts";
 import type { BucketBalance } from "../controller-snapshot.ts";
@@ -194,10 +194,20 @@ export class KeyedThrottler {
    */
   acquire<T extends { readonly waitedMs: number }>(key: string, run: (driver: QuotaBucketDriver) => T | Promise<T>): T | Promise<T> {
     const entry = this.entryFor(key);
-    const startedAt = entry.lastRequestAt;
-    const settled = run(entry.driver);
+    return this.tracked(key, entry, run(entry.driver));
+  }
+
+  /** acquire() straight on the key's bucket (a rate template): no function made per request. */
+  acquireFromBucket(key: string, request: AcquireRequest): Grant | Promise<Grant> {
+    const entry = this.entryFor(key);
+    return this.tracked(key, entry, entry.driver.acquireNow(request));
+  }
+
+  /** Keeps the key from being parked while `settled` is pending, and counts its wait toward the top keys. */
+  private tracked<T extends { readonly waitedMs: number }>(key: string, entry: ActiveKey, settled: T | Promise<T>): T | Promise<T> {
     // Answered at once (the bucket had quota and nobody waited): it waited 0 ms, nothing to count.
     if (!(settled instanceof Promise)) return settled;
+    const startedAt = entry.lastRequestAt;
     entry.inFlight++;
     return settled.then(
       (grant) => {

@@ -87,7 +87,7 @@ export class KeyedThrottlers {
       // The lease table of a keyed throttler is by key: renewing the throttler renews every key.
       return keyed.acquire(key, (driver) => leases.acquire(driver, { ...call, throttlerId: key }, context, classId));
     }
-    return keyed.acquire(key, (driver) => driver.acquireNow(bucketRequestOf(call, context)));
+    return keyed.acquireFromBucket(key, bucketRequestOf(call, context));
   }
 
   release(call: ReleaseQuotaCall): void {
