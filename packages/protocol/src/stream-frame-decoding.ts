@@ -78,10 +78,10 @@ function decodeRequestQuota(reader: ProtoReader, end: number): WireRequestQuotaR
     const tag = reader.uint32();
     switch (tag) {
       case (1 << 3) | WIRE_BYTES:
-        throttlerId = reader.string();
+        throttlerId = THROTTLER_IDS.read(reader);
         break;
       case (2 << 3) | WIRE_BYTES:
-        clientId = reader.string();
+        clientId = CLIENT_IDS.read(reader);
         break;
       case (3 << 3) | WIRE_FIXED64:
         amount = reader.double();
@@ -106,6 +106,53 @@ function decodeRequestQuota(reader: ProtoReader, end: number): WireRequestQuotaR
   if (reader.pos !== end) throw new Error(`a RequestQuotaRequest runs past its length (${reader.pos} > ${end})`);
   return { throttlerId, clientId, amount, timestampMs, quotaClassId, requestId, key };
 }
+
+/**
+ * The last string read for one field, with its bytes: a worker's calls repeat their throttler id
+ * and client id call after call, and the same bytes make the same string without a new one.
+ */
+class RepeatedString {
+  private bytes: Uint8Array = new Uint8Array(0);
+  private text = "";
+
+  read(reader: ProtoReader): string {
+    const at = reader.pos;
+    const length = reader.uint32();
+    const start = reader.pos;
+    const end = start + length;
+    if (end > reader.len) throw new RangeError(`index out of range: ${start} + ${length} > ${reader.len}`);
+    const buf = reader.buf;
+    if (length === this.bytes.length && length <= MAX_REPEATED_BYTES) {
+      let same = true;
+      for (let i = 0; i < length; i++) {
+        if (buf[start + i] !== this.bytes[i]) {
+          same = false;
+          break;
+        }
+      }
+      if (same) {
+        reader.pos = end;
+        return this.text;
+      }
+    }
+    // Read as protobufjs reads any string (the same decoding of any bytes); then kept with a copy of
+    // its bytes (never a view: the frame's buffer is the transport's).
+    reader.pos = at;
+    const text = reader.string();
+    if (length <= MAX_REPEATED_BYTES) {
+      const copy = new Uint8Array(length);
+      copy.set(buf.subarray(start, end));
+      this.bytes = copy;
+      this.text = text;
+    }
+    return text;
+  }
+}
+
+/** Ids longer than this are read as they come (an id is at most 1,024 characters; most are short). */
+const MAX_REPEATED_BYTES = 128;
+const THROTTLER_IDS = new RepeatedString();
+const CLIENT_IDS = new RepeatedString();
 
 /** One `map<string, string>` entry into `into`; false when it is not a plain entry to set. */
 function readMetadataEntry(reader: ProtoReader, end: number, into: Record<string, string>): boolean {

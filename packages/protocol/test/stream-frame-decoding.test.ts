@@ -71,6 +71,26 @@ describe("QuotaStream frames of RequestQuota calls, decoded without protobufjs i
     }
   });
 
+  it("reads a repeated throttler or client id as the same text, and a changed one of the same length as itself", () => {
+    const call = (callId: number, throttlerId: string, clientId: string) => ({
+      callId,
+      timeoutMs: 0,
+      metadata: {},
+      requestQuota: { throttlerId, clientId, amount: 1, timestampMs: 0, quotaClassId: "", requestId: `r${callId}`, key: "k" },
+    });
+    const first = encode({ calls: [call(1, "api-1", "w/1"), call(2, "api-1", "w/1")] });
+    assert.deepEqual(decodeRequestFrame(first), general(first));
+    // The transport may reuse a frame's buffer: what was read from it must not change with it.
+    const second = encode({ calls: [call(3, "api-2", "w/2"), call(4, "api-1", "w/1")] });
+    first.fill(0);
+    assert.deepEqual(decodeRequestFrame(second), general(second));
+    const ids = (decodeRequestFrame(second)?.calls ?? []).map((c) => [c.requestQuota?.throttlerId, c.requestQuota?.clientId]);
+    assert.deepEqual(ids, [
+      ["api-2", "w/2"],
+      ["api-1", "w/1"],
+    ]);
+  });
+
   it("leaves frames with other calls, or two members of the oneof, to the general decoder", () => {
     for (let seed = 1; seed <= 50; seed++) {
       const bytes = encode(randomFrame(seed, ["requestQuota", "releaseQuota"]));
