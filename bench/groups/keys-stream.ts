@@ -1,6 +1,6 @@
 // Group 9, over the wire: (b) key-grants per controller CPU-second with 10,000 active keys, the load
 // from two generator processes, each a worker with ONE QuotaStream carrying frames of many keys'
-// calls (docs/design.md §9.2: a worker's refills for all its keys travel together on its stream),
+// calls (docs/design.md §11.4: a worker's refills for all its keys travel together on its stream),
 // against an unkeyed throttler on the same controller in the same runs and rate-limiter-flexible's
 // consume() in this process (no RPC at all); (c) how many QuotaStream frames a client using 10,000
 // keys sends per request_period.

@@ -1,5 +1,5 @@
 // A worker's quota traffic as it reaches the controller when the worker uses many keys: ONE
-// QuotaStream per worker process (docs/design.md §9.2: the refills of every key of a client travel
+// QuotaStream per worker process (docs/design.md §11.4: the refills of every key of a client travel
 // together on the worker's stream), each frame carrying a batch of RequestQuota calls for different
 // keys, encoded by the protocol's own QuotaStream serializer (what createStreamQuotaClient writes).
 // Each call is what the client's refill sends: the worker's client id, a fresh UUID request id, the

@@ -4,7 +4,7 @@ import type { WireQuotaStreamCall, WireQuotaStreamClientFrame, WireRequestQuotaR
 // The controller's busiest input, a QuotaStreamClientFrame of RequestQuota (and cancel) calls,
 // decoded straight from its bytes into the plain objects proto-loader makes of it (the same fields,
 // defaults and numbers), without protobufjs's message instances and their copy by `toObject`: a
-// worker with many keys sends hundreds of calls per frame (docs/design.md §9.2). Anything else — another
+// worker with many keys sends hundreds of calls per frame (docs/design.md §11.4). Anything else — another
 // kind of call, two members of the `call` oneof, a known field with an unexpected wire type, a
 // metadata key that is not a plain property — returns null, and the frame is decoded the general way.
 
