@@ -6,10 +6,13 @@
 // 8's shape instead (a stream per 16 awaiting callers, 256 callers).
 // Prints grants/s and grants per controller CPU-second; with --prof the controller writes a
 // .cpuprofile into DIR when it stops (open it in Chrome's DevTools or speedscope).
+// --in-process: no transport, the controller called in this process (lib/in-process-key-grants.ts);
+// profile that with node --cpu-prof.
 import { BenchChild } from "./lib/child.ts";
 import { GroupContext } from "./lib/group.ts";
 import { controllerSpec } from "./lib/specs.ts";
 import { measure } from "./groups/controller-throughput.ts";
+import { inProcessKeyGrants } from "./lib/in-process-key-grants.ts";
 
 const args = process.argv.slice(2);
 const option = (name: string) => {
@@ -24,6 +27,12 @@ const callers = Number(option("--callers") ?? (streams ? 256 : 2_048));
 const perFrame = Number(option("--per-frame") ?? 256);
 const runs = Number(option("--runs") ?? 3);
 const windowMs = Number(option("--window") ?? 3_000);
+if (args.includes("--in-process")) {
+  for (const figure of inProcessKeyGrants({ keys, keyed, rounds: runs + 5, perRound: 200_000 })) {
+    process.stdout.write(`${keyed ? `${keys} keys` : "unkeyed"}, in process: ${Math.round(figure)} grants/CPU-s\n`);
+  }
+  process.exit(0);
+}
 const spec = controllerSpec({ per_key: { limit: 1_000_000, keyed: { max_keys: 100_000 } }, one: { limit: 1_000_000 } });
 const controller = BenchChild.start("controller-process.ts", { mode: "sluice", spec }, prof ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${prof}`] } : {});
 const generators = Array.from({ length: 2 }, (_, i) => BenchChild.start("quota-load-process.ts", { name: `p${i}` }));
