@@ -6,6 +6,7 @@
 // Events: ready {pid}; result {calls, latenciesMs, lagsMs, errors, firstError} per run.
 import { createGrpcQuotaClient, createStreamQuotaClient, type QuotaServiceClient } from "@sluice/protocol";
 import { configArgument, emit, onCommands } from "../lib/child-io.ts";
+import { frameLoop } from "../lib/frame-load.ts";
 import { CALLERS_PER_CHANNEL } from "../lib/grpc-load.ts";
 
 export interface LoadRun {
@@ -14,8 +15,13 @@ export interface LoadRun {
   /** A keyed throttler: each request names one of this many keys, the callers going round them all. */
   readonly keys?: number;
   readonly mode: "closed" | "open";
-  /** Unary RequestQuota calls (default), or a QuotaStream per channel (a worker's multiplexed stream). */
-  readonly transport?: "unary" | "stream";
+  /**
+   * Unary RequestQuota calls (default), or a QuotaStream per channel (a worker's multiplexed stream),
+   * or "frames": this process is one worker with ONE QuotaStream whose frames carry `callsPerFrame`
+   * calls each, `clients` calls open at most (bench/lib/frame-load.ts; closed loop only).
+   */
+  readonly transport?: "unary" | "stream" | "frames";
+  readonly callsPerFrame?: number;
   /** Closed loop: callers. Open loop: client ids the requests rotate over (one channel per 16). */
   readonly clients: number;
   /** Open loop: requests per second sent by this process. */
@@ -27,12 +33,18 @@ export interface LoadRun {
   readonly stopAt: number;
 }
 
+/** The client's default rpc_timeout: every refill carries it as its deadline. */
+const RPC_TIMEOUT_MS = 30_000;
 const config = configArgument<{ readonly name: string }>();
 const epochNow = (): number => performance.timeOrigin + performance.now();
 
 onCommands(async (command) => {
   if (command.type !== "run") return;
   const run = command["run"] as LoadRun;
+  if (run.transport === "frames") {
+    emit({ type: "result", ...(await framesRun(run)) });
+    return;
+  }
   const channels: QuotaServiceClient[] = Array.from({ length: Math.max(1, Math.ceil(run.clients / CALLERS_PER_CHANNEL)) }, () =>
     run.transport === "stream" ? createStreamQuotaClient(run.address) : createGrpcQuotaClient(run.address),
   );
@@ -125,6 +137,26 @@ async function openLoop(run: LoadRun, channels: readonly QuotaServiceClient[]): 
   }
   await Promise.all(inFlight);
   return outcome;
+}
+
+/** One worker's stream of many-call frames: `clients` calls open at most, in frames of `callsPerFrame`. */
+function framesRun(run: LoadRun) {
+  if (run.mode !== "closed") throw new Error("transport frames runs a closed loop only");
+  const callsPerFrame = Math.max(1, Math.min(run.callsPerFrame ?? 256, run.clients));
+  return frameLoop({
+    address: run.address,
+    throttlerId: run.throttlerId,
+    keys: run.keys ?? 0,
+    clientId: `worker/${config.name}`,
+    callsPerFrame,
+    framesInFlight: Math.max(1, Math.round(run.clients / callsPerFrame)),
+    timeoutMs: RPC_TIMEOUT_MS,
+    startAt: run.startAt,
+    windowFrom: run.windowFrom,
+    windowTo: run.windowTo,
+    stopAt: run.stopAt,
+    keyOffset: Math.floor(Math.random() * Math.max(1, run.keys ?? 1)),
+  });
 }
 
 function noteError(outcome: Outcome, error: unknown): void {

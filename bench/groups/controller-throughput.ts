@@ -139,7 +139,9 @@ export async function measure(
     readonly ratePerS?: number;
     readonly warmupMs: number;
     readonly windowMs: number;
-    readonly transport?: "unary" | "stream";
+    readonly transport?: "unary" | "stream" | "frames";
+    /** transport "frames": calls per frame (quota-load-process.ts). */
+    readonly callsPerFrame?: number;
     /** Also read the controller's own timing of each RequestQuota (a controller-process with `timing`). */
     readonly timed?: boolean;
     /** Default "open"; with `keys`, a keyed throttler whose keys the requests go round. */
@@ -160,6 +162,7 @@ export async function measure(
       ...(plan.keys ? { keys: plan.keys } : {}),
       mode: plan.mode,
       ...(plan.transport ? { transport: plan.transport } : {}),
+      ...(plan.callsPerFrame ? { callsPerFrame: plan.callsPerFrame } : {}),
       clients: Math.floor(plan.clients / used.length) + (i < plan.clients % used.length ? 1 : 0),
       ...(plan.ratePerS !== undefined ? { ratePerS: plan.ratePerS / used.length } : {}),
       startAt,

@@ -53,6 +53,8 @@ export function headOf(queue: ClassQueue): Entry | undefined {
 /** The class queues of one QuotaBucket, kept in step with its ClassScheduler's active set. */
 export class ClassQueues {
   private readonly queues = new Map<string, ClassQueue>();
+  /** `default`'s queue, which is never removed: most requests are served in it, found without the map. */
+  private defaultQueue: ClassQueue | undefined;
 
   constructor(private readonly scheduler: ClassScheduler) {}
 
@@ -62,11 +64,13 @@ export class ClassQueues {
   }
 
   get(classId: string): ClassQueue {
+    if (classId === DEFAULT_CLASS && this.defaultQueue) return this.defaultQueue;
     let queue = this.queues.get(classId);
     if (!queue) {
       queue = newClassQueue();
       this.queues.set(classId, queue);
     }
+    if (classId === DEFAULT_CLASS) this.defaultQueue = queue;
     return queue;
   }
 
@@ -84,7 +88,7 @@ export class ClassQueues {
    */
   resolve(requested: string, config: QuotaBucketConfig, counters: QuotaBucketCounters): string {
     if (requested === "") {
-      if (Object.keys(config.classWeights).length > 0) counters.classlessRequests += 1;
+      if (hasAny(config.classWeights)) counters.classlessRequests += 1;
       return DEFAULT_CLASS;
     }
     if (requested === DEFAULT_CLASS) return DEFAULT_CLASS;
@@ -148,4 +152,10 @@ export class ClassQueues {
     this.scheduler.deactivate(classId);
     if (queue.heap.size === 0 && this.scheduler.removeIfRetired(classId)) this.queues.delete(classId);
   }
+}
+
+/** Whether a record has an entry, without Object.keys' array (this runs per request). */
+function hasAny(record: Readonly<Record<string, number>>): boolean {
+  for (const _ in record) return true;
+  return false;
 }

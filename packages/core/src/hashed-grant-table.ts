@@ -5,6 +5,10 @@
  * a handful of objects for the GC to mark, not a million strings and map entries whose marking
  * would set the controller's latency.
  *
+ * A slot's fields sit side by side (its hash halves in one array, its figures in another), so
+ * that pushing, finding or dropping one touches a cache line or two, not one per field: a keyed
+ * throttler has a table per active key, and those are cold.
+ *
  * The index probes linearly and deletes by backward shift (no tombstones to pile up), at most half
  * full: it has twice the ring's slots. A hash pushed again while its earlier grant is still held
  * points the index at the new slot; the earlier one stays in the ring, *superseded*, until the
@@ -13,6 +17,8 @@
 
 /** The smallest ring (and half the smallest index): a table per throttler, most of them quiet. */
 const MIN_CAPACITY = 16;
+/** Figures per slot in `grants`: amount, waitedMs, expiresAt. */
+const GRANT_FIELDS = 3;
 
 /** A grant read back from the table; `paceStartAt` is NaN when the grant had no slots. */
 export interface HashedGrant {
@@ -31,14 +37,12 @@ export class HashedGrantTable {
   private used = 0;
   /** Hashes the index finds. */
   private live = 0;
-  private highs = new Uint32Array(MIN_CAPACITY);
-  private lows = new Uint32Array(MIN_CAPACITY);
-  private amounts = new Float64Array(MIN_CAPACITY);
-  private waits = new Float64Array(MIN_CAPACITY);
-  private expiries = new Float64Array(MIN_CAPACITY);
-  /** Only once a paced grant is pushed: most throttlers are not smooth, and 16 B per id is a third more. */
-  private paceStarts: Float64Array | null = null;
-  private paceIntervals: Float64Array | null = null;
+  /** Per slot: the hash's high half, then its low half. */
+  private hashes = new Uint32Array(MIN_CAPACITY * 2);
+  /** Per slot: amount, waitedMs, expiresAt. */
+  private grants = new Float64Array(MIN_CAPACITY * GRANT_FIELDS);
+  /** Per slot: paceStartAt, paceIntervalMs; only once a paced grant is pushed (most throttlers are not smooth, and 16 B per id is a third more). */
+  private paces: Float64Array | null = null;
   /** Ring slot + 1 per index slot; 0 is empty. */
   private index = new Int32Array(MIN_CAPACITY * 2);
 
@@ -54,13 +58,13 @@ export class HashedGrantTable {
 
   /** Bytes of the typed arrays (for tests and the memory figures of docs/internals/request-ids.md). */
   get bytes(): number {
-    const perSlot = 4 + 4 + 8 + 8 + 8 + (this.paceStarts ? 16 : 0) + 2 * 4;
+    const perSlot = 4 + 4 + 8 * GRANT_FIELDS + (this.paces ? 16 : 0) + 2 * 4;
     return this.capacity * perSlot;
   }
 
   /** When the oldest held grant expires, or Infinity when none is held. */
   get oldestExpiresAt(): number {
-    return this.used === 0 ? Infinity : (this.expiries[this.head] as number);
+    return this.used === 0 ? Infinity : (this.grants[this.head * GRANT_FIELDS + 2] as number);
   }
 
   /** The latest grant pushed with this hash, if still held. */
@@ -68,29 +72,31 @@ export class HashedGrantTable {
     const at = this.indexSlotOf(high, low);
     if (at < 0) return undefined;
     const slot = (this.index[at] as number) - 1;
+    const g = slot * GRANT_FIELDS;
     return {
-      amount: this.amounts[slot] as number,
-      waitedMs: this.waits[slot] as number,
-      expiresAt: this.expiries[slot] as number,
-      paceStartAt: this.paceStarts ? (this.paceStarts[slot] as number) : NaN,
-      paceIntervalMs: this.paceIntervals ? (this.paceIntervals[slot] as number) : NaN,
+      amount: this.grants[g] as number,
+      waitedMs: this.grants[g + 1] as number,
+      expiresAt: this.grants[g + 2] as number,
+      paceStartAt: this.paces ? (this.paces[slot * 2] as number) : NaN,
+      paceIntervalMs: this.paces ? (this.paces[slot * 2 + 1] as number) : NaN,
     };
   }
 
   /** Appends a grant at the tail (expiries must not decrease); pass NaN as `paceStartAt` for none. */
   push(high: number, low: number, amount: number, waitedMs: number, expiresAt: number, paceStartAt: number, paceIntervalMs: number): void {
     if (this.used === this.capacity) this.resize(this.capacity * 2);
-    if (!Number.isNaN(paceStartAt) && !this.paceStarts) this.addPaceArrays();
+    if (!Number.isNaN(paceStartAt) && !this.paces) this.paces = new Float64Array(this.capacity * 2).fill(NaN);
     const slot = (this.head + this.used) & (this.capacity - 1);
     this.used += 1;
-    this.highs[slot] = high;
-    this.lows[slot] = low;
-    this.amounts[slot] = amount;
-    this.waits[slot] = waitedMs;
-    this.expiries[slot] = expiresAt;
-    if (this.paceStarts && this.paceIntervals) {
-      this.paceStarts[slot] = paceStartAt;
-      this.paceIntervals[slot] = paceIntervalMs;
+    this.hashes[slot * 2] = high;
+    this.hashes[slot * 2 + 1] = low;
+    const g = slot * GRANT_FIELDS;
+    this.grants[g] = amount;
+    this.grants[g + 1] = waitedMs;
+    this.grants[g + 2] = expiresAt;
+    if (this.paces) {
+      this.paces[slot * 2] = paceStartAt;
+      this.paces[slot * 2 + 1] = paceIntervalMs;
     }
     this.link(slot);
   }
@@ -101,7 +107,7 @@ export class HashedGrantTable {
     const slot = this.head;
     this.head = (this.head + 1) & (this.capacity - 1);
     this.used -= 1;
-    const at = this.indexSlotOf(this.highs[slot] as number, this.lows[slot] as number);
+    const at = this.indexSlotOf(this.hashes[slot * 2] as number, this.hashes[slot * 2 + 1] as number);
     if (at < 0 || (this.index[at] as number) !== slot + 1) return false;
     this.unlink(at);
     this.live -= 1;
@@ -116,20 +122,25 @@ export class HashedGrantTable {
     this.resize(capacity);
   }
 
+  /** The low half of the hash of the grant at ring slot `slot` (its home in the index). */
+  private lowOf(slot: number): number {
+    return this.hashes[slot * 2 + 1] as number;
+  }
+
   /** Index slot holding this hash, or -1. */
   private indexSlotOf(high: number, low: number): number {
     const mask = this.index.length - 1;
     for (let at = low & mask; ; at = (at + 1) & mask) {
       const entry = this.index[at] as number;
       if (entry === 0) return -1;
-      if (this.lows[entry - 1] === low && this.highs[entry - 1] === high) return at;
+      if (this.hashes[entry * 2 - 1] === low && this.hashes[entry * 2 - 2] === high) return at;
     }
   }
 
   /** Points the index at `slot` for its hash: replaces an earlier grant's slot, or takes an empty one. */
   private link(slot: number): void {
-    const high = this.highs[slot] as number;
-    const low = this.lows[slot] as number;
+    const high = this.hashes[slot * 2] as number;
+    const low = this.hashes[slot * 2 + 1] as number;
     const mask = this.index.length - 1;
     for (let at = low & mask; ; at = (at + 1) & mask) {
       const entry = this.index[at] as number;
@@ -138,7 +149,7 @@ export class HashedGrantTable {
         this.live += 1;
         return;
       }
-      if (this.lows[entry - 1] === low && this.highs[entry - 1] === high) {
+      if (this.hashes[entry * 2 - 1] === low && this.hashes[entry * 2 - 2] === high) {
         this.index[at] = slot + 1;
         return;
       }
@@ -154,7 +165,7 @@ export class HashedGrantTable {
     for (let at = (hole + 1) & mask; ; at = (at + 1) & mask) {
       const entry = this.index[at] as number;
       if (entry === 0) break;
-      const home = (this.lows[entry - 1] as number) & mask;
+      const home = this.lowOf(entry - 1) & mask;
       const homeAfterHole = hole <= at ? home > hole && home <= at : home > hole || home <= at;
       if (homeAfterHole) continue;
       this.index[hole] = entry;
@@ -165,15 +176,23 @@ export class HashedGrantTable {
 
   /** Copies the ring in grant order into arrays of `capacity` slots and rebuilds the index. */
   private resize(capacity: number): void {
-    const mask = this.capacity - 1;
-    const order = (i: number): number => (this.head + i) & mask;
-    this.highs = reorder(this.highs, new Uint32Array(capacity), this.used, order);
-    this.lows = reorder(this.lows, new Uint32Array(capacity), this.used, order);
-    this.amounts = reorder(this.amounts, new Float64Array(capacity), this.used, order);
-    this.waits = reorder(this.waits, new Float64Array(capacity), this.used, order);
-    this.expiries = reorder(this.expiries, new Float64Array(capacity), this.used, order);
-    if (this.paceStarts) this.paceStarts = reorder(this.paceStarts, new Float64Array(capacity), this.used, order);
-    if (this.paceIntervals) this.paceIntervals = reorder(this.paceIntervals, new Float64Array(capacity), this.used, order);
+    const hashes = new Uint32Array(capacity * 2);
+    const grants = new Float64Array(capacity * GRANT_FIELDS);
+    const paces = this.paces ? new Float64Array(capacity * 2) : null;
+    // The ring in grant order is at most two runs: from the head to the end, then from slot 0.
+    const first = Math.min(this.used, this.capacity - this.head);
+    const runs: [from: number, count: number, to: number][] = [
+      [this.head, first, 0],
+      [0, this.used - first, first],
+    ];
+    for (const [from, count, to] of runs) {
+      hashes.set(this.hashes.subarray(from * 2, (from + count) * 2), to * 2);
+      grants.set(this.grants.subarray(from * GRANT_FIELDS, (from + count) * GRANT_FIELDS), to * GRANT_FIELDS);
+      if (paces && this.paces) paces.set(this.paces.subarray(from * 2, (from + count) * 2), to * 2);
+    }
+    this.hashes = hashes;
+    this.grants = grants;
+    this.paces = paces;
     this.capacity = capacity;
     this.head = 0;
     this.index = new Int32Array(capacity * 2);
@@ -181,15 +200,4 @@ export class HashedGrantTable {
     // In grant order, so a superseded grant's hash ends up pointing at its latest slot.
     for (let slot = 0; slot < this.used; slot += 1) this.link(slot);
   }
-
-  /** Grants pushed before the first paced one had no slots: NaN marks that. */
-  private addPaceArrays(): void {
-    this.paceStarts = new Float64Array(this.capacity).fill(NaN);
-    this.paceIntervals = new Float64Array(this.capacity).fill(NaN);
-  }
-}
-
-function reorder<T extends Uint32Array | Float64Array>(from: T, to: T, count: number, order: (i: number) => number): T {
-  for (let i = 0; i < count; i += 1) to[i] = from[order(i)] as number;
-  return to;
 }

@@ -103,6 +103,16 @@ export class QuotaBucketDriver {
   }
 
   acquire(request: AcquireRequest): Promise<Grant> {
+    const settled = this.acquireNow(request);
+    return settled instanceof Promise ? settled : Promise.resolve(settled);
+  }
+
+  /**
+   * As `acquire`, but a request the bucket grants at once (or answers from its memory of granted
+   * ids) is answered with the Grant itself: no promise and no reaction for the common case of a
+   * bucket with quota and nobody waiting. Refusals and waits are a promise, as from `acquire`.
+   */
+  acquireNow(request: AcquireRequest): Grant | Promise<Grant> {
     if (this.closedWith) return Promise.reject(this.closedWith);
     const { cancellation } = request;
     const signal = cancellation ? undefined : request.signal;
@@ -119,9 +129,10 @@ export class QuotaBucketDriver {
         deadlineAt: request.deadlineAt ?? null,
       },
       now,
+      true,
     );
     if (admission.kind === "refused") return Promise.reject(admission.error);
-    if (admission.kind === "granted") return Promise.resolve(this.grantOf(admission));
+    if (admission.kind === "granted") return this.grantOf(admission);
     const { requestId } = admission;
     if (admission.kind === "queued") {
       // Fast path: a new request the bucket can settle right now (it had the tokens) needs no waiter,
@@ -129,7 +140,7 @@ export class QuotaBucketDriver {
       // Polled at the submit's own instant: a request granted on arrival waited 0 ms, not the time
       // between two clock reads (which a loaded machine can stretch past a millisecond).
       const own = this.pump(requestId, now);
-      if (own) return own.kind === "granted" ? Promise.resolve(this.grantOf(own)) : Promise.reject(own.error);
+      if (own) return own.kind === "granted" ? this.grantOf(own) : Promise.reject(own.error);
     }
     const onAbort = request.onAbort ?? "cancel";
     const promise = new Promise<Grant>((resolve, reject) => {

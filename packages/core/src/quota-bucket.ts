@@ -27,7 +27,13 @@ export class QuotaBucket extends QuotaBucketState {
     return this.pendingRequests;
   }
 
-  submit(request: QuotaRequest, now: number): Admission {
+  /**
+   * Admits a request. With `grantOnArrival`, a request that finds nobody waiting and quota at hand
+   * is granted here ("granted", waited 0 ms), as the poll at the same instant would grant it: for a
+   * caller that polls right after each submit (QuotaBucketDriver). Without it, it is "queued" and
+   * granted by the next poll, which orders requests submitted together by lag.
+   */
+  submit(request: QuotaRequest, now: number, grantOnArrival = false): Admission {
     const requestId = requestKey(request.requestId, this.seq);
     const amountError = checkAmount(this.id, request.amount, request.requestId);
     if (amountError) {
@@ -36,7 +42,8 @@ export class QuotaBucket extends QuotaBucketState {
     }
     this.completed.forgetExpired(now);
     const replay = this.completed.get(requestId);
-    const existing = this.entries.get(requestId);
+    // Most requests arrive with nothing queued or detached: the map's size is read, not its table.
+    const existing = this.entries.size === 0 ? undefined : this.entries.get(requestId);
     const earlierAmount = replay?.amount ?? existing?.amount;
     // A smooth answer is capped at one reach of slots (see drain): a retry of a request answered in
     // part is answered with the same part, as the client that asked again for the rest expects.
@@ -69,10 +76,14 @@ export class QuotaBucket extends QuotaBucketState {
       this.reattach(existing, request.deadlineAt);
       return { kind: "reattached", requestId };
     }
+    const classId = this.classes.resolve(request.classId, this.config, this.counters);
+    if (grantOnArrival && this.pendingRequests === 0 && this.pacer === null && this.grantableOnArrival(request, now)) {
+      return this.grantOnArrival(requestId, request, classId, now);
+    }
     const entry = newQueuedEntry({
       id: requestId,
       request,
-      classId: this.classes.resolve(request.classId, this.config, this.counters),
+      classId,
       seq: this.seq++,
       now,
       needsPositiveBalance: this.pendingRequests === 0,
@@ -224,6 +235,46 @@ export class QuotaBucket extends QuotaBucketState {
   memory(): QuotaBucketMemory {
     const held = { requests: this.entries.size, queueEntries: this.classes.heldEntries(), timers: this.timers.size };
     return quotaBucketMemoryOf({ ...held, rememberedRequestIds: this.completed.size, forgottenEarlyRequestIds: this.completed.forgottenEarly }, this.config);
+  }
+
+  /**
+   * Whether a request arriving with nobody waiting would be granted in full by the poll right after
+   * its submit: a deadline still ahead (that poll times out a request due already, before granting),
+   * the arrival rule's positive balance (EmptyQueueArrival), room for all of it, and one chunk (a
+   * request of several chunks goes through the queue).
+   */
+  private grantableOnArrival(request: QuotaRequest, now: number): boolean {
+    const amount = request.amount;
+    return (
+      (request.deadlineAt === null || request.deadlineAt > now) &&
+      this.tokens.canGrantWithoutQueue(now) &&
+      this.tokens.canTake(amount, now) &&
+      chunkOf(amount, this.config.maxGrantAmount) === amount
+    );
+  }
+
+  /**
+   * The grant a queued request would get from the poll in the same instant, made without the queue:
+   * no entry, heap, timer or poll (most requests of a busy controller with many keys arrive to an
+   * idle bucket). That poll would also fire the timers due (grace ends of detached requests, which
+   * concern other ids): they fire at the wake-up the driver has set for them instead. Every figure moves as it would there: the sequence number, the units taken, the
+   * counters, both wait figures (0 ms), and the request id remembered for the grace.
+   */
+  private grantOnArrival(requestId: string, request: QuotaRequest, classId: string, now: number): Admission {
+    const amount = request.amount;
+    this.seq++;
+    this.tokens.take(amount, now);
+    // No charge: with nobody waiting no class is active, so every virtual time is 0, and a queued
+    // grant's charge would be reset as its class went idle again (ClassScheduler.maybeReset).
+    const queue = this.classes.get(classId);
+    queue.granted += amount;
+    this.counters.granted += amount;
+    queue.firstGrantWait.record(0, now);
+    this.waitTime.record(0, now);
+    if (request.requestId !== "") {
+      this.completed.remember(requestId, amount, 0, now + this.config.detachedGraceMs, this.config.maxQueueSize * REQUEST_IDS_PER_QUEUE_SLOT);
+    }
+    return { kind: "granted", requestId, amount, waitedMs: 0 };
   }
 
   private drain(now: number, settlements: Settlement[]): void {

@@ -79,7 +79,7 @@ export function laterDeadline(a: number | null, b: number | null): number | null
  */
 export function requestKey(requestId: string, seq: number): string {
   if (requestId === "") return `~${seq}`;
-  return requestId.startsWith("~") ? `~${requestId}` : requestId;
+  return requestId.charCodeAt(0) === 126 /* "~" */ ? `~${requestId}` : requestId;
 }
 
 /**

@@ -28,10 +28,17 @@ export interface RememberedGrant {
  * (answered with that grant when the amounts match, refused as a reused id when they differ), with
  * probability ≈ remembered ids / 2^64 per new id (5.4 × 10⁻¹⁴ at a million).
  */
+/**
+ * Where the hash of the id at hand is written: one array for every table (the hash is used at once,
+ * synchronously), so that it stays in cache across a controller's thousands of keys' tables.
+ */
+const scratch = new Uint32Array(2);
+/** The id, and the hasher, whose hash `scratch` holds: a submit looks an id up, then remembers it, hashing it once. */
+let lastHashed: string | null = null;
+let lastHasher: IdHasher | null = null;
+
 export class RememberedGrants {
   private readonly table = new HashedGrantTable();
-  /** Where the hash of the id at hand is written (no array per call). */
-  private readonly scratch = new Uint32Array(2);
   private evicted = 0;
 
   /** `hash` is replaced only by tests, to force collisions. */
@@ -52,8 +59,8 @@ export class RememberedGrants {
   }
 
   get(id: string): RememberedGrant | undefined {
-    this.hash(id, this.scratch);
-    const found = this.table.find(this.scratch[0] as number, this.scratch[1] as number);
+    const bits = this.hashOf(id);
+    const found = this.table.find(bits[0] as number, bits[1] as number);
     if (!found) return undefined;
     const grant = { amount: found.amount, waitedMs: found.waitedMs, expiresAt: found.expiresAt };
     return Number.isNaN(found.paceStartAt) ? grant : { ...grant, pace: { startAt: found.paceStartAt, intervalMs: found.paceIntervalMs } };
@@ -64,8 +71,19 @@ export class RememberedGrants {
     while (this.table.size >= bound && this.table.slotsInUse > 0) {
       if (this.table.dropOldest()) this.evicted += 1;
     }
-    this.hash(id, this.scratch);
-    this.table.push(this.scratch[0] as number, this.scratch[1] as number, amount, waitedMs, expiresAt, pace ? pace.startAt : NaN, pace ? pace.intervalMs : NaN);
+    const bits = this.hashOf(id);
+    lastHashed = null; // no id string is kept past its use
+    this.table.push(bits[0] as number, bits[1] as number, amount, waitedMs, expiresAt, pace ? pace.startAt : NaN, pace ? pace.intervalMs : NaN);
+  }
+
+  /** The hash of `id`, in the shared scratch array; not computed again when it is there already. */
+  private hashOf(id: string): Uint32Array {
+    if (lastHashed !== id || lastHasher !== this.hash) {
+      this.hash(id, scratch);
+      lastHashed = id;
+      lastHasher = this.hash;
+    }
+    return scratch;
   }
 
   /** Forgets, in grant order, what passed its grace (expiries are pushed in grant order, so never decrease). */

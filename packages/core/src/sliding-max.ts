@@ -34,7 +34,11 @@ export class SlidingMax {
   private merge(start: number, value: number): void {
     const last = this.slots[this.slots.length - 1];
     if (!last || last.start < start) {
-      this.slots.push({ start, max: value }); // the usual case: time moved on
+      this.slots.push({ start, max: value }); // time moved on
+      return;
+    }
+    if (last.start === start) {
+      if (value > last.max) last.max = value; // the usual case: the current slot
       return;
     }
     // Same slot, or an older one (a total absorbing another's history): at most windowMs/slotMs + 1 slots to look at.
@@ -46,6 +50,7 @@ export class SlidingMax {
 
   private trim(now: number): void {
     const oldest = now - this.windowMs;
+    if (this.slots.length === 0 || (this.slots[0]?.start ?? 0) + this.slotMs > oldest) return;
     while (this.slots.length > 0 && (this.slots[0]?.start ?? 0) + this.slotMs <= oldest) this.slots.shift();
   }
 }

@@ -34,9 +34,15 @@ export class WaitHistogram {
   record(waitMs: number, now: number): void {
     this.count += 1;
     this.sumMs += waitMs;
-    this.recentMax.record(waitMs, now);
-    const index = WAIT_BUCKETS_MS.findIndex((bound) => waitMs <= bound);
-    if (index >= 0) this.perBucket[index] = (this.perBucket[index] ?? 0) + 1;
+    // A wait of 0 never raises the recent maximum (max() is 0 over no slots): most grants skip it.
+    if (waitMs > 0) this.recentMax.record(waitMs, now);
+    // A loop, not findIndex: this runs per grant, and most waits land in the first bucket.
+    for (let index = 0; index < WAIT_BUCKETS_MS.length; index++) {
+      if (waitMs <= (WAIT_BUCKETS_MS[index] as number)) {
+        this.perBucket[index] = (this.perBucket[index] ?? 0) + 1;
+        return;
+      }
+    }
   }
 
   view(now: number): WaitHistogramView {

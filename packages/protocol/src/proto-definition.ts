@@ -2,6 +2,7 @@ import type { MethodDefinition } from "@grpc/grpc-js";
 import { loadSync } from "@grpc/proto-loader";
 import protobuf from "protobufjs";
 import { fileURLToPath } from "node:url";
+import { decodeRequestFrame } from "./stream-frame-decoding.ts";
 
 // The QuotaService as @grpc/proto-loader reads it from quota.proto (docs/design.md §4). Messages are plain
 // objects with camelCase fields (keepCase false), every field present (defaults true), and uint64
@@ -162,7 +163,25 @@ export function quotaServiceDefinition(): QuotaServiceDefinition {
   // proto-loader types every method as MethodDefinition<object, object>; the message shapes above
   // are what quota.proto declares, under the load options used here.
   const methods = service as unknown as QuotaServiceDefinition;
-  loaded = { ...methods, QuotaStream: { ...methods.QuotaStream, ...directStreamSerializers() } };
+  const general = methods.QuotaStream.requestDeserialize;
+  loaded = {
+    ...methods,
+    QuotaStream: {
+      ...methods.QuotaStream,
+      ...directStreamSerializers(),
+      // Frames of RequestQuota calls without protobufjs's instances; the rest, and any bytes the fast
+      // decoder does not take (malformed ones included, whose error is the general decoder's), as before.
+      requestDeserialize: (bytes: Buffer) => {
+        try {
+          const frame = decodeRequestFrame(bytes);
+          if (frame !== null) return frame;
+        } catch {
+          // fall through: the general decoder says what is wrong
+        }
+        return general(bytes);
+      },
+    },
+  };
   return loaded;
 }
 
@@ -171,7 +190,8 @@ export function quotaServiceDefinition(): QuotaServiceDefinition {
  * serializer first copies every message into a protobufjs instance (`fromObject`: an object per
  * call or answer and per nested message, per frame) and then encodes the copy; protobufjs's
  * `encode` reads plain objects with the same camelCase fields as well, and the bytes are the same.
- * Only for QuotaStream, the busy path (bench/README.md, group 8); decoding is unchanged.
+ * Only for QuotaStream, the busy path (bench/README.md, group 8); its frames of RequestQuota calls are
+ * decoded by stream-frame-decoding.ts.
  */
 function directStreamSerializers(): Pick<MethodDefinition<WireQuotaStreamClientFrame, WireQuotaStreamServerFrame>, "requestSerialize" | "responseSerialize"> {
   const root = protobuf.loadSync(QUOTA_PROTO_PATH);

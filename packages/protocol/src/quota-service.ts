@@ -169,6 +169,13 @@ export interface CallContext {
 
 export interface QuotaServiceHandler {
   requestQuota(call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult>;
+  /**
+   * Optional: `requestQuota` that answers a call it can settle at once (quota at hand, nobody
+   * waiting) with the result itself instead of a promise. The QuotaStream server uses it when
+   * present, so that such a call costs no promise, reaction or open-call bookkeeping; everything
+   * else about the call is `requestQuota`'s.
+   */
+  requestQuotaNow?(call: RequestQuotaCall, context: CallContext): RequestQuotaResult | Promise<RequestQuotaResult>;
   releaseQuota(call: ReleaseQuotaCall, context: CallContext): Promise<void>;
   /**
    * Emits the current dynamic_spec, then every change, until `context.signal` aborts. A handler may

@@ -6,7 +6,13 @@ import { toServiceError } from "./error-mapping.ts";
 import { AnswerOutbox, answerSize } from "./answer-outbox.ts";
 import { DEFAULT_MAX_OPEN_CALLS_PER_STREAM, tooManyCalls } from "./quota-stream-limits.ts";
 import { fromGrpcDeadline } from "./grpc-deadline.ts";
-import type { WireQuotaStreamAnswer, WireQuotaStreamCall, WireQuotaStreamClientFrame, WireQuotaStreamServerFrame } from "./proto-definition.ts";
+import type {
+  WireQuotaStreamAnswer,
+  WireQuotaStreamCall,
+  WireQuotaStreamClientFrame,
+  WireQuotaStreamServerFrame,
+  WireRequestQuotaRequest,
+} from "./proto-definition.ts";
 import { streamErrorOfStatus, toStreamError } from "./quota-stream-errors.ts";
 import {
   releaseQuotaCallOf,
@@ -15,6 +21,7 @@ import {
   requestQuotaCallOf,
   type CallMetadata,
   type QuotaServiceHandler,
+  type RequestQuotaResult,
 } from "./quota-service.ts";
 import { UndecodableRequest } from "./request-decoding.ts";
 import { StreamCall } from "./stream-call.ts";
@@ -232,6 +239,7 @@ class ServedQuotaStream {
     const deadlineAt = streamCallDeadline(entry.timeoutMs, this.streamDeadlineAt, receivedAt);
     const own = hasEntries(entry.metadata) ? entry.metadata : null;
     const open = new StreamCall(callId, deadlineAt, own, this.readMetadata);
+    if (entry.requestQuota && this.handler.requestQuotaNow && this.answeredAtOnce(entry.requestQuota, callId, open)) return;
     this.calls.set(callId, open);
     if (deadlineAt !== null) this.deadlines.add(deadlineAt, callId, open, methodName(entry));
     // Whatever the handler does — throw synchronously, reject, return garbage — the call gets one
@@ -241,6 +249,32 @@ class ServedQuotaStream {
     } catch (error) {
       this.failed(callId, open, error);
     }
+  }
+
+  /**
+   * A RequestQuota the handler settles at once is answered in this turn's frame without ever being
+   * open (no entry, deadline or reaction: nothing could cancel it); false when the handler returned a
+   * promise, which is then answered as run() answers one. Whatever the handler throws is its answer.
+   */
+  private answeredAtOnce(request: WireRequestQuotaRequest, callId: number, open: StreamCall): boolean {
+    let settled: RequestQuotaResult | Promise<RequestQuotaResult>;
+    try {
+      settled = (this.handler.requestQuotaNow as NonNullable<QuotaServiceHandler["requestQuotaNow"]>)(requestQuotaCallOf(request), open);
+    } catch (error) {
+      this.out.push({ callId, error: toStreamError(error ?? new Error("the handler threw without a reason")) });
+      return true;
+    }
+    if (!(settled instanceof Promise)) {
+      this.out.push({ callId, requestQuota: wireRequestQuotaResponseOf(settled) });
+      return true;
+    }
+    this.calls.set(callId, open);
+    if (open.deadlineAt !== null) this.deadlines.add(open.deadlineAt, callId, open, "RequestQuota");
+    settled.then(
+      (result) => this.finish(callId, open, { callId, requestQuota: wireRequestQuotaResponseOf(result) }),
+      (error: unknown) => this.failed(callId, open, error),
+    );
+    return true;
   }
 
   /**

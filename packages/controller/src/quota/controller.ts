@@ -162,13 +162,23 @@ export class Controller implements QuotaServiceHandler {
   }
 
   requestQuota(call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult> {
-    const malformed = requestQuotaProblem(call);
-    if (malformed) return Promise.reject(malformed);
-    return traceRequestQuota(this.tracer, this.clock, call, context, this.classIdOf(call), () => this.acquire(call, context));
+    const settled = this.requestQuotaNow(call, context);
+    return settled instanceof Promise ? settled : Promise.resolve(settled);
   }
 
-  /** Not async: a grant the bucket makes at once is answered with the driver's promise, no wrapper. */
-  private acquire(call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult> {
+  /** requestQuota, answering a grant the bucket makes at once with the result itself (the QuotaStream server's path). */
+  requestQuotaNow(call: RequestQuotaCall, context: CallContext): RequestQuotaResult | Promise<RequestQuotaResult> {
+    const malformed = requestQuotaProblem(call);
+    if (malformed) return Promise.reject(malformed);
+    return traceRequestQuota(this.tracer, this.clock, call, context, this.classIdOf(call), this.acquireCall);
+  }
+
+  /** acquire() as one function made once, for the span to call (not a closure per request). */
+  private readonly acquireCall = (call: RequestQuotaCall, context: CallContext): RequestQuotaResult | Promise<RequestQuotaResult> =>
+    this.acquire(call, context);
+
+  /** Not async: a grant the bucket makes at once is answered with the grant itself, no promise. */
+  private acquire(call: RequestQuotaCall, context: CallContext): RequestQuotaResult | Promise<RequestQuotaResult> {
     let driver: QuotaBucketDriver;
     try {
       driver = this.driverFor(call.throttlerId);
@@ -186,7 +196,7 @@ export class Controller implements QuotaServiceHandler {
       refuseNeverFitting(call, throttler);
       return this.leases.acquire(driver, call, context, this.classIdOf(call));
     }
-    return driver.acquire(bucketRequestOf(call, context));
+    return driver.acquireNow(bucketRequestOf(call, context));
   }
 
   async releaseQuota(call: ReleaseQuotaCall, _context: CallContext): Promise<void> {

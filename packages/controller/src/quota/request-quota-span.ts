@@ -30,8 +30,8 @@ export function traceRequestQuota(
   call: RequestQuotaCall,
   context: CallContext,
   classId: string,
-  serve: () => Promise<RequestQuotaResult>,
-): Promise<RequestQuotaResult> {
+  serve: (call: RequestQuotaCall, context: CallContext) => RequestQuotaResult | Promise<RequestQuotaResult>,
+): RequestQuotaResult | Promise<RequestQuotaResult> {
   const parent = propagation.extract(ROOT_CONTEXT, context, FROM_CALL_METADATA);
   const span = tracer.startSpan(REQUEST_QUOTA_SPAN, { kind: SpanKind.SERVER }, parent);
   // Without a tracing SDK (or a sampler that drops it) the span records nothing: no attributes, no
@@ -40,7 +40,7 @@ export function traceRequestQuota(
   if (!span.isRecording()) {
     span.end();
     try {
-      return serve();
+      return serve(call, context);
     } catch (error) {
       return Promise.reject(error); // as the async path would: a refusal is always a rejection
     }
@@ -58,7 +58,7 @@ async function recordRequestQuota(
   call: RequestQuotaCall,
   context: CallContext,
   classId: string,
-  serve: () => Promise<RequestQuotaResult>,
+  serve: (call: RequestQuotaCall, context: CallContext) => RequestQuotaResult | Promise<RequestQuotaResult>,
 ): Promise<RequestQuotaResult> {
   // Built by assignment, not with conditional spreads.
   const attributes: Attributes = {
@@ -77,7 +77,7 @@ async function recordRequestQuota(
   if (context.deadlineAt !== null) attributes["sluice.quota.deadline_ms"] = Math.max(0, context.deadlineAt - startedAt);
   span.setAttributes(attributes);
   try {
-    const result = await serve();
+    const result = await serve(call, context);
     // waitedMs is the bucket's own figure: from the request's first arrival, across retries.
     span.setAttributes({
       "sluice.quota.outcome": "granted",

@@ -1,4 +1,4 @@
-import { QuotaBucketDriver, SluiceError, type Clock, type QuotaBucketConfig } from "@sluice/core";
+import { QuotaBucketDriver, SluiceError, type AcquireRequest, type Clock, type Grant, type QuotaBucketConfig } from "@sluice/core";
 import { DEFAULT_CLASS_ID, keyOverrideOf, keyThrottlerSpec, type KeyedSpec, type ThrottlerSpec } from "@sluice/spec";
 import { bucketConfigOf } from "../bucket-config.ts";
 import type { BucketBalance } from "../controller-snapshot.ts";
@@ -73,6 +73,15 @@ export interface KeyDescription {
   readonly idleMs: number | null;
 }
 
+/**
+ * A key is kept for as long as it is remembered (hours, parked): kept as one flat string, never as
+ * the string the call brought, which may be a concatenation still holding its parts (a key built
+ * with a template literal in process). Exact for any string: UTF-16 code units round-trip.
+ */
+function flatCopyOf(key: string): string {
+  return Buffer.from(key, "utf16le").toString("utf16le");
+}
+
 /** The rate a config grants (units/s), null when unlimited. */
 function rateOf(config: QuotaBucketConfig): number | null {
   if (config.useClassWeightsAsLimit) return Object.values(config.classWeights).reduce((sum, w) => sum + w, 0);
@@ -117,6 +126,14 @@ export class KeyedThrottler {
     return limit === config.limit ? config : { ...config, limit };
   }
 
+  /**
+   * configFor(key) for a bucket to keep: a key without an override shares the template's config,
+   * worked out once (one object for every such key, not one each, and a cache line warm for all).
+   */
+  private bucketConfigFor(key: string): QuotaBucketConfig {
+    return keyOverrideOf(this.keyed, key) === undefined ? this.templateConfig : this.configFor(key);
+  }
+
   /** The class a request of `key` is served in: its own if the key's classes declare it, else the default. */
   classIdOf(key: string, quotaClassId: string): string {
     return quotaClassId !== "" && Object.hasOwn(this.configFor(key).classWeights, quotaClassId) ? quotaClassId : DEFAULT_CLASS_ID;
@@ -133,12 +150,17 @@ export class KeyedThrottler {
    * `restoring` a predecessor's held units (never dropped, as a debt is not).
    */
   driverFor(key: string, { restoring = false } = {}): QuotaBucketDriver {
+    return this.entryFor(key, restoring).driver;
+  }
+
+  /** driverFor's work, returning the key's entry (its last request now) rather than only its bucket. */
+  private entryFor(key: string, restoring = false): ActiveKey {
     if (this.closedWith) throw this.closedWith;
     const now = this.clock.now();
     const active = this.active.get(key);
     if (active) {
       active.lastRequestAt = now;
-      return active.driver;
+      return active;
     }
     const parked = this.parked.get(key);
     if (!parked && !restoring && this.keyCount >= this.keyed.max_keys) {
@@ -151,13 +173,14 @@ export class KeyedThrottler {
         { throttlerId: this.id, key, keys: this.keyCount, maxKeys: this.keyed.max_keys },
       );
     }
-    const driver = new QuotaBucketDriver(this.id, this.configFor(key), this.clock);
+    const driver = new QuotaBucketDriver(this.id, this.bucketConfigFor(key), this.clock);
     if (parked) {
       this.parked.delete(key);
       if (!Number.isNaN(parked.balance)) driver.restoreBalance(parked.balance, parked.atMs);
     }
-    this.active.set(key, { driver, lastRequestAt: now, inFlight: 0, measuredNet: 0 });
-    return driver;
+    const entry: ActiveKey = { driver, lastRequestAt: now, inFlight: 0, measuredNet: 0 };
+    this.active.set(flatCopyOf(key), entry);
+    return entry;
   }
 
   /**
@@ -169,13 +192,24 @@ export class KeyedThrottler {
    * bucket's memory) reports the wait since the request's first arrival, part of which an earlier
    * attempt counted already.
    */
-  acquire<T extends { readonly waitedMs: number }>(key: string, run: (driver: QuotaBucketDriver) => Promise<T>): Promise<T> {
-    const driver = this.driverFor(key);
-    const entry = this.active.get(key);
-    if (!entry) return run(driver);
+  acquire<T extends { readonly waitedMs: number }>(key: string, run: (driver: QuotaBucketDriver) => T | Promise<T>): T | Promise<T> {
+    const entry = this.entryFor(key);
+    return this.tracked(key, entry, run(entry.driver));
+  }
+
+  /** acquire() straight on the key's bucket (a rate template): no function made per request. */
+  acquireFromBucket(key: string, request: AcquireRequest): Grant | Promise<Grant> {
+    const entry = this.entryFor(key);
+    return this.tracked(key, entry, entry.driver.acquireNow(request));
+  }
+
+  /** Keeps the key from being parked while `settled` is pending, and counts its wait toward the top keys. */
+  private tracked<T extends { readonly waitedMs: number }>(key: string, entry: ActiveKey, settled: T | Promise<T>): T | Promise<T> {
+    // Answered at once (the bucket had quota and nobody waited): it waited 0 ms, nothing to count.
+    if (!(settled instanceof Promise)) return settled;
+    const startedAt = entry.lastRequestAt;
     entry.inFlight++;
-    const startedAt = this.clock.now();
-    return run(driver).then(
+    return settled.then(
       (grant) => {
         entry.inFlight--;
         // The bucket's figure leaves out what `run` adds around the wait (a lease's commit to Kafka).
@@ -203,7 +237,7 @@ export class KeyedThrottler {
     this.keyed = template.keyed;
     this.adaptiveLimit = adaptiveLimit;
     this.templateConfig = this.configFor("");
-    for (const [key, entry] of this.active) entry.driver.reconfigure(this.configFor(key));
+    for (const [key, entry] of this.active) entry.driver.reconfigure(this.bucketConfigFor(key));
   }
 
   /** The adaptive loop of the template moved the limit: keys without a limit of their own follow it. */

@@ -1,7 +1,7 @@
 import { SluiceError, type Clock } from "@sluice/core";
 import type { CallContext, ReleaseQuotaCall, RequestQuotaCall, RequestQuotaResult } from "@sluice/protocol";
 import type { PersistedLeases } from "@sluice/failover-ports";
-import { keyProblem, type KeyedSpec, type ThrottlerSpec } from "@sluice/spec";
+import { keyProblem, MAX_KEY_BYTES, type KeyedSpec, type ThrottlerSpec } from "@sluice/spec";
 import { bucketRequestOf } from "../bucket-request.ts";
 import { checkReleaseAmount, refuseNeverFitting } from "../concurrency/concurrency-admission.ts";
 import { ConcurrencyLeases } from "../concurrency/concurrency-leases.ts";
@@ -76,7 +76,7 @@ export class KeyedThrottlers {
     }
   }
 
-  acquire(throttler: KeyedThrottlerSpec, call: RequestQuotaCall, context: CallContext): Promise<RequestQuotaResult> {
+  acquire(throttler: KeyedThrottlerSpec, call: RequestQuotaCall, context: CallContext): RequestQuotaResult | Promise<RequestQuotaResult> {
     const keyed = this.throttlers.get(call.throttlerId);
     const key = this.checkedKey(call.throttlerId, call.key);
     if (!keyed) return Promise.reject(new SluiceError("UNKNOWN_THROTTLER", `keyed throttler ${JSON.stringify(call.throttlerId)} is not ready`));
@@ -87,7 +87,7 @@ export class KeyedThrottlers {
       // The lease table of a keyed throttler is by key: renewing the throttler renews every key.
       return keyed.acquire(key, (driver) => leases.acquire(driver, { ...call, throttlerId: key }, context, classId));
     }
-    return keyed.acquire(key, (driver) => driver.acquire(bucketRequestOf(call, context)));
+    return keyed.acquireFromBucket(key, bucketRequestOf(call, context));
   }
 
   release(call: ReleaseQuotaCall): void {
@@ -173,13 +173,15 @@ export class KeyedThrottlers {
 
   /** The key of a call to a keyed throttler: present, at most 256 UTF-8 bytes. */
   private checkedKey(throttlerId: string, key: string | undefined): string {
+    // A UTF-16 unit is at most 3 UTF-8 bytes: a short key needs no byte count.
+    if (key !== undefined && key !== "" && key.length * 3 <= MAX_KEY_BYTES) return key;
     const problem = keyProblem(key ?? "");
     if (problem === null) return key ?? "";
     const hint = key === undefined || key === "" ? `throttler ${JSON.stringify(throttlerId)} is keyed: call it through forKey(key); ` : "";
     throw new SluiceError("INVALID_REQUEST", `${hint}${problem} (throttler ${JSON.stringify(throttlerId)})`, {
       throttlerId,
       keyBytes: Buffer.byteLength(key ?? "", "utf8"),
-      maxKeyBytes: 256,
+      maxKeyBytes: MAX_KEY_BYTES,
     });
   }
 
