@@ -11,11 +11,40 @@ export interface Broker {
   stop(): Promise<void>;
 }
 
+/** Quick mode: the one broker of the run (see shareBroker); null when each ensureBroker() finds its own. */
+let shared: Promise<Broker> | null = null;
+let sharing = false;
+
+/**
+ * Quick mode runs its groups side by side: from here on every ensureBroker() gets the same broker
+ * (found or started on the first call) and its stop() does nothing, so that no group stops a broker
+ * another still reads. The returned function stops it, once every group is done.
+ */
+export function shareBroker(): () => Promise<void> {
+  sharing = true;
+  return async () => {
+    const broker = shared;
+    shared = null;
+    sharing = false;
+    await broker?.then(
+      (found) => found.stop(),
+      () => undefined,
+    );
+  };
+}
+
+export async function ensureBroker(): Promise<Broker> {
+  if (!sharing) return findBroker();
+  shared ??= findBroker();
+  const broker = await shared;
+  return { brokers: broker.brokers, stop: async () => {} };
+}
+
 /**
  * KAFKA_BROKERS when set (the test command sets it), else scripts/kafka.mjs's ensureKafka(): the
  * broker already listening on 127.0.0.1:19092, or a fresh Kafka started from its Maven jars.
  */
-export async function ensureBroker(): Promise<Broker> {
+async function findBroker(): Promise<Broker> {
   const configured = process.env["KAFKA_BROKERS"];
   if (configured) return { brokers: configured.split(","), stop: async () => {} };
   // Not a literal import, so that tsc does not look for types of the plain-JS script.
