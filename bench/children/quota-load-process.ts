@@ -3,7 +3,8 @@
 // `run` command says how (closed loop: N callers, each sending its next request when the last was
 // answered; open loop: a fixed arrival rate, whatever the answers do) and when (epoch ms, so that
 // several generator processes start, measure and stop together).
-// Events: ready {pid}; result {calls, latenciesMs, lagsMs, errors, firstError} per run.
+// Events: ready {pid}; result {calls, latenciesMs, lagsMs, errors, firstError} per run (a gated
+// run also sends loaded and counted, see LoadRun.gated).
 import { createGrpcQuotaClient, createStreamQuotaClient, type QuotaServiceClient } from "@sluice/protocol";
 import { configArgument, emit, onCommands } from "../lib/child-io.ts";
 import { CALLERS_PER_CHANNEL } from "../lib/grpc-load.ts";
@@ -25,14 +26,46 @@ export interface LoadRun {
   readonly windowFrom: number;
   readonly windowTo: number;
   readonly stopAt: number;
+  /**
+   * Quick mode: the load starts at `startAt` as ever, but the window comes later in `window`
+   * commands (these three are ignored): first {windowFrom}, then {windowFrom, windowTo, stopAt}
+   * to close it. Events `loaded` (the first call answered) and `counted` (the first call counted
+   * in the window) let the parent open the window only once every generator's load flows, and
+   * close it only once each has counted a call.
+   */
+  readonly gated?: boolean;
+}
+
+/** When calls count and when the load stops: the run's, or a gated run's `window` commands. */
+interface Bounds {
+  windowFrom: number;
+  windowTo: number;
+  stopAt: number;
 }
 
 const config = configArgument<{ readonly name: string }>();
 const epochNow = (): number => performance.timeOrigin + performance.now();
+const never = Number.POSITIVE_INFINITY;
+
+let bounds: Bounds = { windowFrom: never, windowTo: never, stopAt: never };
+/** A gated run's events already sent; null for a run with its window fixed in advance. */
+let gate: { loaded: boolean; counted: boolean } | null = null;
+const pass = (event: "loaded" | "counted"): void => {
+  if (!gate || gate[event]) return;
+  gate[event] = true;
+  emit({ type: event });
+};
 
 onCommands(async (command) => {
+  if (command.type === "window") {
+    const given = (key: string) => (command[key] === undefined ? never : Number(command[key]));
+    bounds = { windowFrom: given("windowFrom"), windowTo: given("windowTo"), stopAt: given("stopAt") };
+    return;
+  }
   if (command.type !== "run") return;
   const run = command["run"] as LoadRun;
+  bounds = run.gated ? { windowFrom: never, windowTo: never, stopAt: never } : { windowFrom: run.windowFrom, windowTo: run.windowTo, stopAt: run.stopAt };
+  gate = run.gated ? { loaded: false, counted: false } : null;
   const channels: QuotaServiceClient[] = Array.from({ length: Math.max(1, Math.ceil(run.clients / CALLERS_PER_CHANNEL)) }, () =>
     run.transport === "stream" ? createStreamQuotaClient(run.address) : createGrpcQuotaClient(run.address),
   );
@@ -62,21 +95,28 @@ function call(channel: QuotaServiceClient, run: LoadRun, clientId: string, reque
 
 async function closedLoop(run: LoadRun, channels: readonly QuotaServiceClient[]): Promise<Outcome> {
   const outcome: Outcome = { calls: 0, latenciesMs: [], lagsMs: [], errors: 0, firstError: null };
+  /** A gated run: when each counted call was answered, for the window's end known only later. */
+  const countedAt: number[] = [];
   await sleepUntil(run.startAt);
   await Promise.all(
     Array.from({ length: run.clients }, async (_, caller) => {
       const channel = channels[Math.floor(caller / CALLERS_PER_CHANNEL)] ?? channels[0];
       if (!channel) return;
-      for (let i = 0; epochNow() < run.stopAt; i++) {
+      for (let i = 0; epochNow() < bounds.stopAt; i++) {
         const sentAt = epochNow();
         try {
           // Caller c's i-th request: key (c + i × callers), so the callers together go round every key.
           await call(channel, run, `load/${config.name}/${caller}`, `${config.name}-${run.startAt}-${caller}-${i}`, caller + i * run.clients);
           const answeredAt = epochNow();
-          if (answeredAt >= run.windowFrom && answeredAt < run.windowTo) {
+          if (answeredAt >= bounds.windowFrom && answeredAt < bounds.windowTo) {
             outcome.calls += 1;
             outcome.latenciesMs.push(answeredAt - sentAt);
+            if (gate) {
+              countedAt.push(answeredAt);
+              pass("counted");
+            }
           }
+          pass("loaded");
         } catch (error) {
           noteError(outcome, error);
           if (outcome.errors > 1000) return;
@@ -84,7 +124,14 @@ async function closedLoop(run: LoadRun, channels: readonly QuotaServiceClient[])
       }
     }),
   );
+  if (gate) outcome.latenciesMs = before(outcome.latenciesMs, countedAt, bounds.windowTo);
+  if (gate) outcome.calls = outcome.latenciesMs.length;
   return outcome;
+}
+
+/** A gated run's values whose time (answer, or planned send) fell before the window's end, known only once it closed. */
+function before(values: readonly number[], times: readonly number[], end: number): number[] {
+  return values.filter((_, i) => (times[i] ?? end) < end);
 }
 
 /**
@@ -98,23 +145,34 @@ async function openLoop(run: LoadRun, channels: readonly QuotaServiceClient[]): 
   if (!(rate > 0)) throw new Error(`open loop needs ratePerS > 0, got ${String(run.ratePerS)}`);
   const intervalMs = 1000 / rate;
   const inFlight = new Set<Promise<void>>();
+  /** A gated run: the planned send time of each lag and each latency, for the window's end known only later. */
+  const lagPlanned: number[] = [];
+  const latencyPlanned: number[] = [];
   await sleepUntil(run.startAt);
+  // A gated run's warm-up may end past its startAt: its schedule starts now, not with a backlog.
+  const startAt = run.gated ? Math.max(run.startAt, epochNow()) : run.startAt;
   let k = 0;
   while (true) {
     const now = epochNow();
-    if (now >= run.stopAt) break;
-    for (let plannedAt = run.startAt + k * intervalMs; plannedAt <= now && plannedAt < run.stopAt; plannedAt = run.startAt + k * intervalMs) {
+    if (now >= bounds.stopAt) break;
+    for (let plannedAt = startAt + k * intervalMs; plannedAt <= now && plannedAt < bounds.stopAt; plannedAt = startAt + k * intervalMs) {
       const index = k++;
       const channel = channels[index % channels.length];
       if (!channel) break;
-      const inWindow = plannedAt >= run.windowFrom && plannedAt < run.windowTo;
+      const inWindow = plannedAt >= bounds.windowFrom && plannedAt < bounds.windowTo;
       if (inWindow) outcome.lagsMs.push(epochNow() - plannedAt);
+      if (inWindow && gate) lagPlanned.push(plannedAt);
       const sent: Promise<void> = call(channel, run, `load/${config.name}/${index % run.clients}`, `${config.name}-${run.startAt}-${index}`, index).then(
         () => {
           if (inWindow) {
             outcome.calls += 1;
             outcome.latenciesMs.push(epochNow() - plannedAt);
+            if (gate) {
+              latencyPlanned.push(plannedAt);
+              pass("counted");
+            }
           }
+          pass("loaded");
         },
         (error: unknown) => noteError(outcome, error),
       );
@@ -124,6 +182,11 @@ async function openLoop(run: LoadRun, channels: readonly QuotaServiceClient[]): 
     await new Promise((resolve) => setTimeout(resolve, 1));
   }
   await Promise.all(inFlight);
+  if (gate) {
+    outcome.lagsMs = before(outcome.lagsMs, lagPlanned, bounds.windowTo);
+    outcome.latenciesMs = before(outcome.latenciesMs, latencyPlanned, bounds.windowTo);
+    outcome.calls = outcome.latenciesMs.length;
+  }
   return outcome;
 }
 
