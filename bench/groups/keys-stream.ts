@@ -48,8 +48,8 @@ export async function measureOverStream(g: GroupContext): Promise<void> {
 async function measureKeyGrants(g: GroupContext, server: Server, generators: readonly BenchChild[]): Promise<void> {
   const reps = g.pick(3, 1);
   const keys = g.pick(10_000, 1_000);
-  const warmupMs = g.pick(1_000, 150);
-  const windowMs = g.pick(2_500, 300);
+  const warmupMs = g.pick(1_000, 50);
+  const windowMs = g.pick(2_500, 100);
   const controller = server.child;
   const samples: Record<string, Sample[]> = { [KEYED]: [], [UNKEYED]: [] };
   const rlf: number[] = [];

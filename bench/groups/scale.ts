@@ -159,7 +159,7 @@ async function measureThrottlers(g: GroupContext): Promise<void> {
   const reps = g.pick(3, 1);
   const count = g.pick(1000, 100);
   const idleMs = g.pick(3000, 300);
-  const windowMs = g.pick(2500, 300);
+  const windowMs = g.pick(2500, 100);
   const runs = new Map<string, ThrottlersRun[]>();
   g.log(`throttlers: ${reps} runs, a controller with ${count} throttlers against one with 1`);
   for (let rep = 0; rep < reps; rep++) {

@@ -46,8 +46,8 @@ export const smooth: BenchGroup = {
   title: "7. Shaping: a smooth throttler at 1,000 units/s (against pacing peers) and at 10 units/s, 8 jobs in 2 processes",
   async run(g) {
     const reps = g.pick(2, 1);
-    const windowMs = g.pick(10_000, 1_000);
-    const warmupMs = g.pick(2_000, 500);
+    const windowMs = g.pick(10_000, 500);
+    const warmupMs = g.pick(2_000, 250);
     g.log(
       `${reps} runs of ${windowMs / 1000} s per subject at ${SMOOTH_LIMIT}/s, ${PROCESSES * JOBS_PER_PROCESS} jobs in ${PROCESSES} processes (throttle(1) in a loop)`,
     );
