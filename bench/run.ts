@@ -7,6 +7,7 @@ import { dirname } from "node:path";
 import { type BenchChild, killAllChildrenNow, ownChildren, startChildrenFromBundles, stopChildren } from "./lib/child.ts";
 import { bundleChildren, type ChildBundle } from "./lib/child-bundle.ts";
 import { GroupContext, type BenchGroup } from "./lib/group.ts";
+import { shareBroker } from "./lib/kafka.ts";
 import { describeMachine } from "./lib/machine.ts";
 import { parseOptions, USAGE, UsageError, type BenchOptions } from "./lib/options.ts";
 import type { BenchResults, GroupResult } from "./lib/results.ts";
@@ -97,10 +98,12 @@ async function main(): Promise<number> {
   // windows ran. A full run measures one group at a time, alone on the machine.
   const bundle: ChildBundle | null = options.quick ? await bundleChildren() : null;
   startChildrenFromBundles(bundle?.dir ?? null);
+  const stopSharedBroker = options.quick ? shareBroker() : null;
   try {
     if (options.quick) await Promise.all(planned.map(({ group, result }) => runGroup(group, result)));
     else for (const { group, result } of planned) await runGroup(group, result);
   } finally {
+    await stopSharedBroker?.();
     bundle?.remove();
   }
   write(options.out, results, startedAt);

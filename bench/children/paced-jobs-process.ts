@@ -6,7 +6,7 @@
 //   PacedThrottler for a smooth throttler, a PrefetchingThrottler otherwise), against a controller;
 //   "p-throttle", "bottleneck": one in-process limiter per process, paced at `ratePerProcess`, shared
 //   by this process's jobs (neither coordinates across processes without an external store).
-// Events: ready; result {times, rpcs, cpuMs, timers, jobs} at the end.
+// Events: ready; taking and counted (a gated run, see Schedule.gated); result {times, rpcs, cpuMs, timers, jobs} at the end.
 import { type Clock, systemClock } from "@sluice/core";
 import { createGrpcQuotaClient } from "@sluice/protocol";
 import { DistributedThrottlerFactory, DynamicSpecWatcher } from "@sluice/client";
@@ -25,11 +25,23 @@ interface Config {
   readonly ratePerProcess?: number;
 }
 
-interface Schedule {
-  readonly startAt: number;
+/** Epoch ms: the measured window opens and closes, the callers stop. */
+interface Window {
   readonly windowFrom: number;
   readonly windowTo: number;
   readonly stopAt: number;
+}
+
+interface Schedule extends Window {
+  readonly startAt: number;
+  /**
+   * Quick mode: the callers start at `startAt` and the go's own window is ignored. A `taking` event
+   * says the first unit reached a caller; the parent then opens the window with a `window` command
+   * {windowFrom}; `counted` says the first unit inside it reached one, and a second `window`
+   * command {windowFrom, windowTo, stopAt} closes it. So every process's units flow before the
+   * window opens, and it closes only once each has counted one.
+   */
+  readonly gated?: boolean;
 }
 
 const config = configArgument<Config>();
@@ -99,13 +111,6 @@ async function takers(): Promise<(() => Promise<unknown>)[]> {
 }
 
 const take = await takers();
-const schedule = await new Promise<Schedule>((resolve) => {
-  onCommands((command) => {
-    if (command.type === "go") resolve(command as unknown as Schedule);
-  });
-  emit({ type: "ready" });
-});
-
 const times: number[] = [];
 let cpuFrom = 0;
 let cpuTo = 0;
@@ -118,28 +123,57 @@ const cpuMs = () => {
   return (usage.user + usage.system) / 1000;
 };
 const at = (epochMs: number, work: () => void) => setTimeout(work, Math.max(0, epochMs - Date.now()));
-at(schedule.windowFrom, () => {
-  cpuFrom = cpuMs();
-  rpcsFrom = rpcs;
-  timersFrom = timers;
-});
-at(schedule.windowTo, () => {
-  cpuTo = cpuMs();
-  rpcsTo = rpcs;
-  timersTo = timers;
-});
-await new Promise((resolve) => setTimeout(resolve, Math.max(0, schedule.startAt - Date.now())));
 let running = true;
-at(schedule.stopAt, () => (running = false));
+const never = Number.POSITIVE_INFINITY;
+let window: Window = { windowFrom: never, windowTo: never, stopAt: never };
+/** Arms the readings at each edge of the window once that edge is known (a gated run learns them one by one). */
+const open = (given: Partial<Window>) => {
+  const known = window;
+  window = { windowFrom: given.windowFrom ?? never, windowTo: given.windowTo ?? never, stopAt: given.stopAt ?? never };
+  if (known.windowFrom === never && window.windowFrom !== never)
+    at(window.windowFrom, () => {
+      cpuFrom = cpuMs();
+      rpcsFrom = rpcs;
+      timersFrom = timers;
+    });
+  if (known.windowTo === never && window.windowTo !== never)
+    at(window.windowTo, () => {
+      cpuTo = cpuMs();
+      rpcsTo = rpcs;
+      timersTo = timers;
+    });
+  if (known.stopAt === never && window.stopAt !== never) at(window.stopAt, () => (running = false));
+};
+const schedule = await new Promise<Schedule>((resolve) => {
+  onCommands((command) => {
+    if (command.type === "go") resolve(command as unknown as Schedule);
+    else if (command.type === "window") open(command as unknown as Window);
+  });
+  emit({ type: "ready" });
+});
+if (!schedule.gated) open(schedule);
+await new Promise((resolve) => setTimeout(resolve, Math.max(0, schedule.startAt - Date.now())));
+const gate = schedule.gated ? { taking: false, counted: false } : null;
+const pass = (event: "taking" | "counted") => {
+  if (!gate || gate[event]) return;
+  gate[event] = true;
+  emit({ type: event });
+};
 await Promise.all(
   take.map(async (one) => {
     while (running) {
       await one();
       const now = epochNow();
-      if (now >= schedule.windowFrom && now < schedule.windowTo) times.push(now);
+      pass("taking");
+      if (now >= window.windowFrom && now < window.windowTo) {
+        times.push(now);
+        pass("counted");
+      }
     }
   }),
 );
-emit({ type: "result", times, rpcs: rpcsTo - rpcsFrom, timers: timersTo - timersFrom, cpuMs: cpuTo - cpuFrom, jobs: take.length });
+// A gated window's end came after the units that followed it: they do not count.
+const counted = gate ? times.filter((time) => time < window.windowTo) : times;
+emit({ type: "result", times: counted, rpcs: rpcsTo - rpcsFrom, timers: timersTo - timersFrom, cpuMs: cpuTo - cpuFrom, jobs: take.length });
 for (const close of closers) await close();
 process.exit(0);

@@ -3,11 +3,13 @@
 // `run` command says how (closed loop: N callers, each sending its next request when the last was
 // answered; open loop: a fixed arrival rate, whatever the answers do) and when (epoch ms, so that
 // several generator processes start, measure and stop together).
-// Events: ready {pid}; result {calls, latenciesMs, lagsMs, errors, firstError} per run.
+// Events: ready {pid}; result {calls, latenciesMs, lagsMs, errors, firstError} per run (a gated
+// run also sends loaded and counted, see LoadRun.gated).
 import { createGrpcQuotaClient, createStreamQuotaClient, type QuotaServiceClient } from "@sluice/protocol";
 import { configArgument, emit, onCommands } from "../lib/child-io.ts";
 import { frameLoop } from "../lib/frame-load.ts";
 import { CALLERS_PER_CHANNEL } from "../lib/grpc-load.ts";
+import { before, type WindowBounds } from "../lib/load-window.ts";
 
 export interface LoadRun {
   readonly address: string;
@@ -31,16 +33,42 @@ export interface LoadRun {
   readonly windowFrom: number;
   readonly windowTo: number;
   readonly stopAt: number;
+  /**
+   * Quick mode: the load starts at `startAt` as ever, but the window comes later in `window`
+   * commands (these three are ignored): first {windowFrom}, then {windowFrom, windowTo, stopAt}
+   * to close it. Events `loaded` (the first call answered) and `counted` (the first call counted
+   * in the window) let the parent open the window only once every generator's load flows, and
+   * close it only once each has counted a call.
+   */
+  readonly gated?: boolean;
 }
 
 /** The client's default rpc_timeout: every refill carries it as its deadline. */
 const RPC_TIMEOUT_MS = 30_000;
 const config = configArgument<{ readonly name: string }>();
 const epochNow = (): number => performance.timeOrigin + performance.now();
+const never = Number.POSITIVE_INFINITY;
+
+/** When calls count and when the load stops: the run's, or a gated run's `window` commands. */
+let bounds: WindowBounds = { windowFrom: never, windowTo: never, stopAt: never };
+/** A gated run's events already sent; null for a run with its window fixed in advance. */
+let gate: { loaded: boolean; counted: boolean } | null = null;
+const pass = (event: "loaded" | "counted"): void => {
+  if (!gate || gate[event]) return;
+  gate[event] = true;
+  emit({ type: event });
+};
 
 onCommands(async (command) => {
+  if (command.type === "window") {
+    const given = (key: string) => (command[key] === undefined ? never : Number(command[key]));
+    bounds = { windowFrom: given("windowFrom"), windowTo: given("windowTo"), stopAt: given("stopAt") };
+    return;
+  }
   if (command.type !== "run") return;
   const run = command["run"] as LoadRun;
+  bounds = run.gated ? { windowFrom: never, windowTo: never, stopAt: never } : { windowFrom: run.windowFrom, windowTo: run.windowTo, stopAt: run.stopAt };
+  gate = run.gated ? { loaded: false, counted: false } : null;
   if (run.transport === "frames") {
     emit({ type: "result", ...(await framesRun(run)) });
     return;
@@ -74,21 +102,28 @@ function call(channel: QuotaServiceClient, run: LoadRun, clientId: string, reque
 
 async function closedLoop(run: LoadRun, channels: readonly QuotaServiceClient[]): Promise<Outcome> {
   const outcome: Outcome = { calls: 0, latenciesMs: [], lagsMs: [], errors: 0, firstError: null };
+  /** A gated run: when each counted call was answered, for the window's end known only later. */
+  const countedAt: number[] = [];
   await sleepUntil(run.startAt);
   await Promise.all(
     Array.from({ length: run.clients }, async (_, caller) => {
       const channel = channels[Math.floor(caller / CALLERS_PER_CHANNEL)] ?? channels[0];
       if (!channel) return;
-      for (let i = 0; epochNow() < run.stopAt; i++) {
+      for (let i = 0; epochNow() < bounds.stopAt; i++) {
         const sentAt = epochNow();
         try {
           // Caller c's i-th request: key (c + i × callers), so the callers together go round every key.
           await call(channel, run, `load/${config.name}/${caller}`, `${config.name}-${run.startAt}-${caller}-${i}`, caller + i * run.clients);
           const answeredAt = epochNow();
-          if (answeredAt >= run.windowFrom && answeredAt < run.windowTo) {
+          if (answeredAt >= bounds.windowFrom && answeredAt < bounds.windowTo) {
             outcome.calls += 1;
             outcome.latenciesMs.push(answeredAt - sentAt);
+            if (gate) {
+              countedAt.push(answeredAt);
+              pass("counted");
+            }
           }
+          pass("loaded");
         } catch (error) {
           noteError(outcome, error);
           if (outcome.errors > 1000) return;
@@ -96,6 +131,8 @@ async function closedLoop(run: LoadRun, channels: readonly QuotaServiceClient[])
       }
     }),
   );
+  if (gate) outcome.latenciesMs = before(outcome.latenciesMs, countedAt, bounds.windowTo);
+  if (gate) outcome.calls = outcome.latenciesMs.length;
   return outcome;
 }
 
@@ -110,23 +147,34 @@ async function openLoop(run: LoadRun, channels: readonly QuotaServiceClient[]): 
   if (!(rate > 0)) throw new Error(`open loop needs ratePerS > 0, got ${String(run.ratePerS)}`);
   const intervalMs = 1000 / rate;
   const inFlight = new Set<Promise<void>>();
+  /** A gated run: the planned send time of each lag and each latency, for the window's end known only later. */
+  const lagPlanned: number[] = [];
+  const latencyPlanned: number[] = [];
   await sleepUntil(run.startAt);
+  // A gated run's warm-up may end past its startAt: its schedule starts now, not with a backlog.
+  const startAt = run.gated ? Math.max(run.startAt, epochNow()) : run.startAt;
   let k = 0;
   while (true) {
     const now = epochNow();
-    if (now >= run.stopAt) break;
-    for (let plannedAt = run.startAt + k * intervalMs; plannedAt <= now && plannedAt < run.stopAt; plannedAt = run.startAt + k * intervalMs) {
+    if (now >= bounds.stopAt) break;
+    for (let plannedAt = startAt + k * intervalMs; plannedAt <= now && plannedAt < bounds.stopAt; plannedAt = startAt + k * intervalMs) {
       const index = k++;
       const channel = channels[index % channels.length];
       if (!channel) break;
-      const inWindow = plannedAt >= run.windowFrom && plannedAt < run.windowTo;
+      const inWindow = plannedAt >= bounds.windowFrom && plannedAt < bounds.windowTo;
       if (inWindow) outcome.lagsMs.push(epochNow() - plannedAt);
+      if (inWindow && gate) lagPlanned.push(plannedAt);
       const sent: Promise<void> = call(channel, run, `load/${config.name}/${index % run.clients}`, `${config.name}-${run.startAt}-${index}`, index).then(
         () => {
           if (inWindow) {
             outcome.calls += 1;
             outcome.latenciesMs.push(epochNow() - plannedAt);
+            if (gate) {
+              latencyPlanned.push(plannedAt);
+              pass("counted");
+            }
           }
+          pass("loaded");
         },
         (error: unknown) => noteError(outcome, error),
       );
@@ -136,10 +184,19 @@ async function openLoop(run: LoadRun, channels: readonly QuotaServiceClient[]): 
     await new Promise((resolve) => setTimeout(resolve, 1));
   }
   await Promise.all(inFlight);
+  if (gate) {
+    outcome.lagsMs = before(outcome.lagsMs, lagPlanned, bounds.windowTo);
+    outcome.latenciesMs = before(outcome.latenciesMs, latencyPlanned, bounds.windowTo);
+    outcome.calls = outcome.latenciesMs.length;
+  }
   return outcome;
 }
 
-/** One worker's stream of many-call frames: `clients` calls open at most, in frames of `callsPerFrame`. */
+/**
+ * One worker's stream of many-call frames: `clients` calls open at most, in frames of `callsPerFrame`.
+ * Its window is this process's `bounds` as they stand at each answer frame, so a gated run's
+ * `window` commands move it as they do the other transports'.
+ */
 function framesRun(run: LoadRun) {
   if (run.mode !== "closed") throw new Error("transport frames runs a closed loop only");
   const callsPerFrame = Math.max(1, Math.min(run.callsPerFrame ?? 256, run.clients));
@@ -152,9 +209,9 @@ function framesRun(run: LoadRun) {
     framesInFlight: Math.max(1, Math.round(run.clients / callsPerFrame)),
     timeoutMs: RPC_TIMEOUT_MS,
     startAt: run.startAt,
-    windowFrom: run.windowFrom,
-    windowTo: run.windowTo,
-    stopAt: run.stopAt,
+    bounds: () => bounds,
+    gated: gate !== null,
+    ...(gate ? { onAnswered: () => pass("loaded"), onCounted: () => pass("counted") } : {}),
     keyOffset: Math.floor(Math.random() * Math.max(1, run.keys ?? 1)),
   });
 }

@@ -63,8 +63,8 @@ export interface Server {
 
 export async function measureControllerThroughput(g: GroupContext): Promise<void> {
   const reps = g.pick(3, 1);
-  const warmupMs = g.pick(700, 150);
-  const windowMs = g.pick(2500, 300);
+  const warmupMs = g.pick(700, 50);
+  const windowMs = g.pick(2500, 100);
   const sluice = BenchChild.start("controller-process.ts", { mode: "sluice", spec: controllerSpec({ open: {} }), timing: true });
   const echo = BenchChild.start("controller-process.ts", { mode: "grpc-echo" });
   const generators = Array.from({ length: GENERATORS }, (_, i) => BenchChild.start("quota-load-process.ts", { name: `g${i}` }));
@@ -150,12 +150,18 @@ export async function measure(
   },
 ): Promise<Sample> {
   const used = generators.slice(0, Math.max(1, Math.min(generators.length, plan.clients)));
-  // Time for every generator to open and warm its channels before the start.
-  const startAt = Date.now() + g.pick(1_000, 600);
-  const windowFrom = startAt + plan.warmupMs;
-  const windowTo = windowFrom + plan.windowMs;
-  const stopAt = windowTo + 50;
-  const results = used.map((child, i) => {
+  // A full run fixes the schedule in advance, with time for every generator to open and warm its
+  // channels before the start. Quick mode shares the cores with the whole suite, where warming up
+  // can outlast any such margin and a window can end between two answers: its load starts at
+  // once, the window opens once every generator has had a call answered, and it closes once each
+  // has counted one (`gated`; at least windowMs, and its rate is over its actual length).
+  const gated = g.quick;
+  const startAt = Date.now() + (gated ? 0 : 1_000);
+  let windowFrom = startAt + plan.warmupMs;
+  let windowTo = windowFrom + plan.windowMs;
+  let stopAt = windowTo + 50;
+  const seen = used.map((child) => child.events.length);
+  used.forEach((child, i) => {
     const run: LoadRun = {
       address: server.address,
       throttlerId: plan.throttlerId ?? "open",
@@ -169,23 +175,44 @@ export async function measure(
       windowFrom,
       windowTo,
       stopAt,
+      ...(gated ? { gated } : {}),
     };
-    const seen = child.events.length;
     child.send({ type: "run", run });
-    return child.waitFor(
-      (event) => event.type === "result" && child.events.indexOf(event) >= seen,
-      60_000 + windowTo - Date.now(),
-      `result of a ${plan.mode}-loop run`,
-    );
   });
+  const everyGenerator = (type: string, what: string) =>
+    Promise.all(used.map((child, i) => child.waitFor((event) => event.type === type && child.events.indexOf(event) >= (seen[i] ?? 0), 60_000, what)));
+  if (gated) {
+    await everyGenerator("loaded", `a first answered call of a ${plan.mode}-loop run`);
+    windowFrom = Date.now() + plan.warmupMs;
+    for (const child of used) child.send({ type: "window", windowFrom });
+  }
   const usage = (at: number) =>
     new Promise<ChildEvent>((resolve, reject) => setTimeout(() => server.child.request({ type: "usage" }).then(resolve, reject), Math.max(0, at - Date.now())));
   const at = (when: number, type: string) =>
     new Promise<ChildEvent>((resolve, reject) => setTimeout(() => server.child.request({ type }).then(resolve, reject), Math.max(0, when - Date.now())));
-  const timing = plan.timed ? Promise.all([at(windowFrom, "timing-reset"), at(windowTo, "timing")]) : null;
   const pids = [server.child.pid, ...used.map((child) => child.pid)];
   const accounted = (when: number) => new Promise<Snapshot>((resolve) => setTimeout(() => resolve(snapshot(pids)), Math.max(0, when - Date.now())));
-  const [before, after, cpuBefore, cpuAfter] = await Promise.all([usage(windowFrom), usage(windowTo), accounted(windowFrom), accounted(windowTo)]);
+  const timingReset = plan.timed ? at(windowFrom, "timing-reset") : null;
+  const opened = Promise.all([usage(windowFrom), accounted(windowFrom)]);
+  if (gated) {
+    await Promise.all([
+      new Promise((resolve) => setTimeout(resolve, Math.max(0, windowFrom + plan.windowMs - Date.now()))),
+      everyGenerator("counted", `a call counted in a ${plan.mode}-loop window`),
+    ]);
+    windowTo = Date.now();
+    stopAt = windowTo + 50;
+    for (const child of used) child.send({ type: "window", windowFrom, windowTo, stopAt });
+  }
+  const windowMs = windowTo - windowFrom;
+  const results = used.map((child, i) =>
+    child.waitFor(
+      (event) => event.type === "result" && child.events.indexOf(event) >= (seen[i] ?? 0),
+      60_000 + windowTo - Date.now(),
+      `result of a ${plan.mode}-loop run`,
+    ),
+  );
+  const timing = timingReset ? Promise.all([timingReset, at(windowTo, "timing")]) : null;
+  const [[before, cpuBefore], after, cpuAfter] = await Promise.all([opened, usage(windowTo), accounted(windowTo)]);
   const shares = windowShares(cpuBefore, cpuAfter, availableParallelism());
   const coresOf = (pid: number) => shares.byPid.get(pid) ?? Number.NaN;
   const serverCores = coresOf(server.child.pid);
@@ -203,7 +230,7 @@ export async function measure(
   const lags = outcomes.flatMap((o) => o["lagsMs"] as number[]);
   const [p50 = NaN, p99 = NaN] = percentiles(latencies, [0.5, 0.99]);
   const [lagP99 = NaN] = percentiles(lags, [0.99]);
-  const grantsPerS = (calls * 1000) / plan.windowMs;
+  const grantsPerS = (calls * 1000) / windowMs;
   const serverCpu = cpuShare(before, after);
   return {
     grantsPerS,
@@ -225,7 +252,7 @@ export async function measure(
           controllerLoopDelayP99Ms: Number(controllerTiming["loopDelayP99Ms"]),
           controllerLoopDelayMaxMs: Number(controllerTiming["loopDelayMaxMs"]),
           controllerGcMaxMs: Number(controllerTiming["gcMaxMs"]),
-          controllerGcShare: Number(controllerTiming["gcTotalMs"]) / plan.windowMs,
+          controllerGcShare: Number(controllerTiming["gcTotalMs"]) / windowMs,
         }
       : {}),
   };

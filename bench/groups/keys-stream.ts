@@ -29,8 +29,10 @@ function sizing(g: GroupContext) {
     workers: g.pick(2, 1),
     keyGrantRuns: g.pick(3, 1),
     keys: g.pick(10_000, 1_000),
-    keyGrantWarmupMs: g.pick(1_000, 150),
-    keyGrantWindowMs: g.pick(2_500, 300),
+    /** (b): quick windows are gated by measure(): warm-up after each worker's first answer, and a
+     * window of at least this long that closes only once each worker counted a grant. */
+    keyGrantWarmupMs: g.pick(1_000, 50),
+    keyGrantWindowMs: g.pick(2_500, 100),
     /** (b): one unrecorded keyed run first, so that every key exists before the runs (0: none). */
     primingWindowMs: g.pick(1_000, 0),
     /** (c) */

@@ -29,8 +29,8 @@ interface Subject {
 
 export async function measureStreamThroughput(g: GroupContext): Promise<void> {
   const reps = g.pick(2, 1);
-  const warmupMs = g.pick(700, 150);
-  const windowMs = g.pick(2500, 300);
+  const warmupMs = g.pick(700, 50);
+  const windowMs = g.pick(2500, 100);
   const sluice = BenchChild.start("controller-process.ts", { mode: "sluice", spec: controllerSpec({ open: {} }), timing: true });
   const echo = BenchChild.start("controller-process.ts", { mode: "grpc-echo" });
   const generators = Array.from({ length: GENERATORS }, (_, i) => BenchChild.start("quota-load-process.ts", { name: `s${i}` }));

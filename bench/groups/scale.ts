@@ -159,7 +159,7 @@ async function measureThrottlers(g: GroupContext): Promise<void> {
   const reps = g.pick(3, 1);
   const count = g.pick(1000, 100);
   const idleMs = g.pick(3000, 300);
-  const windowMs = g.pick(2500, 300);
+  const windowMs = g.pick(2500, 100);
   const runs = new Map<string, ThrottlersRun[]>();
   g.log(`throttlers: ${reps} runs, a controller with ${count} throttlers against one with 1`);
   for (let rep = 0; rep < reps; rep++) {
@@ -172,7 +172,7 @@ async function measureThrottlers(g: GroupContext): Promise<void> {
           [ONE, 1],
           ["Sluice", count],
         ] as const)) {
-      const run = await throttlersRun(n, idleMs, windowMs);
+      const run = await throttlersRun(n, idleMs, windowMs, g.quick);
       runs.set(subject, [...(runs.get(subject) ?? []), run]);
       g.log(
         `run ${rep + 1} ${n} throttlers: heap ${formatNumber(run.heapMiB)} MiB, RSS ${formatNumber(run.rssMiB)} MiB, idle ${formatNumber(run.idleCpuShare * 100)} % CPU, ` +
@@ -213,7 +213,7 @@ async function measureThrottlers(g: GroupContext): Promise<void> {
   figure("describe", "DescribeThrottlers (snapshot of every throttler as JSON)", "ms", "lower", (r) => r.describeMs);
 }
 
-async function throttlersRun(count: number, idleMs: number, windowMs: number): Promise<ThrottlersRun> {
+async function throttlersRun(count: number, idleMs: number, windowMs: number, gated: boolean): Promise<ThrottlersRun> {
   const throttlers = Object.fromEntries(Array.from({ length: count }, (_, i) => [`t${i}`, {}]));
   const child = BenchChild.start("controller-process.ts", { mode: "sluice", spec: controllerSpec(throttlers) }, { nodeArgs: ["--expose-gc"] });
   try {
@@ -236,6 +236,7 @@ async function throttlersRun(count: number, idleMs: number, windowMs: number): P
       warmupMs: Math.min(500, windowMs),
       windowMs,
       pickThrottler: () => `t${Math.floor(Math.random() * count)}`,
+      gated,
       onWindow: async (edge) => {
         const reading = await usage(child, false);
         if (edge === "start") before = reading;

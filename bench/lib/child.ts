@@ -23,14 +23,16 @@ export function startChildrenFromBundles(dir: string | null): void {
 }
 
 /**
- * Under the end-to-end lane (SLUICE_E2E_BUILT=1: it ran `pnpm build`), children load the packages'
- * compiled dist/ instead of compiling their sources through tsx on every start: the bench's own
- * files still go through tsx, the packages (most of what a child loads) do not.
+ * A full run under the end-to-end lane (SLUICE_E2E_BUILT=1: it ran `pnpm build`): children load the
+ * packages' compiled dist/ instead of compiling their sources through tsx on every start; the
+ * bench's own files still go through tsx. Quick mode's children never use this: they start from
+ * bundles of the sources (bench/lib/child-bundle.ts), whatever the lane.
  */
 const BUILT_PACKAGES: readonly string[] = process.env["SLUICE_E2E_BUILT"] === "1" ? ["--import", join(ROOT, "test/support/use-built-packages.mjs")] : [];
 
 /**
- * A bench child process (bench/children/*.ts run through tsx): JSON lines out on stdout, JSON
+ * A bench child process (bench/children/*.ts: run through tsx in a full run, from its esbuild
+ * bundle with plain node in quick mode): JSON lines out on stdout, JSON
  * commands in on stdin, anything else on stderr. Children are what keeps a server and its load
  * from sharing one event loop, and what lets a claim about processes be measured with processes.
  */

@@ -5,11 +5,13 @@
 // Each call is what the client's refill sends: the worker's client id, a fresh UUID request id, the
 // call's deadline (rpc_timeout) as timeout_ms, its key. The loop is closed per frame: a new frame goes
 // out whenever a frame's worth of calls has been answered, so at most `framesInFlight` frames of
-// calls are open on the stream. It does no per-call promise or session work, so one generator
+// calls are open on the stream. Its window is read at each frame from `bounds`, fixed for a full
+// run, moved by the parent's `window` commands in a gated (quick) run (bench/lib/load-window.ts). It does no per-call promise or session work, so one generator
 // process can keep a controller busier than 16-caller streams of awaited calls can.
 import { randomUUID } from "node:crypto";
 import { Client, credentials, Metadata } from "@grpc/grpc-js";
 import { QUOTA_CLIENT_CHANNEL_OPTIONS, quotaServiceDefinition } from "@sluice/protocol";
+import { before, type WindowBounds } from "./load-window.ts";
 
 export interface FrameLoadPlan {
   readonly address: string;
@@ -22,11 +24,19 @@ export interface FrameLoadPlan {
   readonly framesInFlight: number;
   /** The calls' deadline, as the client's rpc_timeout sets it. */
   readonly timeoutMs: number;
-  /** Epoch ms: load starts, the measured window opens and closes, load stops. */
+  /** Epoch ms: load starts. */
   readonly startAt: number;
-  readonly windowFrom: number;
-  readonly windowTo: number;
-  readonly stopAt: number;
+  /** The window and the stop as they stand now (read at each frame sent or answered). */
+  readonly bounds: () => WindowBounds;
+  /**
+   * A gated run: the window's end may be learnt after calls past it were counted, so each counted
+   * call's and frame's time is kept, and those at or past the end are dropped once the load stopped.
+   */
+  readonly gated: boolean;
+  /** Called at each answer frame with a call answered (a gated run's `loaded` event comes from the first). */
+  readonly onAnswered?: () => void;
+  /** Called at each answer frame in the window once a call was counted (a gated run's `counted` comes from the first). */
+  readonly onCounted?: () => void;
   /** Which key this worker starts at, so that two workers do not move in step. */
   readonly keyOffset: number;
 }
@@ -63,6 +73,10 @@ export async function frameLoop(plan: FrameLoadPlan): Promise<FrameLoadOutcome> 
   let nextKey = plan.keyOffset;
   let open = 0;
   let stopping = false;
+  /** A gated run: when each counted call was answered, each counted frame sent and answered. */
+  const countedAt: number[] = [];
+  const sentFramesAt: number[] = [];
+  const answerFramesAt: number[] = [];
 
   const sendFrame = (): void => {
     const now = epochNow();
@@ -79,7 +93,11 @@ export async function frameLoop(plan: FrameLoadPlan): Promise<FrameLoadOutcome> 
       };
     }
     open += plan.callsPerFrame;
-    if (now >= plan.windowFrom && now < plan.windowTo) outcome.framesSent++;
+    const { windowFrom, windowTo } = plan.bounds();
+    if (now >= windowFrom && now < windowTo) {
+      outcome.framesSent++;
+      if (plan.gated) sentFramesAt.push(now);
+    }
     stream.write({ calls });
   };
 
@@ -90,8 +108,13 @@ export async function frameLoop(plan: FrameLoadPlan): Promise<FrameLoadOutcome> 
     };
     stream.on("data", (frame: { answers: WireAnswer[] }) => {
       const now = epochNow();
-      const inWindow = now >= plan.windowFrom && now < plan.windowTo;
-      if (inWindow) outcome.answerFrames++;
+      const { windowFrom, windowTo, stopAt } = plan.bounds();
+      const inWindow = now >= windowFrom && now < windowTo;
+      if (inWindow) {
+        outcome.answerFrames++;
+        if (plan.gated) answerFramesAt.push(now);
+      }
+      let answered = 0;
       for (const answer of frame.answers) {
         open--;
         if (answer.error) {
@@ -99,12 +122,16 @@ export async function frameLoop(plan: FrameLoadPlan): Promise<FrameLoadOutcome> 
           outcome.firstError ??= `${answer.error.sluiceErrorCode ?? ""} ${answer.error.message ?? ""}`;
           continue;
         }
+        answered++;
         if (inWindow) {
           outcome.calls++;
           outcome.latenciesMs.push(now - (sentAt[answer.callId & (ring - 1)] ?? now));
+          if (plan.gated) countedAt.push(now);
         }
       }
-      if (now >= plan.stopAt || outcome.errors > 1_000) {
+      if (answered > 0) plan.onAnswered?.();
+      if (inWindow && outcome.calls > 0) plan.onCounted?.();
+      if (now >= stopAt || outcome.errors > 1_000) {
         if (open === 0 || outcome.errors > 1_000) finish();
         return;
       }
@@ -125,6 +152,13 @@ export async function frameLoop(plan: FrameLoadPlan): Promise<FrameLoadOutcome> 
   await done;
   stream.cancel();
   client.close();
+  if (plan.gated) {
+    const end = plan.bounds().windowTo;
+    outcome.latenciesMs = before(outcome.latenciesMs, countedAt, end);
+    outcome.calls = outcome.latenciesMs.length;
+    outcome.framesSent = before(sentFramesAt, sentFramesAt, end).length;
+    outcome.answerFrames = before(answerFramesAt, answerFramesAt, end).length;
+  }
   return outcome;
 }
 

@@ -49,7 +49,14 @@ export class GroupContext {
    * on the machine.
    */
   async inTurn<const T extends readonly (() => Promise<unknown>)[]>(measurements: T): Promise<{ -readonly [K in keyof T]: Awaited<ReturnType<T[K]>> }> {
-    if (this.quick) return (await Promise.all(measurements.map((measure) => measure()))) as { -readonly [K in keyof T]: Awaited<ReturnType<T[K]>> };
+    if (this.quick) {
+      // Every measurement settles before the group goes on (or its children are stopped): a sibling
+      // still running would keep writing to the group's results after it failed.
+      const settled = await Promise.allSettled(measurements.map((measure) => measure()));
+      const failed = settled.find((outcome) => outcome.status === "rejected");
+      if (failed) throw failed.reason;
+      return settled.map((outcome) => (outcome as PromiseFulfilledResult<unknown>).value) as { -readonly [K in keyof T]: Awaited<ReturnType<T[K]>> };
+    }
     const results: unknown[] = [];
     for (const measure of measurements) results.push(await measure());
     return results as { -readonly [K in keyof T]: Awaited<ReturnType<T[K]>> };

@@ -31,12 +31,19 @@ export async function closedLoopLoad(options: {
   readonly onWindow?: (edge: "start" | "end") => Promise<void>;
   /** How each channel's client is made (default: unary gRPC); e.g. createStreamQuotaClient. */
   readonly connect?: (address: string) => QuotaServiceClient;
+  /**
+   * Quick mode, where this process's event loop is shared with the rest of the suite: the warm-up
+   * starts once a call was answered, and the window stays open past `windowMs` until it has
+   * counted one (its rate is still calls over the window's actual length).
+   */
+  readonly gated?: boolean;
 }): Promise<LoadResult> {
   const connect = options.connect ?? ((address: string) => createGrpcQuotaClient(address));
   const channels: QuotaServiceClient[] = Array.from({ length: Math.ceil(options.clients / CALLERS_PER_CHANNEL) }, () => connect(options.address));
   let measuring = false;
   let stopping = false;
   let calls = 0;
+  let answered = 0;
   let errors = 0;
   let firstError: string | null = null;
   const latencies: number[] = [];
@@ -54,6 +61,7 @@ export async function closedLoopLoad(options: {
           quotaClassId: "",
           requestId: `${caller}-${i}`,
         });
+        answered += 1;
         if (measuring) {
           calls += 1;
           latencies.push(performance.now() - sentAt);
@@ -65,11 +73,16 @@ export async function closedLoopLoad(options: {
       }
     }
   });
+  const until = async (done: () => boolean) => {
+    while (options.gated && !done() && !stopping) await sleep(10);
+  };
+  await until(() => answered > 0);
   await sleep(options.warmupMs);
   await options.onWindow?.("start");
   measuring = true;
   const startedAt = performance.now();
   await sleep(options.windowMs);
+  await until(() => calls > 0);
   measuring = false;
   const windowMs = performance.now() - startedAt;
   await options.onWindow?.("end");

@@ -1,4 +1,4 @@
-import { Kafka, logLevel } from "kafkajs";
+import { type Admin, Kafka, logLevel } from "kafkajs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { ROOT } from "./paths.ts";
@@ -11,11 +11,40 @@ export interface Broker {
   stop(): Promise<void>;
 }
 
+/** Quick mode: the one broker of the run (see shareBroker); null when each ensureBroker() finds its own. */
+let shared: Promise<Broker> | null = null;
+let sharing = false;
+
+/**
+ * Quick mode runs its groups side by side: from here on every ensureBroker() gets the same broker
+ * (found or started on the first call) and its stop() does nothing, so that no group stops a broker
+ * another still reads. The returned function stops it, once every group is done.
+ */
+export function shareBroker(): () => Promise<void> {
+  sharing = true;
+  return async () => {
+    const broker = shared;
+    shared = null;
+    sharing = false;
+    await broker?.then(
+      (found) => found.stop(),
+      () => undefined,
+    );
+  };
+}
+
+export async function ensureBroker(): Promise<Broker> {
+  if (!sharing) return findBroker();
+  shared ??= findBroker();
+  const broker = await shared;
+  return { brokers: broker.brokers, stop: async () => {} };
+}
+
 /**
  * KAFKA_BROKERS when set (the test command sets it), else scripts/kafka.mjs's ensureKafka(): the
  * broker already listening on 127.0.0.1:19092, or a fresh Kafka started from its Maven jars.
  */
-export async function ensureBroker(): Promise<Broker> {
+async function findBroker(): Promise<Broker> {
   const configured = process.env["KAFKA_BROKERS"];
   if (configured) return { brokers: configured.split(","), stop: async () => {} };
   // Not a literal import, so that tsc does not look for types of the plain-JS script.
@@ -34,8 +63,29 @@ export async function createTopic(brokers: readonly string[], topic: string, par
   await admin.connect();
   try {
     await admin.createTopics({ topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }], waitForLeaders: true });
+  } catch (error) {
+    // kafkajs's wait for leaders gives up with UNKNOWN_TOPIC_OR_PARTITION (retriable) when a broker
+    // just started, or loaded, is slow to publish the new topic's metadata (as in test/support/kafka.ts).
+    if (!(error instanceof Error && "retriable" in error && error.retriable === true)) throw error;
+    await waitForLeaders(admin, topic, partitions);
   } finally {
     await admin.disconnect();
+  }
+}
+
+async function waitForLeaders(admin: Admin, topic: string, partitions: number): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const led = await admin.fetchTopicMetadata({ topics: [topic] }).then(
+      (metadata) => metadata.topics[0]?.partitions.filter((p) => p.leader >= 0).length ?? 0,
+      () => 0,
+    );
+    if (led >= partitions) return;
+    // Not there at all: the first request may have failed before the broker created it (a second
+    // create of a topic that exists answers false, it does not throw).
+    if (led === 0) await admin.createTopics({ topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }] }).catch(() => false);
+    if (Date.now() > deadline) throw new Error(`topic ${topic}: ${led} of ${partitions} partitions have a leader after 60 s`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
   }
 }
 

@@ -1,9 +1,10 @@
 // services: processes
 // heavy: runs the whole benchmark suite, its nine groups side by side, which loads both cores by itself
 // Keeps the benchmark suite working: `pnpm bench --quick` as a child process, results to a temp
-// file. Only that it runs and reports every group is checked — never how fast anything was, so a
-// slow or busy machine cannot fail it. The quick Kafka measurements use the broker the test command
-// started (KAFKA_BROKERS), or start one themselves through scripts/kafka.mjs.
+// file. That it runs and reports every group is checked, and that Sluice's grant counts are
+// positive — never how fast anything was, so a slow or busy machine cannot fail it. The quick Kafka
+// measurements use the broker the test command started (KAFKA_BROKERS), or start one themselves
+// through scripts/kafka.mjs.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, statSync } from "node:fs";
@@ -19,6 +20,25 @@ interface Results {
 }
 
 const GROUPS = ["local", "controller", "runtime", "accuracy", "scale", "delivery", "smooth", "stream", "keys"];
+
+/**
+ * Sluice's grant counts: a Sluice that grants nothing must fail the smoke, whatever else ran. Quick
+ * mode's windows open once every load process has had a grant and close once each has counted one,
+ * so each is positive on any machine, however busy; how large is never checked.
+ */
+const GRANT_COUNTS = [
+  "controller.rpc.throughput.1",
+  "controller.rpc.throughput.16",
+  "controller.rpc.throughput.256",
+  "stream.rpc.throughput.16",
+  "stream.rpc.throughput.256",
+  "scale.throttlers.throughput",
+  "smooth.utilisation",
+  "smooth.max_in_period",
+  "smooth.seed.utilisation",
+  "smooth.seed.max_in_period",
+  "keys.rpc.throughput",
+];
 
 describe("benchmark suite", () => {
   // The timeout only catches a hang: the quick run is meant to take well under a minute, but its
@@ -53,6 +73,14 @@ describe("benchmark suite", () => {
       for (const figure of group.figures) {
         assert.ok(figure.sluice === null || figure.sluice.runs.length >= 1, `${figure.id} has no runs`);
       }
+    }
+    const figures = new Map(results.groups.flatMap((group) => group.figures.map((figure) => [figure.id, figure] as const)));
+    for (const id of GRANT_COUNTS) {
+      const runs = figures.get(id)?.sluice?.runs ?? [];
+      assert.ok(
+        runs.length > 0 && runs.every((value) => Number.isFinite(value) && value > 0),
+        `${id}: Sluice's runs ${JSON.stringify(runs)}, not all positive and finite`,
+      );
     }
     const runtime = results.groups.find((group) => group.id === "runtime");
     const kafkaMeasured = runtime?.figures.some((figure) => figure.id === "runtime.kafka.grpc") ?? false;
