@@ -174,6 +174,11 @@ export interface QuotaServiceHandler {
    * waiting) with the result itself instead of a promise. The QuotaStream server uses it when
    * present, so that such a call costs no promise, reaction or open-call bookkeeping; everything
    * else about the call is `requestQuota`'s.
+   *
+   * A handler that has work to do after a grant before the grant may be answered must not
+   * implement it: a result returned here leaves in the same turn's frame. The failover controller
+   * is such a handler (a grant is answered only once the state write that counts it is durable,
+   * docs/design.md §5.2), and so has no requestQuotaNow; its grants take `requestQuota`'s path.
    */
   requestQuotaNow?(call: RequestQuotaCall, context: CallContext): RequestQuotaResult | Promise<RequestQuotaResult>;
   releaseQuota(call: ReleaseQuotaCall, context: CallContext): Promise<void>;

@@ -11,6 +11,14 @@ export class StubHandler implements QuotaServiceHandler {
     granted: call.amount,
     waitedMs: 0,
   });
+  /** The RequestQuota calls requestQuotaNow saw (see answerNow). */
+  readonly requestsNow: { call: RequestQuotaCall; context: CallContext }[] = [];
+  /**
+   * Present only after answerNow(answer): the QuotaStream server then answers RequestQuota through
+   * it (its answered-at-once path) instead of through requestQuota. `declare`, so that no field
+   * holding undefined exists on a stub that has none.
+   */
+  declare requestQuotaNow?: (call: RequestQuotaCall, context: CallContext) => RequestQuotaResult | Promise<RequestQuotaResult>;
   onWatch: (emit: (update: DynamicSpecUpdate) => void, context: CallContext) => void | Promise<void> = (emit) => {
     emit({ version: 1, dynamicSpecJson: "{}" });
   };
@@ -20,6 +28,17 @@ export class StubHandler implements QuotaServiceHandler {
   requestQuota(call: RequestQuotaCall, context: CallContext) {
     this.requests.push({ call, context });
     return this.onRequest(call, context);
+  }
+  /** Gives the stub a requestQuotaNow that records each call and answers with `answer`; none removes it. */
+  answerNow(answer?: (call: RequestQuotaCall, context: CallContext) => RequestQuotaResult | Promise<RequestQuotaResult>): void {
+    if (!answer) {
+      delete this.requestQuotaNow;
+      return;
+    }
+    this.requestQuotaNow = (call, context) => {
+      this.requestsNow.push({ call, context });
+      return answer(call, context);
+    };
   }
   async releaseQuota(call: ReleaseQuotaCall) {
     this.releases.push(call);
