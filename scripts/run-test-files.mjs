@@ -13,10 +13,10 @@
 //   heap, sets process-wide state, or must not wait behind others).
 // - A file that declares `// heavy` runs in a process of its own and takes `HEAVY_WEIGHT` slots: it
 //   starts many processes or loads the machine by itself, so it runs beside fewer others. One that
-//   declares `// alone` takes every slot, and such files run last, one after another, once
-//   everything else has ended: not first, where the lane's services (a JVM's start, a broker's
-//   first topics) load the machine under them, and not in the middle, where the lane would drain
-//   for each.
+//   declares `// alone` runs once everything else has ended, side by side with the other alone
+//   files only (each of them waits on its processes' timers more than it uses a core): not first,
+//   where the lane's services (a JVM's start, a broker's first topics) load the machine under them,
+//   and not in the middle, where the lane would drain for each.
 // - A file that declares `// priority` runs beside the others, but its process and every process it
 //   starts run at a raised scheduling priority (nice PRIORITY_NICE, where the system allows it: CI
 //   runs as root): its timing assertions then see a machine the rest of the lane does not take the
@@ -224,7 +224,7 @@ export async function runTestFiles(files, { slots, env = process.env, label, bat
       const weight = weightOf(job);
       free -= weight;
       const startedAt = Date.now();
-      const entry = { weight, endsAt: startedAt + job.estimateMs, known: job.known };
+      const entry = { weight, alone: Boolean(job.alone), endsAt: startedAt + job.estimateMs, known: job.known };
       running.add(entry);
       const target = job.files.length === 1 && build === undefined ? job.files : ["scripts/test-batch.mjs", ...job.files];
       // Compiled unit files load without tsx, unless one of them imports TypeScript at run time.
@@ -315,7 +315,7 @@ export async function runTestFiles(files, { slots, env = process.env, label, bat
       for (;;) {
         const head = queue[0];
         if (head === undefined) break;
-        if (weightOf(head) <= free) {
+        if (head.alone ? [...running].every((r) => r.alone) : weightOf(head) <= free) {
           runOne(queue.shift()).then(pump);
           continue;
         }

@@ -1,5 +1,5 @@
 // services: processes, prometheus
-// alone: its control band is read through a simulated cluster on this process's timers and a real Prometheus, which the load of other files disturbs even at raised priority
+// alone: its control band is read through a simulated cluster on this process's timers and a real Prometheus, which the load of the lane disturbs even at raised priority
 // Seed 004 end to end (issue 11): examples/cluster-admission run by `sluice run` admits tasks to a
 // simulated cluster through a concurrency throttler whose limit (in cores: a task takes one unit per
 // core it asks) follows the cluster's CPU, read from a real Prometheus (Debian's prometheus, started

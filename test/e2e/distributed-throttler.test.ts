@@ -1,5 +1,5 @@
 // services: processes
-// alone: its rates, class shares and reconfiguration windows are measured over seconds across four processes, which the load of other files starves even at raised priority
+// alone: its rates, class shares and reconfiguration windows are measured over seconds across four processes, which the load of the lane starves even at raised priority
 // The distributed throttler across real processes: a `sluice controller` child process and job-like
 // quota clients in other child processes, over gRPC on 127.0.0.1. Timing claims use generous,
 // stated tolerances; every process is started here and ended by its own pid.
