@@ -1,5 +1,4 @@
 // services: processes, kafka
-// heavy: takes two of the end-to-end lane's slots (many processes, a browser or a private broker)
 // priority: its processing rate (2,000 rows/s within 3 %) and class ratios need the CPU when its workers ask for it
 // Whole pipelines on a real Kafka broker: `sluice controller`, `sluice worker` and `sluice run` as
 // child processes, topics checked with kafkajs. Rates use generous, stated tolerances; every process
