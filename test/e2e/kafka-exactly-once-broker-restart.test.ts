@@ -1,4 +1,5 @@
 // services: processes, kafka
+// heavy: takes two of the end-to-end lane's slots (many processes, a browser or a private broker)
 // delivery "exactly_once" (docs/design.md §13) across a broker restart: `sluice controller` and two `sluice
 // worker` processes relay 6 partitions on a broker of this test's own (test/support/private-kafka.ts;
 // the shared broker is never stopped), which is SIGKILLed mid-run and started again on the same
