@@ -1,6 +1,7 @@
-import { type Admin, Kafka, logLevel } from "kafkajs";
+import { Kafka, logLevel } from "kafkajs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { createTopicWithLeaders } from "../../test/support/kafka-topics.ts";
 import { ROOT } from "./paths.ts";
 
 process.env["KAFKAJS_NO_PARTITIONER_WARNING"] = "1";
@@ -62,30 +63,9 @@ export async function createTopic(brokers: readonly string[], topic: string, par
   const admin = kafkaClient(brokers).admin();
   await admin.connect();
   try {
-    await admin.createTopics({ topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }], waitForLeaders: true });
-  } catch (error) {
-    // kafkajs's wait for leaders gives up with UNKNOWN_TOPIC_OR_PARTITION (retriable) when a broker
-    // just started, or loaded, is slow to publish the new topic's metadata (as in test/support/kafka.ts).
-    if (!(error instanceof Error && "retriable" in error && error.retriable === true)) throw error;
-    await waitForLeaders(admin, topic, partitions);
+    await createTopicWithLeaders(admin, topic, partitions);
   } finally {
     await admin.disconnect();
-  }
-}
-
-async function waitForLeaders(admin: Admin, topic: string, partitions: number): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const led = await admin.fetchTopicMetadata({ topics: [topic] }).then(
-      (metadata) => metadata.topics[0]?.partitions.filter((p) => p.leader >= 0).length ?? 0,
-      () => 0,
-    );
-    if (led >= partitions) return;
-    // Not there at all: the first request may have failed before the broker created it (a second
-    // create of a topic that exists answers false, it does not throw).
-    if (led === 0) await admin.createTopics({ topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }] }).catch(() => false);
-    if (Date.now() > deadline) throw new Error(`topic ${topic}: ${led} of ${partitions} partitions have a leader after 60 s`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
   }
 }
 

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { Kafka, logLevel, type Admin } from "kafkajs";
+import { createTopicWithLeaders } from "./kafka-topics.ts";
 
 process.env["KAFKAJS_NO_PARTITIONER_WARNING"] = "1";
 
@@ -33,37 +34,8 @@ export async function withAdmin<T>(work: (admin: Admin) => Promise<T>): Promise<
   }
 }
 
-/** How long a created topic may take to have a leader for every partition on a loaded broker. */
-const TOPIC_READY_TIMEOUT_MS = 60_000;
-
 export async function createTopic(topic: string, partitions: number): Promise<void> {
-  await withAdmin(async (admin) => {
-    try {
-      await admin.createTopics({ topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }], waitForLeaders: true });
-    } catch (error) {
-      // kafkajs's wait for leaders gives up with UNKNOWN_TOPIC_OR_PARTITION (retriable) when a
-      // loaded broker is slow to publish the new topic's metadata: the topic was created, so wait
-      // for its leaders here instead.
-      if (!(error instanceof Error && "retriable" in error && error.retriable === true)) throw error;
-      await waitForLeaders(admin, topic, partitions);
-    }
-  });
-}
-
-async function waitForLeaders(admin: Admin, topic: string, partitions: number): Promise<void> {
-  const deadline = Date.now() + TOPIC_READY_TIMEOUT_MS;
-  for (;;) {
-    const led = await admin.fetchTopicMetadata({ topics: [topic] }).then(
-      (metadata) => metadata.topics[0]?.partitions.filter((p) => p.leader >= 0).length ?? 0,
-      () => 0,
-    );
-    if (led >= partitions) return;
-    // Not there at all: the first request may have failed before the broker created it (a second
-    // create of a topic that exists answers false, it does not throw).
-    if (led === 0) await admin.createTopics({ topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }] }).catch(() => false);
-    if (Date.now() > deadline) throw new Error(`topic ${topic}: ${led} of ${partitions} partitions have a leader after ${TOPIC_READY_TIMEOUT_MS} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
+  await withAdmin((admin) => createTopicWithLeaders(admin, topic, partitions));
 }
 
 /** Produces `count` JSON messages `{ id }` (ids from `firstId`) keyed by id, spread over partitions; `timestampMs(i)` sets event time. */

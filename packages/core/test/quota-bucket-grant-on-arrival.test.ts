@@ -2,21 +2,16 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ManualClock, QuotaBucket, QuotaBucketDriver, quotaBucketConfig, type Admission, type QuotaBucketConfig, type Settlement } from "../src/index.ts";
 import { request } from "./quota-bucket-harness.ts";
+import { seededRandom } from "./seeded-random.ts";
 
 // QuotaBucket.submit(…, grantOnArrival) — the driver's path — grants a request that finds nobody
 // waiting and quota at hand without the queue. It must grant exactly what submitting it to the queue
 // and polling at the same instant grants: here two buckets take the same random operations in virtual
 // time, one through each path, and must agree on every answer and every figure after each step.
 
-/** A small deterministic generator (xorshift), so a failure names a seed that reproduces it. */
+/** Seeded draws, so a failure names a seed that reproduces it. */
 function random(seed: number) {
-  let state = seed >>> 0 || 1;
-  const next = () => {
-    state ^= state << 13;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    return (state >>> 0) / 4294967296;
-  };
+  const next = seededRandom(seed);
   return { next, pick: <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)] as T };
 }
 

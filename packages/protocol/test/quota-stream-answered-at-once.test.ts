@@ -1,33 +1,14 @@
 import assert from "node:assert/strict";
 import { after, before, beforeEach, describe, it } from "node:test";
-import { Client, credentials, Metadata } from "@grpc/grpc-js";
+import { Client, credentials } from "@grpc/grpc-js";
 import { SluiceError } from "@sluice/core";
-import { quotaServiceDefinition, serveQuotaService, type QuotaServer } from "../src/index.ts";
-import type { WireQuotaStreamCall, WireQuotaStreamServerFrame } from "../src/proto-definition.ts";
+import { serveQuotaService, type QuotaServer } from "../src/index.ts";
+import { cancelCall, eventually, openStream, requestCall } from "./stream-test-kit.ts";
 import { StubHandler } from "./stub-handler.ts";
 
 // The QuotaStream server's answered-at-once path: a handler with requestQuotaNow answers a
 // RequestQuota with the result itself (or a promise) instead of through requestQuota. Real gRPC
 // over loopback, frames written by hand so that a test decides what shares a frame.
-
-const tick = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls `check` until it holds; `ms` only bounds a hang on a loaded machine. */
-async function eventually(check: () => boolean, what: string, ms = 30_000): Promise<void> {
-  const end = performance.now() + ms;
-  while (!check()) {
-    if (performance.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await tick(5);
-  }
-}
-
-const requestCall = (callId: number, timeoutMs = 0): WireQuotaStreamCall => ({
-  callId,
-  timeoutMs,
-  metadata: {},
-  requestQuota: { throttlerId: "api", clientId: "c", amount: callId, timestampMs: 0, quotaClassId: "", requestId: `r${callId}` },
-});
-const cancelCall = (callId: number): WireQuotaStreamCall => ({ callId, timeoutMs: 0, metadata: {}, cancel: {} });
 
 describe("QuotaStream server: RequestQuota answered at once (requestQuotaNow)", () => {
   const handler = new StubHandler();
@@ -46,16 +27,7 @@ describe("QuotaStream server: RequestQuota answered at once (requestQuotaNow)", 
     handler.requestsNow.length = 0;
   });
 
-  const open = () => {
-    const method = quotaServiceDefinition().QuotaStream;
-    const stream = client.makeBidiStreamRequest(method.path, method.requestSerialize, method.responseDeserialize, new Metadata());
-    const frames: WireQuotaStreamServerFrame[] = [];
-    let ended = false;
-    stream.on("data", (frame: WireQuotaStreamServerFrame) => frames.push(frame));
-    stream.on("error", () => (ended = true));
-    stream.on("end", () => (ended = true));
-    return { stream, frames, answers: () => frames.flatMap((frame) => frame.answers), ended: () => ended };
-  };
+  const open = () => openStream(client);
 
   it("answers a synchronous throw as that call's error; the frame's other calls and the stream live on", async () => {
     handler.answerNow((call) => {
@@ -92,7 +64,7 @@ describe("QuotaStream server: RequestQuota answered at once (requestQuotaNow)", 
     const { stream, answers, ended } = open();
     try {
       const sentAt = performance.now();
-      stream.write({ calls: [requestCall(1), requestCall(2, 300)] });
+      stream.write({ calls: [requestCall(1), requestCall(2, { timeoutMs: 300 })] });
       await eventually(() => handler.requestsNow.length === 2, "both calls reach requestQuotaNow");
       assert.equal(handler.requestsNow[1]?.context.deadlineAt !== null, true, "the call's timeout_ms is its context's deadline");
       await eventually(() => answers().length === 1, "the deadline answer of call 2");

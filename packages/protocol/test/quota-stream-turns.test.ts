@@ -1,32 +1,14 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { Client, credentials, Metadata } from "@grpc/grpc-js";
-import { quotaServiceDefinition, serveQuotaService, type QuotaServer } from "../src/index.ts";
-import type { WireQuotaStreamCall, WireQuotaStreamServerFrame } from "../src/proto-definition.ts";
+import { Client, credentials } from "@grpc/grpc-js";
+import { serveQuotaService, type QuotaServer } from "../src/index.ts";
 import { CALLS_PER_TURN } from "../src/quota-stream-server.ts";
+import { eventually, openStream, requestCall, tick } from "./stream-test-kit.ts";
 import { StubHandler, untilAborted } from "./stub-handler.ts";
 
 // The server starts at most CALLS_PER_TURN calls of one stream per turn of the event loop, so the
 // answers of a backlog's first calls leave before its last calls start. Real gRPC over loopback;
 // about a second.
-
-const tick = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Polls `check` until it holds; `ms` only bounds a hang (5,000 answers took over 5 s at load 30). */
-async function eventually(check: () => boolean, what: string, ms = 60_000): Promise<void> {
-  const end = performance.now() + ms;
-  while (!check()) {
-    if (performance.now() > end) assert.fail(`timed out waiting for ${what}`);
-    await tick(10);
-  }
-}
-
-const requestCall = (callId: number, requestId = `r${callId}`): WireQuotaStreamCall => ({
-  callId,
-  timeoutMs: 0,
-  metadata: {},
-  requestQuota: { throttlerId: "api", clientId: "c", amount: callId, timestampMs: 0, quotaClassId: "", requestId },
-});
 
 describe("QuotaStream server: a bounded number of calls per turn", () => {
   const handler = new StubHandler();
@@ -41,14 +23,7 @@ describe("QuotaStream server: a bounded number of calls per turn", () => {
     await server.close({ graceMs: 100 });
   });
 
-  const open = () => {
-    const method = quotaServiceDefinition().QuotaStream;
-    const stream = client.makeBidiStreamRequest(method.path, method.requestSerialize, method.responseDeserialize, new Metadata());
-    const frames: WireQuotaStreamServerFrame[] = [];
-    stream.on("data", (frame: WireQuotaStreamServerFrame) => frames.push(frame));
-    stream.on("error", () => undefined);
-    return { stream, frames, answers: () => frames.flatMap((frame) => frame.answers) };
-  };
+  const open = () => openStream(client);
 
   it("answers a frame of 5,000 calls in order (pausing the stream past its backlog bound), the first answers in a frame of at most CALLS_PER_TURN", async () => {
     const started: number[] = [];
@@ -89,7 +64,7 @@ describe("QuotaStream server: a bounded number of calls per turn", () => {
     };
     const { stream, answers } = open();
     const last = CALLS_PER_TURN + 50;
-    const calls = Array.from({ length: last }, (_, i) => requestCall(i + 1, i + 1 === last ? "hold-late" : `r${i + 1}`));
+    const calls = Array.from({ length: last }, (_, i) => requestCall(i + 1, { requestId: i + 1 === last ? "hold-late" : `r${i + 1}` }));
     calls.push({ callId: last, timeoutMs: 0, metadata: {}, cancel: {} });
     stream.write({ calls });
     await eventually(() => aborted === 1, "the late call cancelled");
