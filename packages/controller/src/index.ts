@@ -7,6 +7,8 @@ export {
   type ControllerOptions,
   type ControllerSnapshot,
   type ControllerThrottlerSnapshot,
+  type KeyedRecordSource,
+  type PersistedKeyState,
 } from "./quota/controller.ts";
 export type { AlignmentGroupSnapshot } from "./quota/alignment/alignment-groups.ts";
 export type { ConcurrencySnapshot } from "./quota/concurrency/concurrency-leases.ts";

@@ -3,8 +3,7 @@ import { bucketKey, decodeStateRecord, STATE_KEYS, stateKeyOf } from "./controll
 
 interface Entry<T> {
   readonly offset: number;
-  /** null: deleted (a tombstone), kept so that an older record read again cannot come back. */
-  readonly value: T | null;
+  readonly value: T;
 }
 
 interface ThrottlerEntry extends Entry<PersistedThrottler> {
@@ -16,13 +15,21 @@ interface ThrottlerEntry extends Entry<PersistedThrottler> {
  * The state as the records of `<pipeline>.controller-state` make it (docs/design.md §5.3): the latest
  * committed record of each key, by offset. A record read again (a reader that starts over from
  * offset 0) never replaces one of a higher offset, so the state never goes back while a reader
- * re-reads, and a reader that reads everything again converges to the same state.
+ * re-reads, and a reader that reads everything again converges to the same state. A record deleted
+ * by a tombstone leaves nothing behind (keys come and go by the hundred thousand): a record read
+ * again at or below the highest offset read whose key holds nothing was deleted since.
  */
 export class ControllerStateFold {
   private spec: Entry<PersistedSpec> | null = null;
   private leader: Entry<LeaderRecord> | null = null;
-  /** By the record's own Kafka key (`bucket/<id>`, `bucket/<id>/<key>`, stateKeyOf), as compaction keeps them. */
+  /** By the record's own Kafka key (`bucket/<id>`, `bucket/<id>/<key>`, stateKeyOf), as compaction keeps them: live records only. */
   private readonly throttlers = new Map<string, ThrottlerEntry>();
+  /**
+   * The highest offset applied before the record being applied. Records come in offset order but
+   * when a reader starts over; a record at or below it is one read before, so one whose key holds
+   * nothing now was deleted by a later tombstone and must not come back.
+   */
+  private readUpTo = -1;
   /**
    * Kafka keys whose latest record is not at its own key: written before throttler ids were escaped
    * in Kafka keys (an id with `%` or `/`). By Kafka key, the own key of the record it holds. Such a
@@ -44,6 +51,17 @@ export class ControllerStateFold {
 
   /** Applies the record at `offset`; returns whether it changed the state. */
   apply(offset: number, key: string | null, value: string | null): boolean {
+    const changed = this.applyRecord(offset, key, value);
+    if (offset > this.readUpTo) this.readUpTo = offset;
+    return changed;
+  }
+
+  /** Live records of throttlers and keys held: deleted ones leave nothing. */
+  get recordCount(): number {
+    return this.throttlers.size;
+  }
+
+  private applyRecord(offset: number, key: string | null, value: string | null): boolean {
     const decoded = decodeStateRecord(key, value);
     switch (decoded.kind) {
       case "spec":
@@ -79,7 +97,6 @@ export class ControllerStateFold {
     const throttlers = new Map<string, PersistedThrottler>();
     const keys = new Map<string, Map<string, PersistedThrottler>>();
     for (const { value } of this.throttlers.values()) {
-      if (!value) continue;
       if (value.key === undefined) {
         throttlers.set(value.throttlerId, value);
         continue;
@@ -119,7 +136,7 @@ export class ControllerStateFold {
       this.misplaced.set(kafkaKey, { ownKey, offset });
       // The record this Kafka key held at its own key before is overwritten by the misplaced one.
       const held = this.throttlers.get(kafkaKey);
-      if (held?.from === kafkaKey && held.value !== null) changed = this.setThrottler(kafkaKey, offset, null, kafkaKey) || changed;
+      if (held?.from === kafkaKey) changed = this.setThrottler(kafkaKey, offset, null, kafkaKey) || changed;
     }
     // A tombstone deletes only what its own Kafka key held (Kafka's semantics): a record read at its
     // own key from another (misplaced) Kafka key is still held there.
@@ -130,8 +147,11 @@ export class ControllerStateFold {
     return this.setThrottler(ownKey, offset, record, kafkaKey) || changed;
   }
 
+  /** Sets (or with null deletes) the record at own key `key`, unless what it holds is newer than `offset`. */
   private setThrottler(key: string, offset: number, value: PersistedThrottler | null, from: string): boolean {
-    if (!newer(this.throttlers.get(key) ?? null, offset)) return false;
+    const held = this.throttlers.get(key);
+    if (held ? offset <= held.offset : offset <= this.readUpTo) return false;
+    if (value === null) return this.throttlers.delete(key);
     this.throttlers.set(key, { offset, value, from });
     return true;
   }

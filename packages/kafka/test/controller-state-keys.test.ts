@@ -154,6 +154,42 @@ describe("controller state: per-key records of keyed throttlers", () => {
     expected();
   });
 
+  it("a key deleted by a tombstone leaves nothing in the fold; a re-read from offset 0 brings none back", () => {
+    const log: [string, string | null][] = [];
+    // Key churn as a failover leader makes it: keys in debt, rewritten, then full again (a tombstone).
+    for (let i = 0; i < 1_000; i++) log.push([keyBucketKey("per_customer", `k${i}`), encodeThrottler(keyRecord("per_customer", `k${i}`, -1))]);
+    for (let i = 0; i < 1_000; i += 2) log.push([keyBucketKey("per_customer", `k${i}`), encodeThrottler(keyRecord("per_customer", `k${i}`, -2))]);
+    for (let i = 0; i < 1_000; i++) if (i % 10 !== 0) log.push([keyBucketKey("per_customer", `k${i}`), null]);
+    // Tombstones of keys this reader never saw a record of (compaction dropped it): nothing to keep either.
+    for (let i = 0; i < 200; i++) log.push([keyBucketKey("per_customer", `gone${i}`), null]);
+    log.push([
+      bucketKey("rows"),
+      encodeThrottler({ throttlerId: "rows", balance: { balance: -1, atMs: 1 }, limitPerSecond: 1, generation: 1, writtenAtMs: 1 }),
+    ]);
+    log.push([bucketKey("rows"), null]);
+    const fold = new ControllerStateFold();
+    log.forEach(([key, value], offset) => fold.apply(offset, key, value));
+    const live = Array.from({ length: 100 }, (_, j) => `k${j * 10}`);
+    const expected = () => {
+      assert.deepEqual([...(fold.state().keys.get("per_customer")?.keys() ?? [])].sort(), [...live].sort());
+      assert.equal(fold.state().keys.get("per_customer")?.get("k20")?.balance?.balance, -2, "the latest record of a key rewritten");
+      assert.equal(fold.state().throttlers.size, 0);
+      assert.equal(fold.recordCount, live.length, "one entry per live record: 1,201 deleted keys left nothing behind");
+    };
+    expected();
+    // A reader that starts over from offset 0 (a rejoin with nothing committed): nothing changes at any point.
+    const state = fold.state();
+    log.forEach(([key, value], offset) => {
+      assert.equal(fold.apply(offset, key, value), false, `offset ${offset} read again`);
+      assert.equal(fold.state(), state);
+    });
+    expected();
+    // And after the re-read, a new record of a deleted key is a record like any other.
+    assert.equal(fold.apply(log.length, keyBucketKey("per_customer", "k1"), encodeThrottler(keyRecord("per_customer", "k1", -3))), true);
+    assert.equal(fold.state().keys.get("per_customer")?.get("k1")?.balance?.balance, -3);
+    assert.equal(fold.recordCount, live.length + 1);
+  });
+
   it("the fold keeps the latest record of each key by offset; a tombstone deletes one key only; a re-read converges", () => {
     const records: [string, string | null][] = [
       ["bucket/per_customer", encodeThrottler({ throttlerId: "per_customer", balance: null, limitPerSecond: null, generation: 3, writtenAtMs: 5_000 })],

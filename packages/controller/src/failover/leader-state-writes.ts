@@ -1,17 +1,9 @@
 import { SluiceError } from "@sluice/core";
 import type { Controller } from "../quota/controller.ts";
-import {
-  StateWriterFencedError,
-  persistedRecordId,
-  type ControllerState,
-  type ControllerStateStore,
-  type PersistedKeyId,
-  type PersistedThrottler,
-  type StateWrite,
-} from "@sluice/failover-ports";
+import { StateWriterFencedError, type ControllerState, type ControllerStateStore, type StateWrite } from "@sluice/failover-ports";
 import { GroupCommit } from "./group-commit.ts";
-import { changedSince, persistedThrottlers } from "./persisted-throttlers.ts";
 import { describeCause, grantNotPersistedError } from "./state-write-errors.ts";
+import { WrittenRecords } from "./written-records.ts";
 
 /** What the writes need to know of the leadership they write for (FailoverController holds it). */
 export interface LeadershipView {
@@ -40,7 +32,8 @@ const REPEAT_LOG_MS = 5_000;
 
 /**
  * A leader's writes of `<pipeline>.controller-state` (docs/design.md §5.3). The throttlers' records are
- * coalesced by a GroupCommit, and only those that changed are written; a grant is answered only
+ * coalesced by a GroupCommit, and only those that changed are written (a write looks at the keys of
+ * keyed throttlers that may have changed only: written-records.ts); a grant is answered only
  * once a write that began after it is committed (`durable`), so a successor never starts fuller
  * than what was granted allows. Every failed write is logged, counted and kept for /healthz until
  * a write succeeds again; a fenced writer is a lost leadership.
@@ -48,8 +41,8 @@ const REPEAT_LOG_MS = 5_000;
 export class LeaderStateWrites {
   private readonly commit: GroupCommit;
   private lastWrittenAtMs: number | null = null;
-  /** The last record written (or taken over) per throttler and per key (persistedRecordId): what a successor would restore now. */
-  private written = new Map<string, PersistedThrottler>();
+  /** The last record written (or taken over) per throttler and per key: what a successor would restore now. */
+  private readonly written = new WrittenRecords();
   private failures = 0;
   private failing: string | null = null;
   private lastLogged: { message: string; atMs: number } | null = null;
@@ -79,8 +72,7 @@ export class LeaderStateWrites {
    */
   tookOver(state: Pick<ControllerState, "throttlers" | "keys">): void {
     const records = [...state.throttlers.values(), ...[...state.keys.values()].flatMap((keys) => [...keys.values()])];
-    // A record with a rate that equals nothing: changedSince always finds it changed, so it is rewritten.
-    this.written = new Map(records.map((record) => [persistedRecordId(record), { ...record, limitPerSecond: Number.NaN }]));
+    this.written.tookOver(records);
     let latest: number | null = null;
     for (const record of records) latest = Math.max(latest ?? record.writtenAtMs, record.writtenAtMs);
     this.lastWrittenAtMs = latest;
@@ -128,24 +120,16 @@ export class LeaderStateWrites {
     const generation = leadership.validGeneration(now);
     // A deposed leader writes nothing; a write of one already under way is fenced by the store.
     if (!inner || generation === null) throw leadership.notLeader();
-    const current = persistedThrottlers(inner, generation, now);
-    const changed: PersistedThrottler[] = [];
-    for (const [id, { record, capacity }] of current) if (changedSince(this.written.get(id), record, capacity)) changed.push(record);
-    const removed = [...this.written].filter(([id]) => !current.has(id));
-    if (changed.length > 0 || removed.length > 0) {
-      const removedThrottlers: string[] = [];
-      const removedKeys: PersistedKeyId[] = [];
-      for (const [, { throttlerId, key }] of removed) {
-        if (key === undefined) removedThrottlers.push(throttlerId);
-        else removedKeys.push({ throttlerId, key });
-      }
+    const changes = this.written.changes(inner, generation, now);
+    const { throttlers: changed, removedThrottlers, removedKeys } = changes;
+    const removed = removedThrottlers.length + removedKeys.length;
+    if (changed.length > 0 || removed > 0) {
       await this.write(
         { throttlers: changed, removedThrottlers, ...(removedKeys.length > 0 ? { removedKeys } : {}) },
-        `the records of ${changed.length + removed.length} ${removedKeys.length > 0 || changed.some((r) => r.key !== undefined) ? "throttler(s) and key(s)" : "throttler(s)"}`,
+        `the records of ${changed.length + removed} ${removedKeys.length > 0 || changed.some((r) => r.key !== undefined) ? "throttler(s) and key(s)" : "throttler(s)"}`,
       );
-      for (const record of changed) this.written.set(persistedRecordId(record), record);
-      for (const [id] of removed) this.written.delete(id);
     }
+    this.written.committed(changes, now);
     this.lastWrittenAtMs = now;
   }
 

@@ -1,5 +1,12 @@
-import type { Controller } from "../quota/controller.ts";
+import type { Controller, PersistedKeyState } from "../quota/controller.ts";
 import { type PersistedThrottler, boundedLeases, persistedRecordId } from "@sluice/failover-ports";
+
+/** One record as it would be written now, with its bucket's capacity. */
+export interface ThrottlerNow {
+  readonly record: PersistedThrottler;
+  /** The bucket's capacity now (what a balance accrues up to); null when it has none. */
+  readonly capacity: number | null;
+}
 
 /**
  * What a leader persists of each throttler now (docs/design.md §5.3): one record per throttler with its
@@ -8,15 +15,31 @@ import { type PersistedThrottler, boundedLeases, persistedRecordId } from "@slui
  * A keyed throttler has one record per key whose bucket is not full or whose units are held
  * (§9.1, §9.2): a full key with nothing held is the same as a forgotten one, so the state grows
  * with the keys in debt or in use, not with every key seen.
- * By persistedRecordId.
+ * By persistedRecordId. This is the walk of every key; a leader's writes look at the keys that
+ * changed only (written-records.ts) and arrive at the same records.
  */
-export interface ThrottlerNow {
-  readonly record: PersistedThrottler;
-  /** The bucket's capacity now (what a balance accrues up to); null when it has none. */
-  readonly capacity: number | null;
+export function persistedThrottlers(inner: Controller, generation: number, nowMs: number): Map<string, ThrottlerNow> {
+  const out = new Map<string, ThrottlerNow>();
+  for (const now of throttlerRecords(inner, generation, nowMs).values()) out.set(persistedRecordId(now.record), now);
+  // A key of a keyed concurrency throttler has a record while units of it are held (or request
+  // ids are to be answered again): its holders, within the same bounds as a throttler's.
+  for (const [throttlerId, byKey] of inner.keyedLeaseState()) {
+    for (const [key, held] of Object.entries(byKey)) {
+      const now = keyRecordOf(throttlerId, key, { leases: held }, generation, nowMs);
+      if (now) out.set(persistedRecordId(now.record), now);
+    }
+  }
+  for (const [throttlerId, keys] of inner.keyedBalances()) {
+    for (const [key, balance] of keys) {
+      const now = keyRecordOf(throttlerId, key, { balance }, generation, nowMs);
+      if (now) out.set(persistedRecordId(now.record), now);
+    }
+  }
+  return out;
 }
 
-export function persistedThrottlers(inner: Controller, generation: number, nowMs: number): Map<string, ThrottlerNow> {
+/** The records of the throttlers themselves (not of keys), by throttler id: what persistedThrottlers has of them. */
+export function throttlerRecords(inner: Controller, generation: number, nowMs: number): Map<string, ThrottlerNow> {
   const balances = inner.bucketBalances();
   const leases = inner.leaseState();
   const adaptive = inner.adaptiveState();
@@ -35,41 +58,41 @@ export function persistedThrottlers(inner: Controller, generation: number, nowMs
       generation,
       writtenAtMs: nowMs,
     };
-    out.set(persistedRecordId(record), { record, capacity: balance?.capacity ?? null });
-  }
-  // A key of a keyed concurrency throttler has a record while units of it are held (or request
-  // ids are to be answered again): its holders, within the same bounds as a throttler's.
-  for (const [throttlerId, byKey] of inner.keyedLeaseState()) {
-    for (const [key, held] of Object.entries(byKey)) {
-      const record: PersistedThrottler = {
-        throttlerId,
-        key,
-        balance: null,
-        limitPerSecond: null,
-        leases: boundedLeases(held),
-        generation,
-        writtenAtMs: nowMs,
-      };
-      out.set(persistedRecordId(record), { record, capacity: null });
-    }
-  }
-  for (const [throttlerId, keys] of inner.keyedBalances()) {
-    for (const [key, balance] of keys) {
-      const limitPerSecond = balance.limitPerSecond ?? null;
-      const capacity = balance.capacity ?? null;
-      if (capacity === null || fullAt(balance.balance, balance.atMs, limitPerSecond, capacity, nowMs)) continue;
-      const record: PersistedThrottler = {
-        throttlerId,
-        key,
-        balance: { balance: balance.balance, atMs: balance.atMs },
-        limitPerSecond,
-        generation,
-        writtenAtMs: nowMs,
-      };
-      out.set(persistedRecordId(record), { record, capacity });
-    }
+    out.set(throttlerId, { record, capacity: balance?.capacity ?? null });
   }
   return out;
+}
+
+/**
+ * The record of one key of keyed throttler `throttlerId` now, from what it persists (its leases, or
+ * its balance); undefined when it has none: a rate key whose bucket is full (or unlimited).
+ */
+export function keyRecordOf(throttlerId: string, key: string, state: PersistedKeyState, generation: number, nowMs: number): ThrottlerNow | undefined {
+  if (state.leases) {
+    const record: PersistedThrottler = {
+      throttlerId,
+      key,
+      balance: null,
+      limitPerSecond: null,
+      leases: boundedLeases(state.leases),
+      generation,
+      writtenAtMs: nowMs,
+    };
+    return { record, capacity: null };
+  }
+  const { balance } = state;
+  const limitPerSecond = balance.limitPerSecond ?? null;
+  const capacity = balance.capacity ?? null;
+  if (capacity === null || fullAt(balance.balance, balance.atMs, limitPerSecond, capacity, nowMs)) return undefined;
+  const record: PersistedThrottler = {
+    throttlerId,
+    key,
+    balance: { balance: balance.balance, atMs: balance.atMs },
+    limitPerSecond,
+    generation,
+    writtenAtMs: nowMs,
+  };
+  return { record, capacity };
 }
 
 /** Whether a balance read at `atMs` has accrued to its capacity by `nowMs` (a parked key's is older than now). */

@@ -27,10 +27,24 @@ import { DynamicSpecWatchers } from "./dynamic-spec-watchers.ts";
 import { releaseQuotaProblem, requestQuotaProblem, watchProblem } from "./request-limits.ts";
 import { traceRequestQuota } from "./request-quota-span.ts";
 import { ThrottlerDrivers } from "./throttler-drivers.ts";
-import { isKeyed, KeyedThrottlers, notKeyedError } from "./keyed/keyed-throttlers.ts";
+import { isKeyed, KeyedThrottlers, notKeyedError, type PersistedKeyState } from "./keyed/keyed-throttlers.ts";
 import { describedFor } from "./describe-filter.ts";
 
 export type { BucketBalance, ControllerClassSnapshot, ControllerSnapshot, ControllerThrottlerSnapshot } from "./controller-snapshot.ts";
+export type { PersistedKeyState } from "./keyed/keyed-throttlers.ts";
+
+/**
+ * What a failover leader reads of the keyed throttlers' keys to write only those that changed
+ * (docs/design.md §5.3): `changedKeys` per keyed throttler (null: every key), then each key's state.
+ */
+export interface KeyedRecordSource {
+  /** Per keyed throttler, the keys that may persist something else since the last call; null: every key of it (the first call, a reconfiguration). */
+  changedKeys(): Map<string, ReadonlySet<string> | null>;
+  /** What one key persists now: a rate key's balance, a concurrency key's leases; undefined for nothing. */
+  keyState(throttlerId: string, key: string): PersistedKeyState | undefined;
+  /** keyState of every key of one keyed throttler that has one. */
+  keyStates(throttlerId: string): Map<string, PersistedKeyState>;
+}
 
 export interface ControllerOptions {
   /** The validated dynamic_spec the controller starts with (version 1). */
@@ -287,6 +301,14 @@ export class Controller implements QuotaServiceHandler {
    */
   keyedBalances(): Map<string, Map<string, BucketBalance>> {
     return this.keyed.balances();
+  }
+
+  /**
+   * The keyed throttlers' keys as a failover leader's incremental writes read them: which keys
+   * changed since the last look, and the balance or leases of one key or of every key of a throttler.
+   */
+  keyedRecords(): KeyedRecordSource {
+    return this.keyed;
   }
 
   /** A predecessor's key balances: each key continues from its balance (a key in debt stays in debt). */

@@ -1,6 +1,7 @@
 import type { Clock, QuotaBucketDriver } from "@sluice/core";
 import type { CallContext, RequestQuotaCall, RequestQuotaResult } from "@sluice/protocol";
 import { bucketRequestOf } from "../bucket-request.ts";
+import { ChangedIds } from "../changed-ids.ts";
 import { GrantedRequestIds } from "./granted-request-ids.ts";
 import { LeaseTable } from "./lease-table.ts";
 import { PERSISTED_REQUEST_IDS_MAX, type PersistedLeases } from "@sluice/failover-ports";
@@ -46,7 +47,9 @@ export interface ConcurrencyLeasesOptions {
  */
 export class ConcurrencyLeases {
   private readonly table = new LeaseTable();
-  private readonly requestIds = new GrantedRequestIds();
+  /** Ids whose persisted leases may have changed since a failover leader last took them (takeChanged). */
+  private readonly changes = new ChangedIds();
+  private readonly requestIds = new GrantedRequestIds((id) => this.changes.mark(id));
   private readonly expired = new Map<string, { leases: number; units: number }>();
   private readonly stopping = new AbortController();
   /** Replays granted again because their lease had ended (each gets a bucket request id of its own). */
@@ -97,13 +100,17 @@ export class ConcurrencyLeases {
     const expiresAt = now + this.options.rememberMs;
     if (grant.requestId !== "" && this.requestIds.replayOf(throttlerId, grant.requestId, grant.amount, now)) return;
     const leaseId = this.table.grant(throttlerId, clientId, classId, grant.amount, now, leaseMs);
+    this.changes.mark(throttlerId);
     this.requestIds.remember({ throttlerId, clientId, requestId: grant.requestId, amount: grant.amount, waitedMs: grant.waitedMs, expiresAt, leaseId }, now);
   }
 
   /** Gives back what `clientId` holds of `amount`; returns the units actually given back. */
   released(throttlerId: string, clientId: string, classId: string, amount: number): number {
     const released = this.table.release(throttlerId, clientId, classId, amount);
-    if (released > 0) this.options.releaseUnits(throttlerId, released, classId);
+    if (released > 0) {
+      this.changes.mark(throttlerId);
+      this.options.releaseUnits(throttlerId, released, classId);
+    }
     return released;
   }
 
@@ -116,7 +123,13 @@ export class ConcurrencyLeases {
   }
 
   renew(clientId: string, throttlerIds: readonly string[]): number {
-    return this.table.renew(clientId, throttlerIds, this.options.clock.now(), (id) => this.options.leaseMsOf(id) ?? 0);
+    return this.table.renew(
+      clientId,
+      throttlerIds,
+      this.options.clock.now(),
+      (id) => this.options.leaseMsOf(id) ?? 0,
+      (id) => this.changes.mark(id),
+    );
   }
 
   /** Ids with at least one holder (a keyed throttler's leases are by key: its keys with units held). */
@@ -134,6 +147,7 @@ export class ConcurrencyLeases {
 
   /** The throttler is gone or no longer counts units in use: its leases end without a release. */
   forget(throttlerId: string): void {
+    this.changes.mark(throttlerId);
     this.table.forget(throttlerId);
     this.requestIds.forget(throttlerId);
     this.expired.delete(throttlerId);
@@ -222,9 +236,50 @@ export class ConcurrencyLeases {
           now,
         );
       }
+      this.changes.mark(throttlerId);
       restored.push([throttlerId, units]);
     }
     return Object.fromEntries(restored);
+  }
+
+  /**
+   * What persisted() gives for one id now (undefined: nothing held, no request id to answer again),
+   * without a walk of the others: a keyed throttler's leases are by key, and a leader's write looks
+   * at the keys that changed only.
+   */
+  persistedOf(id: string, now: number): PersistedLeases | undefined {
+    this.requestIds.forgetExpired(now);
+    const holders = this.table.holdersOf(id);
+    const requestIds: PersistedLeases["requestIds"][number][] = [];
+    for (const grant of this.requestIds.ofThrottler(id)) {
+      requestIds.push({ requestId: grant.requestId, clientId: grant.clientId, amount: grant.amount, waitedMs: grant.waitedMs, expiresAtMs: grant.expiresAt });
+    }
+    if (holders.length === 0 && requestIds.length === 0) return undefined;
+    if (requestIds.length > PERSISTED_REQUEST_IDS_MAX) requestIds.splice(0, requestIds.length - PERSISTED_REQUEST_IDS_MAX);
+    const leaseMs = holders.length === 0 ? null : this.options.leaseMsOf(id);
+    const silent = leaseMs === null ? null : this.table.silenceToPersist(id, now, leaseMs).silentMs;
+    return {
+      holders: Object.fromEntries(holders.map(({ clientId, byClass }) => [clientId, Object.fromEntries(byClass)])),
+      requestIds,
+      ...(silent && silent.size > 0 ? { silentMs: Object.fromEntries(silent) } : {}),
+    };
+  }
+
+  /**
+   * The ids whose persisted() entry may differ from the one this gave last (null: every id; the
+   * first call), for a failover leader's next write. Request ids past their time are forgotten
+   * first and the holders' silences looked at when one may have grown a step, as persisted() would.
+   */
+  takeChanged(now: number): ReadonlySet<string> | null {
+    this.requestIds.forgetExpired(now);
+    if (this.table.silenceMayChange(now)) this.silencePass(now);
+    return this.changes.take();
+  }
+
+  /** lease_timeout may be another now (a reconfiguration): every id's silence is looked at again. */
+  leaseTimesChanged(): void {
+    this.table.leaseTimesChanged();
+    this.changes.markAll();
   }
 
   close(): void {
@@ -246,22 +301,20 @@ export class ConcurrencyLeases {
         counts.leases += 1;
         counts.units += lease.units;
         this.expired.set(lease.throttlerId, counts);
+        this.changes.mark(lease.throttlerId);
         for (const [classId, units] of lease.byClass) this.options.releaseUnits(lease.throttlerId, units, classId);
         this.options.log(
           `concurrency ${lease.throttlerId}: lease of ${JSON.stringify(lease.clientId)} ended without renewal ` +
             `(lease_timeout ${this.options.leaseMsOf(lease.throttlerId) ?? "?"}ms); ${lease.units} units given back`,
         );
       }
-      if (this.options.persistedChanged && (expired.length > 0 || this.silenceChanged(now))) this.options.persistedChanged();
+      // Looked at only when someone persists the leases: a failover leader.
+      const silences = (this.options.persistedChanged !== undefined || this.changes.tracked) && this.silencePass(now);
+      if (this.options.persistedChanged && (expired.length > 0 || silences)) this.options.persistedChanged();
     }
   }
 
-  private silenceChanged(now: number): boolean {
-    let changed = false;
-    for (const id of this.table.throttlerIds()) {
-      const leaseMs = this.options.leaseMsOf(id);
-      if (leaseMs !== null && this.table.silenceToPersist(id, now, leaseMs).changed) changed = true;
-    }
-    return changed;
+  private silencePass(now: number): boolean {
+    return this.table.silencePass(now, this.options.leaseMsOf, (id) => this.changes.mark(id));
   }
 }

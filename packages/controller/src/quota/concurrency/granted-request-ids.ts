@@ -25,6 +25,11 @@ export class GrantedRequestIds {
    * Map's insertion order is expiry order and forgetting looks only at the oldest.
    */
   private readonly byKey = new Map<string, GrantedRequest>();
+  /** The same entries by throttler, then request id, in the same order: one throttler's ids without a walk of all. */
+  private readonly byThrottler = new Map<string, Map<string, GrantedRequest>>();
+
+  /** `forgotten` hears of each throttler one of whose ids is forgotten (what a successor would be told changes). */
+  constructor(private readonly forgotten: (throttlerId: string) => void = () => {}) {}
 
   get size(): number {
     return this.byKey.size;
@@ -54,6 +59,9 @@ export class GrantedRequestIds {
     const key = keyOf(grant.throttlerId, grant.requestId);
     if (this.byKey.has(key)) return false;
     this.byKey.set(key, grant);
+    let ofThrottler = this.byThrottler.get(grant.throttlerId);
+    if (!ofThrottler) this.byThrottler.set(grant.throttlerId, (ofThrottler = new Map()));
+    ofThrottler.set(grant.requestId, grant);
     return true;
   }
 
@@ -63,21 +71,36 @@ export class GrantedRequestIds {
     return [...this.byKey.values()];
   }
 
+  /** The ids of one throttler still remembered, oldest first (live() of that throttler, after forgetExpired). */
+  ofThrottler(throttlerId: string): Iterable<GrantedRequest> {
+    return this.byThrottler.get(throttlerId)?.values() ?? [];
+  }
+
   /** Forgets one id (its lease ended: a retry of it must lease units again). */
   drop(throttlerId: string, requestId: string): void {
-    this.byKey.delete(keyOf(throttlerId, requestId));
+    const grant = this.byKey.get(keyOf(throttlerId, requestId));
+    if (grant) this.delete(grant);
   }
 
   /** A throttler removed or no longer of kind concurrency. */
   forget(throttlerId: string): void {
-    for (const [key, grant] of this.byKey) if (grant.throttlerId === throttlerId) this.byKey.delete(key);
+    for (const grant of [...this.ofThrottler(throttlerId)]) this.delete(grant);
   }
 
-  private forgetExpired(now: number): void {
-    for (const [key, grant] of this.byKey) {
+  /** Forgets the ids remembered until `now` or earlier (the oldest first, up to the first live one). */
+  forgetExpired(now: number): void {
+    for (const grant of this.byKey.values()) {
       if (grant.expiresAt > now) return;
-      this.byKey.delete(key);
+      this.delete(grant);
     }
+  }
+
+  private delete(grant: GrantedRequest): void {
+    this.byKey.delete(keyOf(grant.throttlerId, grant.requestId));
+    const ofThrottler = this.byThrottler.get(grant.throttlerId);
+    ofThrottler?.delete(grant.requestId);
+    if (ofThrottler?.size === 0) this.byThrottler.delete(grant.throttlerId);
+    this.forgotten(grant.throttlerId);
   }
 }
 

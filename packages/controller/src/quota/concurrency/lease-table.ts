@@ -44,6 +44,11 @@ export class LeaseTable {
   private nextLeaseId = 1;
   /** Renewals that ended a silence already handed out for persisting: each changes what a successor would restore. */
   silencesEnded = 0;
+  /**
+   * No holder's silence to persist changes before this time (silencePass works it out; new and
+   * restored leases bring it forward), so a leader need not look at every holder before then.
+   */
+  private silenceDueAt = Number.NEGATIVE_INFINITY;
 
   /** Returns the id of the lease that now covers the units (0 when nothing was granted). */
   grant(throttlerId: string, clientId: string, classId: string, amount: number, now: number, leaseMs: number): number {
@@ -66,6 +71,8 @@ export class LeaseTable {
         persistedSilence: 0,
       };
       holders.set(clientId, lease);
+      // A new lease's silence is persisted once it is overdue.
+      this.silenceDueAt = Math.min(this.silenceDueAt, now + leaseMs * OVERDUE_PART);
     }
     lease.byClass.set(classId, (lease.byClass.get(classId) ?? 0) + amount);
     lease.units += amount;
@@ -86,6 +93,7 @@ export class LeaseTable {
     lease.restored = true;
     lease.persistedSilence = quantized(carried, leaseMs);
     lease.expiresAt = now + Math.max(0, leaseMs - carried);
+    this.silenceDueAt = Math.min(this.silenceDueAt, now);
   }
 
   /**
@@ -97,8 +105,7 @@ export class LeaseTable {
     const silentMs = new Map<string, number>();
     let changed = false;
     for (const [clientId, lease] of this.throttlers.get(throttlerId) ?? []) {
-      const silence = lease.silentBefore + Math.max(0, now - lease.heardAt);
-      const persisted = lease.restored || silence >= leaseMs * OVERDUE_PART ? quantized(silence, leaseMs) : 0;
+      const persisted = silenceOf(lease, now, leaseMs);
       if (persisted !== lease.persistedSilence) {
         lease.persistedSilence = persisted;
         changed = true;
@@ -106,6 +113,50 @@ export class LeaseTable {
       if (persisted > 0) silentMs.set(clientId, persisted);
     }
     return { silentMs, changed };
+  }
+
+  /**
+   * Whether a holder's silence to persist may differ from the last one handed out (silenceToPersist)
+   * at `now`: false until the earliest time one can (a new step of a silent holder, a holder
+   * becoming overdue), so a leader looks at every holder only when something may have changed.
+   */
+  silenceMayChange(now: number): boolean {
+    return now >= this.silenceDueAt;
+  }
+
+  /**
+   * Hands out every holder's silence to persist as of `now` (as silenceToPersist does), calls
+   * `changed` with each throttler id whose silences differ from the last ones handed out, and works
+   * out when one may change next. Returns whether any changed.
+   */
+  silencePass(now: number, leaseMsOf: (throttlerId: string) => number | null, changed: (throttlerId: string) => void): boolean {
+    let any = false;
+    let dueAt = Number.POSITIVE_INFINITY;
+    for (const [throttlerId, holders] of this.throttlers) {
+      if (holders.size === 0) continue;
+      const leaseMs = leaseMsOf(throttlerId);
+      if (leaseMs === null) continue;
+      let changedHere = false;
+      for (const lease of holders.values()) {
+        const persisted = silenceOf(lease, now, leaseMs);
+        if (persisted !== lease.persistedSilence) {
+          lease.persistedSilence = persisted;
+          changedHere = true;
+        }
+        dueAt = Math.min(dueAt, nextSilenceChangeAt(lease, now, leaseMs));
+      }
+      if (changedHere) {
+        any = true;
+        changed(throttlerId);
+      }
+    }
+    this.silenceDueAt = dueAt;
+    return any;
+  }
+
+  /** lease_timeout may be another now: the next pass looks at every holder. */
+  leaseTimesChanged(): void {
+    this.silenceDueAt = Number.NEGATIVE_INFINITY;
   }
 
   /** The id of `clientId`'s lease on a throttler now, or 0 when it holds none. */
@@ -139,13 +190,25 @@ export class LeaseTable {
     return released;
   }
 
-  /** Extends every lease of `clientId` on these throttlers; returns the units they cover. */
-  renew(clientId: string, throttlerIds: readonly string[], now: number, leaseMsOf: (throttlerId: string) => number): number {
+  /**
+   * Extends every lease of `clientId` on these throttlers; returns the units they cover.
+   * `silenceEnded` hears of each throttler whose persisted silences this changes.
+   */
+  renew(
+    clientId: string,
+    throttlerIds: readonly string[],
+    now: number,
+    leaseMsOf: (throttlerId: string) => number,
+    silenceEnded?: (throttlerId: string) => void,
+  ): number {
     let held = 0;
     for (const id of throttlerIds) {
       const lease = this.throttlers.get(id)?.get(clientId);
       if (!lease) continue;
-      if (lease.persistedSilence > 0) this.silencesEnded += 1;
+      if (lease.persistedSilence > 0) {
+        this.silencesEnded += 1;
+        silenceEnded?.(id);
+      }
       heard(lease, now, leaseMsOf(id));
       held += lease.units;
     }
@@ -195,6 +258,25 @@ function heard(lease: Lease, now: number, leaseMs: number): void {
   lease.silentBefore = 0;
   lease.restored = false;
   lease.expiresAt = Math.max(lease.expiresAt, now + leaseMs);
+}
+
+/** The silence of a lease to persist at `now`: every step of a restored lease not heard from since, and of an overdue one; else 0. */
+function silenceOf(lease: Lease, now: number, leaseMs: number): number {
+  const silence = lease.silentBefore + Math.max(0, now - lease.heardAt);
+  return lease.restored || silence >= leaseMs * OVERDUE_PART ? quantized(silence, leaseMs) : 0;
+}
+
+/**
+ * When silenceOf(lease) changes next with nothing heard meanwhile: when it becomes overdue, else at
+ * its next step. A millisecond early, so that rounding never makes it late (a pass that finds
+ * nothing changed costs one look at the holders).
+ */
+function nextSilenceChangeAt(lease: Lease, now: number, leaseMs: number): number {
+  const step = leaseMs / SILENCE_STEPS_PER_LEASE;
+  if (!(step > 0)) return Number.POSITIVE_INFINITY;
+  const silence = lease.silentBefore + Math.max(0, now - lease.heardAt);
+  const next = !lease.restored && silence < leaseMs * OVERDUE_PART ? leaseMs * OVERDUE_PART : (Math.floor(silence / step + 1e-9) + 1) * step;
+  return now + (next - silence) - 1;
 }
 
 /** Silence rounded down to a step (rounding down only lengthens a successor's lease). */

@@ -2,8 +2,12 @@ import { QuotaBucketDriver, SluiceError, type AcquireRequest, type Clock, type G
 import { DEFAULT_CLASS_ID, keyOverrideOf, keyThrottlerSpec, type KeyedSpec, type ThrottlerSpec } from "@sluice/spec";
 import { bucketConfigOf } from "../bucket-config.ts";
 import type { BucketBalance } from "../controller-snapshot.ts";
+import { ChangedIds } from "../changed-ids.ts";
 import { KeyWaits } from "./key-waits.ts";
+import type { KeyDescription, KeyedSnapshot } from "./keyed-snapshot.ts";
 import { ParkedKey, parkedBalanceAt } from "./parked-key.ts";
+
+export type { KeyDescription, KeyedSnapshot } from "./keyed-snapshot.ts";
 
 // One keyed throttler (docs/design.md §11.4): a bucket per key, created on the key's first request with the
 // template's fields and the key's override on top. Keys with no request for a while are parked
@@ -29,50 +33,6 @@ export interface KeyedUsage {
   readonly queued: boolean;
 }
 
-/** The figures of one keyed throttler for DescribeThrottlers, /metrics and `sluice top`. */
-export interface KeyedSnapshot {
-  readonly maxKeys: number;
-  readonly idleTimeoutMs: number;
-  /** Keys remembered now (active and parked). */
-  readonly keys: number;
-  /** Of those, kept as a bucket (the others are parked as their balance). */
-  readonly activeKeys: number;
-  /**
-   * Requests for a new key refused with TOO_MANY_KEYS since the start: one key asked for again is
-   * counted again (counting distinct refused keys would need memory per key refused, the very
-   * thing max_keys bounds).
-   */
-  readonly refusedKeys: number;
-  /** Keys forgotten after idle_timeout since the start. */
-  readonly forgottenKeys: number;
-  /** The top_keys keys by wait time over the last minute, most first. */
-  readonly topKeys: readonly { readonly key: string; readonly waitedMs: number; readonly balance: number | null; readonly pendingRequests: number }[];
-  /** DescribeThrottlers asked for one key: its own figures. */
-  readonly key?: KeyDescription;
-}
-
-/** One key of a keyed throttler as DescribeThrottlers answers for it (docs/design.md §11.4). */
-export interface KeyDescription {
-  readonly key: string;
-  /** "active": a bucket of its own; "parked": idle, kept as its balance; "new": not remembered (never asked, or forgotten): it starts full. */
-  readonly state: "active" | "parked" | "new";
-  /** Whether keyed.overrides has an entry for it. */
-  readonly override: boolean;
-  /** Its limit (the template's, its override's, or the adaptive loop's); null when unlimited. */
-  readonly limit: number | null;
-  readonly periodMs: number;
-  /** Units it may take now (negative: a debt); null when unlimited. A parked key's includes what accrued since it was parked. */
-  readonly balance: number | null;
-  readonly capacity: number | null;
-  /** Requests of this key waiting, and units held (a concurrency template). */
-  readonly pendingRequests: number;
-  readonly inUse: number | null;
-  /** Milliseconds it waited in all over the last minute (what ranks the top keys). */
-  readonly waitedMs: number;
-  /** Since its last request, when remembered. */
-  readonly idleMs: number | null;
-}
-
 /**
  * A key is kept for as long as it is remembered (hours, parked): kept as one flat string, never as
  * the string the call brought, which may be a concatenation still holding its parts (a key built
@@ -92,6 +52,8 @@ export class KeyedThrottler {
   private readonly active = new Map<string, ActiveKey>();
   private readonly parked = new Map<string, ParkedKey>();
   private readonly waits: KeyWaits;
+  /** Keys whose persisted record may have changed since a failover leader last looked (changed-ids.ts). */
+  private readonly changes = new ChangedIds();
   private template: ThrottlerSpec;
   private keyed: KeyedSpec;
   private templateConfig: QuotaBucketConfig;
@@ -160,6 +122,7 @@ export class KeyedThrottler {
     const active = this.active.get(key);
     if (active) {
       active.lastRequestAt = now;
+      this.changes.mark(key);
       return active;
     }
     const parked = this.parked.get(key);
@@ -179,7 +142,9 @@ export class KeyedThrottler {
       if (!Number.isNaN(parked.balance)) driver.restoreBalance(parked.balance, parked.atMs);
     }
     const entry: ActiveKey = { driver, lastRequestAt: now, inFlight: 0, measuredNet: 0 };
-    this.active.set(flatCopyOf(key), entry);
+    const kept = flatCopyOf(key);
+    this.active.set(kept, entry);
+    this.changes.mark(kept);
     return entry;
   }
 
@@ -212,6 +177,7 @@ export class KeyedThrottler {
     return settled.then(
       (grant) => {
         entry.inFlight--;
+        this.changes.mark(key);
         // The bucket's figure leaves out what `run` adds around the wait (a lease's commit to Kafka).
         const waitedMs = Math.min(grant.waitedMs, this.clock.now() - startedAt);
         if (waitedMs > 0) this.waits.add(key, waitedMs);
@@ -219,6 +185,7 @@ export class KeyedThrottler {
       },
       (error: unknown) => {
         entry.inFlight--;
+        this.changes.mark(key);
         const waitedMs = this.clock.now() - startedAt;
         if (waitedMs > 0) this.waits.add(key, waitedMs);
         throw error;
@@ -226,9 +193,11 @@ export class KeyedThrottler {
     );
   }
 
-  /** The active bucket of a key, if it has one (releases and lease expiries). */
+  /** The active bucket of a key, if it has one (releases and lease expiries: the caller changes its balance). */
   activeDriver(key: string): QuotaBucketDriver | undefined {
-    return this.active.get(key)?.driver;
+    const entry = this.active.get(key);
+    if (entry) this.changes.mark(key);
+    return entry?.driver;
   }
 
   /** A new template or new overrides: every key's bucket takes its new config at once. */
@@ -238,6 +207,8 @@ export class KeyedThrottler {
     this.adaptiveLimit = adaptiveLimit;
     this.templateConfig = this.configFor("");
     for (const [key, entry] of this.active) entry.driver.reconfigure(this.bucketConfigFor(key));
+    // Every key's rate or capacity may be another now, parked ones' too.
+    this.changes.markAll();
   }
 
   /** The adaptive loop of the template moved the limit: keys without a limit of their own follow it. */
@@ -289,9 +260,11 @@ export class KeyedThrottler {
       // would otherwise find a fresh bucket and be granted again.
       if (quietMs >= Math.max(idleMs, this.detachedGraceMs) && full) {
         this.active.delete(key);
+        this.changes.mark(key);
         forgotten++;
       } else if (quietMs >= parkAfterMs) {
         this.active.delete(key);
+        this.changes.mark(key);
         this.parked.set(key, new ParkedKey(bucket.balance ?? Number.NaN, now, entry.lastRequestAt));
       }
     }
@@ -306,6 +279,7 @@ export class KeyedThrottler {
       const capacity = rate === null ? null : (rate * config.periodMs) / 1000;
       if (capacity !== null && parkedBalanceAt(parked, now, rate, capacity) < capacity) continue;
       this.parked.delete(key);
+      this.changes.mark(key);
       forgotten++;
     }
     this.forgotten += forgotten;
@@ -323,22 +297,54 @@ export class KeyedThrottler {
     // (persisted per key with its holders), so writing them too would only rewrite records per grant.
     if (this.template.kind === "concurrency") return out;
     const now = this.clock.now();
-    for (const [key, entry] of this.active) {
-      const { balance, limit, capacity } = entry.driver.snapshot();
-      if (balance !== null && Number.isFinite(balance)) out.set(key, { balance, atMs: now, limitPerSecond: limit, capacity });
+    for (const key of this.active.keys()) {
+      const balance = this.balanceOf(key, now);
+      if (balance) out.set(key, balance);
     }
-    for (const [key, parked] of this.parked) {
-      if (Number.isNaN(parked.balance)) continue;
-      // Most keys have no override: the template's config, worked out once, is theirs.
-      const config = keyOverrideOf(this.keyed, key) === undefined ? this.templateConfig : this.configFor(key);
-      const rate = rateOf(config);
-      out.set(key, { balance: parked.balance, atMs: parked.atMs, limitPerSecond: rate, capacity: rate === null ? null : (rate * config.periodMs) / 1000 });
+    for (const key of this.parked.keys()) {
+      const balance = this.balanceOf(key, now);
+      if (balance) out.set(key, balance);
     }
     return out;
   }
 
+  /** balances()'s entry of one key: undefined when it has none (unlimited, not remembered, a concurrency key). */
+  balanceOf(key: string, now = this.clock.now()): BucketBalance | undefined {
+    if (this.template.kind === "concurrency") return undefined;
+    const entry = this.active.get(key);
+    if (entry) {
+      const { balance, limit, capacity } = entry.driver.snapshot();
+      return balance !== null && Number.isFinite(balance) ? { balance, atMs: now, limitPerSecond: limit, capacity } : undefined;
+    }
+    const parked = this.parked.get(key);
+    if (!parked || Number.isNaN(parked.balance)) return undefined;
+    // Most keys have no override: the template's config, worked out once, is theirs.
+    const config = keyOverrideOf(this.keyed, key) === undefined ? this.templateConfig : this.configFor(key);
+    const rate = rateOf(config);
+    return { balance: parked.balance, atMs: parked.atMs, limitPerSecond: rate, capacity: rate === null ? null : (rate * config.periodMs) / 1000 };
+  }
+
+  /**
+   * The keys whose balance may have changed since the last call (null: every key), for a failover
+   * leader's next write (changed-ids.ts). A key with a request waiting is answered again each
+   * time until it has none: its bucket may grant a waiting request in chunks on a timer, taking
+   * from the balance before the request is answered (which marks the key). A detached request was
+   * refunded when it was (its caller hears of it, which marks the key) and takes nothing until a
+   * retry brings it back.
+   */
+  takeChangedKeys(): ReadonlySet<string> | null {
+    return this.changes.take(
+      (key) => {
+        const entry = this.active.get(key);
+        return entry !== undefined && entry.inFlight > 0;
+      },
+      () => this.active.keys(),
+    );
+  }
+
   /** A predecessor's balance of `key` (failover): the key continues from it, parked until its next request. */
   restoreBalance(key: string, balance: number, atMs: number): void {
+    this.changes.mark(key);
     const active = this.active.get(key);
     if (active) {
       active.driver.restoreBalance(balance, atMs);

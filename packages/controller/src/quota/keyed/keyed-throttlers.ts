@@ -18,6 +18,11 @@ export const KEY_SWEEP_MS = 1_000;
 
 type KeyedThrottlerSpec = ThrottlerSpec & { keyed: KeyedSpec };
 
+/** What one key of a keyed throttler persists: a rate key's balance, or a concurrency key's leases. */
+export type PersistedKeyState =
+  | { readonly balance: BucketBalance; readonly leases?: undefined }
+  | { readonly leases: PersistedLeases; readonly balance?: undefined };
+
 export function isKeyed(throttler: ThrottlerSpec | undefined): throttler is KeyedThrottlerSpec {
   return throttler?.keyed !== undefined;
 }
@@ -68,6 +73,7 @@ export class KeyedThrottlers {
       const existing = this.throttlers.get(id);
       if (existing) {
         existing.reconfigure(throttler, adaptiveLimitOf(id));
+        this.leases.get(id)?.leaseTimesChanged();
         continue;
       }
       const keyed = new KeyedThrottler(id, throttler, this.options.clock, this.options.detachedGraceMs, adaptiveLimitOf(id));
@@ -162,6 +168,48 @@ export class KeyedThrottlers {
   balances(): Map<string, Map<string, BucketBalance>> {
     const out = new Map<string, Map<string, BucketBalance>>();
     for (const [id, keyed] of this.throttlers) out.set(id, keyed.balances());
+    return out;
+  }
+
+  /**
+   * For a failover leader's next write (docs/design.md §5.3): per keyed throttler, the keys whose
+   * record may differ from the one worked out last (their balance, or a concurrency key's leases),
+   * or null for every key of it (the first call for it, a reconfiguration). The leader then looks
+   * at those keys only (keyState), or at every key (keyStates).
+   */
+  changedKeys(): Map<string, ReadonlySet<string> | null> {
+    const out = new Map<string, ReadonlySet<string> | null>();
+    const now = this.options.clock.now();
+    for (const [id, keyed] of this.throttlers) {
+      const keys = keyed.takeChangedKeys();
+      const leases = this.leases.get(id);
+      // A concurrency key persists its leases only: its bucket's balance is what they hold.
+      if (!leases) out.set(id, keys);
+      else {
+        const leased = leases.takeChanged(now);
+        out.set(id, keys === null ? null : leased);
+      }
+    }
+    return out;
+  }
+
+  /** What key `key` of keyed throttler `id` persists now: a rate key's balance, a concurrency key's leases; undefined for nothing. */
+  keyState(id: string, key: string): PersistedKeyState | undefined {
+    const leases = this.leases.get(id);
+    if (leases) {
+      const held = leases.persistedOf(key, this.options.clock.now());
+      return held ? { leases: held } : undefined;
+    }
+    const balance = this.throttlers.get(id)?.balanceOf(key);
+    return balance ? { balance } : undefined;
+  }
+
+  /** keyState of every key of `id` that has one (balances() and leaseState() of one throttler). */
+  keyStates(id: string): Map<string, PersistedKeyState> {
+    const out = new Map<string, PersistedKeyState>();
+    const leases = this.leases.get(id);
+    if (leases) for (const [key, held] of Object.entries(leases.persisted())) out.set(key, { leases: held });
+    else for (const [key, balance] of this.throttlers.get(id)?.balances() ?? []) out.set(key, { balance });
     return out;
   }
 
