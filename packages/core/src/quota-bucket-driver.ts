@@ -4,6 +4,7 @@ import type { Clock } from "./clock.ts";
 import type { PaceSlots } from "./pace-cursor.ts";
 import type { QuotaBucketConfig } from "./quota-bucket-config.ts";
 import { QuotaBucket, type QuotaBucketSnapshot, type Settlement } from "./quota-bucket.ts";
+import type { GrantMemory } from "./remembered-grants.ts";
 import type { SluiceError } from "./sluice-error.ts";
 
 export interface AcquireRequest {
@@ -98,8 +99,10 @@ export class QuotaBucketDriver {
     readonly id: string,
     config: QuotaBucketConfig,
     private readonly clock: Clock,
+    /** Its memory of granted request ids, when not its own (a keyed throttler's keys share one: RememberedGrants.scoped). */
+    grants?: GrantMemory,
   ) {
-    this.bucket = new QuotaBucket(id, config, clock.now());
+    this.bucket = new QuotaBucket(id, config, clock.now(), grants);
   }
 
   acquire(request: AcquireRequest): Promise<Grant> {

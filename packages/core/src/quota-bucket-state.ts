@@ -6,7 +6,7 @@ import { PaceCursor } from "./pace-cursor.ts";
 import { paceConfigOf, type QuotaBucketConfig } from "./quota-bucket-config.ts";
 import { newQuotaBucketCounters, type QuotaBucketCounters } from "./quota-bucket-snapshot.ts";
 import type { Entry } from "./quota-entry.ts";
-import { RememberedGrants } from "./remembered-grants.ts";
+import { RememberedGrants, type GrantMemory } from "./remembered-grants.ts";
 import { unitSourceOf, type UnitSource } from "./unit-source.ts";
 import { WaitHistogram } from "./wait-histogram.ts";
 
@@ -27,8 +27,11 @@ export abstract class QuotaBucketState {
   protected readonly entries = new Map<string, Entry>();
   /** Detached entries in detach order, so the oldest goes first when too many pile up. */
   protected readonly detached = new Map<string, Entry>();
-  /** Granted request ids, answered again (not granted again) when a retry comes within the grace. */
-  protected readonly completed = new RememberedGrants();
+  /**
+   * Granted request ids, answered again (not granted again) when a retry comes within the grace: the
+   * bucket's own, or a keyed throttler's key's view of the memory all its keys share.
+   */
+  protected readonly completed: GrantMemory;
   protected readonly timers = new DeadlineTimers();
   protected readonly waitTime = new WaitHistogram();
   protected readonly counters: QuotaBucketCounters = newQuotaBucketCounters();
@@ -36,8 +39,9 @@ export abstract class QuotaBucketState {
   protected readonly arrival = new EmptyQueueArrival();
   protected seq = 0;
 
-  constructor(id: string, config: QuotaBucketConfig, now: number) {
+  constructor(id: string, config: QuotaBucketConfig, now: number, grants: GrantMemory = new RememberedGrants()) {
     this.id = id;
+    this.completed = grants;
     this.config = config;
     this.tokens = unitSourceOf(config, now);
     // A new bucket cannot know whether a predecessor's clients still hold slots: it starts one reach ahead.

@@ -1,4 +1,4 @@
-import { QuotaBucketDriver, SluiceError, type AcquireRequest, type Clock, type Grant, type QuotaBucketConfig } from "@sluice/core";
+import { QuotaBucketDriver, RememberedGrants, SluiceError, type AcquireRequest, type Clock, type Grant, type QuotaBucketConfig } from "@sluice/core";
 import { DEFAULT_CLASS_ID, keyOverrideOf, keyThrottlerSpec, type KeyedSpec, type ThrottlerSpec } from "@sluice/spec";
 import { bucketConfigOf } from "../bucket-config.ts";
 import type { BucketBalance } from "../controller-snapshot.ts";
@@ -91,6 +91,12 @@ function rateOf(config: QuotaBucketConfig): number | null {
 export class KeyedThrottler {
   private readonly active = new Map<string, ActiveKey>();
   private readonly parked = new Map<string, ParkedKey>();
+  /**
+   * The granted request ids of every key, each hashed with its key: one table for the throttler
+   * (bounded as an unkeyed throttler's is), which outlives a key's bucket, so a retry of a lost
+   * answer is answered with its grant even after its key was parked or forgotten.
+   */
+  private readonly grants = new RememberedGrants();
   private readonly waits: KeyWaits;
   private template: ThrottlerSpec;
   private keyed: KeyedSpec;
@@ -173,13 +179,14 @@ export class KeyedThrottler {
         { throttlerId: this.id, key, keys: this.keyCount, maxKeys: this.keyed.max_keys },
       );
     }
-    const driver = new QuotaBucketDriver(this.id, this.bucketConfigFor(key), this.clock);
+    const flat = flatCopyOf(key);
+    const driver = new QuotaBucketDriver(this.id, this.bucketConfigFor(key), this.clock, this.grants.scoped(flat));
     if (parked) {
       this.parked.delete(key);
       if (!Number.isNaN(parked.balance)) driver.restoreBalance(parked.balance, parked.atMs);
     }
     const entry: ActiveKey = { driver, lastRequestAt: now, inFlight: 0, measuredNet: 0 };
-    this.active.set(flatCopyOf(key), entry);
+    this.active.set(flat, entry);
     return entry;
   }
 
@@ -285,8 +292,8 @@ export class KeyedThrottler {
       const bucket = entry.driver.snapshot();
       if (bucket.pendingRequests > 0 || bucket.detachedRequests > 0 || (bucket.inUse ?? 0) > 0) continue;
       const full = bucket.balance === null || bucket.capacity === null || bucket.balance >= bucket.capacity;
-      // Never before the bucket's memory of granted request ids ends: a late retry of a lost answer
-      // would otherwise find a fresh bucket and be granted again.
+      // Never before the grace of its granted request ids ends either (they are in the throttler's
+      // table, which answers a late retry of a lost answer whether the key is active, parked or gone).
       if (quietMs >= Math.max(idleMs, this.detachedGraceMs) && full) {
         this.active.delete(key);
         forgotten++;
