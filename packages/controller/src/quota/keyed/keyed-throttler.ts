@@ -1,4 +1,13 @@
-import { QuotaBucketDriver, RememberedGrants, SluiceError, type AcquireRequest, type Clock, type Grant, type QuotaBucketConfig } from "@sluice/core";
+import {
+  QuotaBucketDriver,
+  RememberedGrants,
+  SluiceError,
+  type AcquireRequest,
+  type Clock,
+  type Grant,
+  type GrantMemory,
+  type QuotaBucketConfig,
+} from "@sluice/core";
 import { DEFAULT_CLASS_ID, keyOverrideOf, keyThrottlerSpec, type KeyedSpec, type ThrottlerSpec } from "@sluice/spec";
 import { bucketConfigOf } from "../bucket-config.ts";
 import type { BucketBalance } from "../controller-snapshot.ts";
@@ -12,13 +21,22 @@ import { ParkedKey, parkedBalanceAt } from "./parked-key.ts";
 /** At least this long without a request before a key's bucket is parked: longer than the top-keys window. */
 export const MIN_PARK_AFTER_MS = 60_000;
 
-interface ActiveKey {
-  readonly driver: QuotaBucketDriver;
+/**
+ * A key's bucket, with what the keyed throttler keeps of the key beside it: one object per active
+ * key, not a record and a driver (a grant touches every object of its key, and with thousands of
+ * keys none of them is in cache).
+ */
+class ActiveKey extends QuotaBucketDriver {
   lastRequestAt: number;
   /** Acquires not answered yet: a key is never parked or forgotten under a caller. */
-  inFlight: number;
+  inFlight = 0;
   /** Units granted less units given back, when the template's adaptive loop last measured the use. */
-  measuredNet: number;
+  measuredNet = 0;
+
+  constructor(id: string, config: QuotaBucketConfig, clock: Clock, grants: GrantMemory, now: number) {
+    super(id, config, clock, grants);
+    this.lastRequestAt = now;
+  }
 }
 
 /** What the template's adaptive loop sees of the keys over one interval (adaptiveUsage). */
@@ -156,7 +174,7 @@ export class KeyedThrottler {
    * `restoring` a predecessor's held units (never dropped, as a debt is not).
    */
   driverFor(key: string, { restoring = false } = {}): QuotaBucketDriver {
-    return this.entryFor(key, restoring).driver;
+    return this.entryFor(key, restoring);
   }
 
   /** driverFor's work, returning the key's entry (its last request now) rather than only its bucket. */
@@ -180,12 +198,11 @@ export class KeyedThrottler {
       );
     }
     const flat = flatCopyOf(key);
-    const driver = new QuotaBucketDriver(this.id, this.bucketConfigFor(key), this.clock, this.grants.scoped(flat));
+    const entry = new ActiveKey(this.id, this.bucketConfigFor(key), this.clock, this.grants.scoped(flat), now);
     if (parked) {
       this.parked.delete(key);
-      if (!Number.isNaN(parked.balance)) driver.restoreBalance(parked.balance, parked.atMs);
+      if (!Number.isNaN(parked.balance)) entry.restoreBalance(parked.balance, parked.atMs);
     }
-    const entry: ActiveKey = { driver, lastRequestAt: now, inFlight: 0, measuredNet: 0 };
     this.active.set(flat, entry);
     return entry;
   }
@@ -201,13 +218,13 @@ export class KeyedThrottler {
    */
   acquire<T extends { readonly waitedMs: number }>(key: string, run: (driver: QuotaBucketDriver) => T | Promise<T>): T | Promise<T> {
     const entry = this.entryFor(key);
-    return this.tracked(key, entry, run(entry.driver));
+    return this.tracked(key, entry, run(entry));
   }
 
   /** acquire() straight on the key's bucket (a rate template): no function made per request. */
   acquireFromBucket(key: string, request: AcquireRequest): Grant | Promise<Grant> {
     const entry = this.entryFor(key);
-    return this.tracked(key, entry, entry.driver.acquireNow(request));
+    return this.tracked(key, entry, entry.acquireNow(request));
   }
 
   /** Keeps the key from being parked while `settled` is pending, and counts its wait toward the top keys. */
@@ -235,7 +252,7 @@ export class KeyedThrottler {
 
   /** The active bucket of a key, if it has one (releases and lease expiries). */
   activeDriver(key: string): QuotaBucketDriver | undefined {
-    return this.active.get(key)?.driver;
+    return this.active.get(key);
   }
 
   /** A new template or new overrides: every key's bucket takes its new config at once. */
@@ -244,7 +261,7 @@ export class KeyedThrottler {
     this.keyed = template.keyed;
     this.adaptiveLimit = adaptiveLimit;
     this.templateConfig = this.configFor("");
-    for (const [key, entry] of this.active) entry.driver.reconfigure(this.bucketConfigFor(key));
+    for (const [key, entry] of this.active) entry.reconfigure(this.bucketConfigFor(key));
   }
 
   /** The adaptive loop of the template moved the limit: keys without a limit of their own follow it. */
@@ -266,7 +283,7 @@ export class KeyedThrottler {
     let queued = false;
     const concurrency = this.template.kind === "concurrency";
     for (const entry of this.active.values()) {
-      const bucket = entry.driver.snapshot();
+      const bucket = entry.snapshot();
       const net = bucket.counters.granted - bucket.counters.released;
       const delta = net - entry.measuredNet;
       entry.measuredNet = net;
@@ -289,7 +306,7 @@ export class KeyedThrottler {
     for (const [key, entry] of this.active) {
       const quietMs = now - entry.lastRequestAt;
       if (entry.inFlight > 0 || quietMs < Math.min(parkAfterMs, idleMs)) continue;
-      const bucket = entry.driver.snapshot();
+      const bucket = entry.snapshot();
       if (bucket.pendingRequests > 0 || bucket.detachedRequests > 0 || (bucket.inUse ?? 0) > 0) continue;
       const full = bucket.balance === null || bucket.capacity === null || bucket.balance >= bucket.capacity;
       // Never before the grace of its granted request ids ends either (they are in the throttler's
@@ -331,7 +348,7 @@ export class KeyedThrottler {
     if (this.template.kind === "concurrency") return out;
     const now = this.clock.now();
     for (const [key, entry] of this.active) {
-      const { balance, limit, capacity } = entry.driver.snapshot();
+      const { balance, limit, capacity } = entry.snapshot();
       if (balance !== null && Number.isFinite(balance)) out.set(key, { balance, atMs: now, limitPerSecond: limit, capacity });
     }
     for (const [key, parked] of this.parked) {
@@ -348,7 +365,7 @@ export class KeyedThrottler {
   restoreBalance(key: string, balance: number, atMs: number): void {
     const active = this.active.get(key);
     if (active) {
-      active.driver.restoreBalance(balance, atMs);
+      active.restoreBalance(balance, atMs);
       return;
     }
     // Restored even past max_keys (lowered since the record was written): a debt is never dropped.
@@ -364,7 +381,7 @@ export class KeyedThrottler {
     const base = { key, override: keyOverrideOf(this.keyed, key) !== undefined, limit: config.limit, periodMs: config.periodMs, waitedMs };
     const active = this.active.get(key);
     if (active) {
-      const bucket = active.driver.snapshot();
+      const bucket = active.snapshot();
       const idleMs = now - active.lastRequestAt;
       return {
         ...base,
@@ -395,7 +412,7 @@ export class KeyedThrottler {
   snapshot(): KeyedSnapshot {
     const top = this.waits.top(this.keyed.top_keys).map(({ key, waitedMs }) => {
       const active = this.active.get(key);
-      const bucket = active?.driver.snapshot();
+      const bucket = active?.snapshot();
       const parked = this.parked.get(key);
       return {
         key,
@@ -419,6 +436,6 @@ export class KeyedThrottler {
   close(error: SluiceError): void {
     if (this.closedWith) return;
     this.closedWith = error;
-    for (const entry of this.active.values()) entry.driver.close(error);
+    for (const entry of this.active.values()) entry.close(error);
   }
 }
