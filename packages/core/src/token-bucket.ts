@@ -24,11 +24,15 @@ export class TokenBucket {
   // The config's figures are kept as fields of the bucket itself, not as the config object: a grant
   // reads them, and a controller with thousands of keys' buckets touches one object per bucket less.
   private limitPerS: number | null;
-  private period: number;
+  // The numbers a grant writes start as numbers, not `undefined` (a field declared without a value
+  // is defined as undefined first): a field that once held undefined stores each new number as an
+  // object of its own, and for a long-lived bucket every such write is young garbage the collector
+  // must trace from the old bucket.
+  private period = 0;
   /** capacityOf(config), worked out when the config is set. */
-  private cap: number;
-  private balance: number;
-  private updatedAt: number;
+  private cap = 0;
+  private balance = 0;
+  private updatedAt = 0;
 
   constructor(config: TokenBucketConfig, now: number) {
     this.limitPerS = config.limit;

@@ -27,7 +27,8 @@ export const MIN_PARK_AFTER_MS = 60_000;
  * keys none of them is in cache).
  */
 class ActiveKey extends QuotaBucketDriver {
-  lastRequestAt: number;
+  /** A number from the start (see TokenBucket's fields): written at every request of the key. */
+  lastRequestAt = 0;
   /** Acquires not answered yet: a key is never parked or forgotten under a caller. */
   inFlight = 0;
   /** Units granted less units given back, when the template's adaptive loop last measured the use. */
