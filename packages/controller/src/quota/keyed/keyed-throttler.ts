@@ -1,16 +1,8 @@
-import {
-  QuotaBucketDriver,
-  RememberedGrants,
-  SluiceError,
-  type AcquireRequest,
-  type Clock,
-  type Grant,
-  type GrantMemory,
-  type QuotaBucketConfig,
-} from "@sluice/core";
+import { RememberedGrants, SluiceError, type AcquireRequest, type Clock, type Grant, type QuotaBucketConfig, type QuotaBucketDriver } from "@sluice/core";
 import { DEFAULT_CLASS_ID, keyOverrideOf, keyThrottlerSpec, type KeyedSpec, type ThrottlerSpec } from "@sluice/spec";
 import { bucketConfigOf } from "../bucket-config.ts";
 import type { BucketBalance } from "../controller-snapshot.ts";
+import { ActiveKey } from "./active-key.ts";
 import { KeyWaits } from "./key-waits.ts";
 import { ParkedKey, parkedBalanceAt } from "./parked-key.ts";
 
@@ -20,25 +12,6 @@ import { ParkedKey, parkedBalanceAt } from "./parked-key.ts";
 
 /** At least this long without a request before a key's bucket is parked: longer than the top-keys window. */
 export const MIN_PARK_AFTER_MS = 60_000;
-
-/**
- * A key's bucket, with what the keyed throttler keeps of the key beside it: one object per active
- * key, not a record and a driver (a grant touches every object of its key, and with thousands of
- * keys none of them is in cache).
- */
-class ActiveKey extends QuotaBucketDriver {
-  /** A number from the start (see TokenBucket's fields): written at every request of the key. */
-  lastRequestAt = 0;
-  /** Acquires not answered yet: a key is never parked or forgotten under a caller. */
-  inFlight = 0;
-  /** Units granted less units given back, when the template's adaptive loop last measured the use. */
-  measuredNet = 0;
-
-  constructor(id: string, config: QuotaBucketConfig, clock: Clock, grants: GrantMemory, now: number) {
-    super(id, config, clock, grants);
-    this.lastRequestAt = now;
-  }
-}
 
 /** What the template's adaptive loop sees of the keys over one interval (adaptiveUsage). */
 export interface KeyedUsage {
