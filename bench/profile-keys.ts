@@ -1,5 +1,5 @@
 // Group 9's key-grants run once with the controller under --cpu-prof, for finding where a key-grant's
-// CPU goes:  node --import tsx bench/profile-keys.ts [--prof DIR] [--keys N] [--unkeyed] [--callers N]
+// CPU goes:  node --import tsx bench/profile-keys.ts [--prof DIR] [--perf] [--keys N] [--unkeyed] [--callers N]
 //   [--per-frame N] [--streams] [--runs N] [--window MS]
 // The load is group 9's (b): each generator process a worker with one QuotaStream of frames of
 // --per-frame calls (default 256), --callers calls open in all (default 2,048); --streams runs group
@@ -8,6 +8,10 @@
 // .cpuprofile into DIR when it stops (open it in Chrome's DevTools or speedscope).
 // --in-process: no transport, the controller called in this process (lib/in-process-key-grants.ts);
 // profile that with node --cpu-prof.
+// --perf: the controller runs with --perf-basic-prof and its pid is printed, for a native profile
+// with its JIT frames named (GC threads, builtins and grpc-js included):
+//   perf record -F 1999 -g -p PID -- sleep 10; perf report --no-children --sort dso,sym -g none
+// (SLUICE_E2E_BUILT=1 after `pnpm build`: the packages' dist/, one source line per line.)
 import { BenchChild } from "./lib/child.ts";
 import { GroupContext } from "./lib/group.ts";
 import { controllerSpec } from "./lib/specs.ts";
@@ -34,7 +38,10 @@ if (args.includes("--in-process")) {
   process.exit(0);
 }
 const spec = controllerSpec({ per_key: { limit: 1_000_000, keyed: { max_keys: 100_000 } }, one: { limit: 1_000_000 } });
-const controller = BenchChild.start("controller-process.ts", { mode: "sluice", spec }, prof ? { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${prof}`] } : {});
+const perf = args.includes("--perf");
+const nodeArgs = [...(prof ? ["--cpu-prof", `--cpu-prof-dir=${prof}`] : []), ...(perf ? ["--perf-basic-prof"] : [])];
+const controller = BenchChild.start("controller-process.ts", { mode: "sluice", spec }, { nodeArgs });
+if (perf) process.stdout.write(`controller pid ${controller.pid}\n`);
 const generators = Array.from({ length: 2 }, (_, i) => BenchChild.start("quota-load-process.ts", { name: `p${i}` }));
 const g = new GroupContext(false, { id: "keys", title: "profile", status: "ok", messages: [], figures: [], goals: [], durationS: 0 }, (line) =>
   process.stderr.write(`${line}\n`),

@@ -10,7 +10,10 @@
  * throttler has a table per active key, and those are cold.
  *
  * The index probes linearly and deletes by backward shift (no tombstones to pile up), at most half
- * full: it has twice the ring's slots. A hash pushed again while its earlier grant is still held
+ * full: it has twice the ring's slots. Each index slot holds its ring slot and the hash's low half
+ * side by side, so a probe compares in the index itself: finding an id that is not there (most ids
+ * a busy controller sees are new), and dropping the oldest, touch the index where the hash lands
+ * and the ring where it is warm (its head and tail), not the ring slot of every entry passed. A hash pushed again while its earlier grant is still held
  * points the index at the new slot; the earlier one stays in the ring, *superseded*, until the
  * head reaches it (`dropOldest` then returns false, so it is not counted as an id forgotten).
  */
@@ -19,6 +22,8 @@
 const MIN_CAPACITY = 16;
 /** Figures per slot in `grants`: amount, waitedMs, expiresAt. */
 const GRANT_FIELDS = 3;
+/** Numbers per index slot: ring slot + 1, the hash's low half. */
+const INDEX_FIELDS = 2;
 
 /** A grant read back from the table; `paceStartAt` is NaN when the grant had no slots. */
 export interface HashedGrant {
@@ -43,8 +48,8 @@ export class HashedGrantTable {
   private grants = new Float64Array(MIN_CAPACITY * GRANT_FIELDS);
   /** Per slot: paceStartAt, paceIntervalMs; only once a paced grant is pushed (most throttlers are not smooth, and 16 B per id is a third more). */
   private paces: Float64Array | null = null;
-  /** Ring slot + 1 per index slot; 0 is empty. */
-  private index = new Int32Array(MIN_CAPACITY * 2);
+  /** Per index slot: ring slot + 1 (0 is empty), then the hash's low half. */
+  private index = new Int32Array(MIN_CAPACITY * 2 * INDEX_FIELDS);
 
   /** Distinct hashes held. */
   get size(): number {
@@ -58,7 +63,7 @@ export class HashedGrantTable {
 
   /** Bytes of the typed arrays (for tests and the memory figures of docs/internals/request-ids.md). */
   get bytes(): number {
-    const perSlot = 4 + 4 + 8 * GRANT_FIELDS + (this.paces ? 16 : 0) + 2 * 4;
+    const perSlot = 4 + 4 + 8 * GRANT_FIELDS + (this.paces ? 16 : 0) + 2 * 4 * INDEX_FIELDS;
     return this.capacity * perSlot;
   }
 
@@ -71,7 +76,7 @@ export class HashedGrantTable {
   find(high: number, low: number): HashedGrant | undefined {
     const at = this.indexSlotOf(high, low);
     if (at < 0) return undefined;
-    const slot = (this.index[at] as number) - 1;
+    const slot = (this.index[at * INDEX_FIELDS] as number) - 1;
     const g = slot * GRANT_FIELDS;
     return {
       amount: this.grants[g] as number,
@@ -108,7 +113,7 @@ export class HashedGrantTable {
     this.head = (this.head + 1) & (this.capacity - 1);
     this.used -= 1;
     const at = this.indexSlotOf(this.hashes[slot * 2] as number, this.hashes[slot * 2 + 1] as number);
-    if (at < 0 || (this.index[at] as number) !== slot + 1) return false;
+    if (at < 0 || (this.index[at * INDEX_FIELDS] as number) !== slot + 1) return false;
     this.unlink(at);
     this.live -= 1;
     return true;
@@ -122,18 +127,16 @@ export class HashedGrantTable {
     this.resize(capacity);
   }
 
-  /** The low half of the hash of the grant at ring slot `slot` (its home in the index). */
-  private lowOf(slot: number): number {
-    return this.hashes[slot * 2 + 1] as number;
-  }
-
   /** Index slot holding this hash, or -1. */
   private indexSlotOf(high: number, low: number): number {
-    const mask = this.index.length - 1;
+    const index = this.index;
+    const mask = index.length / INDEX_FIELDS - 1;
+    const lowBits = low | 0;
     for (let at = low & mask; ; at = (at + 1) & mask) {
-      const entry = this.index[at] as number;
+      const entry = index[at * INDEX_FIELDS] as number;
       if (entry === 0) return -1;
-      if (this.hashes[entry * 2 - 1] === low && this.hashes[entry * 2 - 2] === high) return at;
+      // The low half first, from the index; the high half (the ring's) only when that matches.
+      if (index[at * INDEX_FIELDS + 1] === lowBits && this.hashes[entry * 2 - 2] === high) return at;
     }
   }
 
@@ -141,16 +144,19 @@ export class HashedGrantTable {
   private link(slot: number): void {
     const high = this.hashes[slot * 2] as number;
     const low = this.hashes[slot * 2 + 1] as number;
-    const mask = this.index.length - 1;
+    const index = this.index;
+    const mask = index.length / INDEX_FIELDS - 1;
+    const lowBits = low | 0;
     for (let at = low & mask; ; at = (at + 1) & mask) {
-      const entry = this.index[at] as number;
+      const entry = index[at * INDEX_FIELDS] as number;
       if (entry === 0) {
-        this.index[at] = slot + 1;
+        index[at * INDEX_FIELDS] = slot + 1;
+        index[at * INDEX_FIELDS + 1] = lowBits;
         this.live += 1;
         return;
       }
-      if (this.hashes[entry * 2 - 1] === low && this.hashes[entry * 2 - 2] === high) {
-        this.index[at] = slot + 1;
+      if (index[at * INDEX_FIELDS + 1] === lowBits && this.hashes[entry * 2 - 2] === high) {
+        index[at * INDEX_FIELDS] = slot + 1;
         return;
       }
     }
@@ -161,17 +167,19 @@ export class HashedGrantTable {
    * is not between the hole and them (cyclically), so every entry stays reachable from its home.
    */
   private unlink(hole: number): void {
-    const mask = this.index.length - 1;
+    const index = this.index;
+    const mask = index.length / INDEX_FIELDS - 1;
     for (let at = (hole + 1) & mask; ; at = (at + 1) & mask) {
-      const entry = this.index[at] as number;
+      const entry = index[at * INDEX_FIELDS] as number;
       if (entry === 0) break;
-      const home = this.lowOf(entry - 1) & mask;
+      const home = (index[at * INDEX_FIELDS + 1] as number) & mask;
       const homeAfterHole = hole <= at ? home > hole && home <= at : home > hole || home <= at;
       if (homeAfterHole) continue;
-      this.index[hole] = entry;
+      index[hole * INDEX_FIELDS] = entry;
+      index[hole * INDEX_FIELDS + 1] = index[at * INDEX_FIELDS + 1] as number;
       hole = at;
     }
-    this.index[hole] = 0;
+    index[hole * INDEX_FIELDS] = 0;
   }
 
   /** Copies the ring in grant order into arrays of `capacity` slots and rebuilds the index. */
@@ -195,7 +203,7 @@ export class HashedGrantTable {
     this.paces = paces;
     this.capacity = capacity;
     this.head = 0;
-    this.index = new Int32Array(capacity * 2);
+    this.index = new Int32Array(capacity * 2 * INDEX_FIELDS);
     this.live = 0;
     // In grant order, so a superseded grant's hash ends up pointing at its latest slot.
     for (let slot = 0; slot < this.used; slot += 1) this.link(slot);

@@ -9,14 +9,22 @@
  * units reaches every bit of the result.
  */
 
-/** Writes the hash of `id` into `out[0]` (high half) and `out[1]` (low half, also the table position). */
-export type IdHasher = (id: string, out: Uint32Array) => void;
+/**
+ * Writes the hash of `id` into `out[0]` (high half) and `out[1]` (low half, also the table position).
+ * `seedHigh`/`seedLow` start the two states: the defaults for an id alone, or `scopeSeedOf(scope)`'s
+ * for an id within a scope (a keyed throttler's key: one table holds every key's ids).
+ */
+export type IdHasher = (id: string, out: Uint32Array, seedHigh?: number, seedLow?: number) => void;
 
-export const hashRequestId: IdHasher = (id, out) => {
+/** The states an id alone starts from (IdHasher's default seeds). */
+export const UNSCOPED_HIGH = 0x811c9dc5;
+export const UNSCOPED_LOW = 0x2545f491;
+
+export const hashRequestId: IdHasher = (id, out, seedHigh = UNSCOPED_HIGH, seedLow = UNSCOPED_LOW) => {
   const length = id.length;
   // Seeding with the length keeps ids that are prefixes of one another apart from the first step.
-  let a = (0x811c9dc5 ^ length) | 0;
-  let b = (0x2545f491 ^ Math.imul(length, 0x9e3779b1)) | 0;
+  let a = (seedHigh ^ length) | 0;
+  let b = (seedLow ^ Math.imul(length, 0x9e3779b1)) | 0;
   for (let i = 0; i < length; i += 1) {
     const unit = id.charCodeAt(i);
     // FNV-1a's xor-then-multiply by its 32-bit prime, over a 16-bit unit instead of a byte.
@@ -30,6 +38,29 @@ export const hashRequestId: IdHasher = (id, out) => {
   out[0] = avalanche(a);
   out[1] = avalanche(b);
 };
+
+/**
+ * The seeds of ids within `scope`: the two states after the scope's code units and then SCOPE_END
+ * (which no code unit equals, so that no other split of the same units into scope and id gives the
+ * same input), by the same steps as an id's. Worked out once per scope: hashing an id then reads
+ * the id alone.
+ */
+export function scopeSeedOf(scope: string): readonly [high: number, low: number] {
+  let a = UNSCOPED_HIGH | 0;
+  let b = UNSCOPED_LOW | 0;
+  for (let i = 0; i <= scope.length; i += 1) {
+    const unit = i < scope.length ? scope.charCodeAt(i) : SCOPE_END;
+    a = Math.imul(a ^ unit, 0x01000193);
+    let k = Math.imul(unit, 0xcc9e2d51);
+    k = Math.imul((k << 15) | (k >>> 17), 0x1b873593);
+    b ^= k;
+    b = (Math.imul((b << 13) | (b >>> 19), 5) + 0xe6546b64) | 0;
+  }
+  return [a, b];
+}
+
+/** Folded in after a scope's code units: 2^16, which no UTF-16 code unit equals. */
+const SCOPE_END = 0x10000;
 
 /**
  * Spreads every input bit over the whole word (xor-shift-multiply, twice). FNV's multiply carries

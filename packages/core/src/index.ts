@@ -52,6 +52,8 @@ export {
   type ThrottlerKind,
 } from "./quota-bucket-config.ts";
 export { QuotaBucketDriver, type AcquireRequest, type Grant } from "./quota-bucket-driver.ts";
+export { RememberedGrants, type GrantMemory, type RememberedGrant } from "./remembered-grants.ts";
+export type { IdHasher } from "./id-hash.ts";
 export { RateWindow } from "./rate-window.ts";
 export { ERROR_ACTIONS } from "./error-actions.ts";
 export {

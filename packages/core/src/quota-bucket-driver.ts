@@ -3,7 +3,8 @@ import type { Cancellation, CancelListener } from "./cancellation.ts";
 import type { Clock } from "./clock.ts";
 import type { PaceSlots } from "./pace-cursor.ts";
 import type { QuotaBucketConfig } from "./quota-bucket-config.ts";
-import { QuotaBucket, type QuotaBucketSnapshot, type Settlement } from "./quota-bucket.ts";
+import { QuotaBucket, type QuotaBucketSnapshot, type QuotaRequest, type Settlement } from "./quota-bucket.ts";
+import type { GrantMemory } from "./remembered-grants.ts";
 import type { SluiceError } from "./sluice-error.ts";
 
 export interface AcquireRequest {
@@ -15,9 +16,9 @@ export interface AcquireRequest {
   readonly classId?: string;
   /** Absolute deadline on the driver's clock. */
   readonly deadlineAt?: number | null;
-  readonly signal?: AbortSignal;
+  readonly signal?: AbortSignal | undefined;
   /** The same as `signal` without an EventTarget (a QuotaStream call's); used instead of it when set. */
-  readonly cancellation?: Cancellation;
+  readonly cancellation?: Cancellation | undefined;
   /**
    * What an abort means once no other caller waits on the same request id: "cancel" (the caller no
    * longer wants the quota: leave and refund) or "detach" (it may come back: refund, keep the place).
@@ -83,6 +84,19 @@ class Waiter implements CancelListener {
 }
 
 /**
+ * The request every driver hands its bucket's `submit`, filled anew for each call: submit keeps
+ * nothing of it (a queued request's entry copies what it keeps), so no object is made per call.
+ */
+const submitted: { -readonly [Field in keyof QuotaRequest]: QuotaRequest[Field] } = {
+  requestId: "",
+  clientId: "",
+  amount: 0,
+  timestampMs: 0,
+  classId: "",
+  deadlineAt: null,
+};
+
+/**
  * The thin async shell around a QuotaBucket: turns requests into promises, and sleeps on the clock
  * exactly until the bucket's next due time (a grant, a deadline, a grace expiry) — no polling.
  */
@@ -98,8 +112,10 @@ export class QuotaBucketDriver {
     readonly id: string,
     config: QuotaBucketConfig,
     private readonly clock: Clock,
+    /** Its memory of granted request ids, when not its own (a keyed throttler's keys share one: RememberedGrants.scoped). */
+    grants?: GrantMemory,
   ) {
-    this.bucket = new QuotaBucket(id, config, clock.now());
+    this.bucket = new QuotaBucket(id, config, clock.now(), grants);
   }
 
   acquire(request: AcquireRequest): Promise<Grant> {
@@ -111,6 +127,8 @@ export class QuotaBucketDriver {
    * As `acquire`, but a request the bucket grants at once (or answers from its memory of granted
    * ids) is answered with the Grant itself: no promise and no reaction for the common case of a
    * bucket with quota and nobody waiting. Refusals and waits are a promise, as from `acquire`.
+   * Keeps no reference to `request` (a waiter keeps the fields it needs), so a caller may hand
+   * every call the same object.
    */
   acquireNow(request: AcquireRequest): Grant | Promise<Grant> {
     if (this.closedWith) return Promise.reject(this.closedWith);
@@ -119,18 +137,15 @@ export class QuotaBucketDriver {
     if (cancellation?.isCancelled) return Promise.reject(cancelledErrorOf(cancellation.cancelReason, `quota request on throttler "${this.id}"`));
     if (signal?.aborted) return Promise.reject(cancelledErrorOf(signal.reason, `quota request on throttler "${this.id}"`));
     const now = this.clock.now();
-    const admission = this.bucket.submit(
-      {
-        requestId: request.requestId ?? "",
-        clientId: request.clientId ?? "",
-        amount: request.amount,
-        timestampMs: request.timestampMs ?? 0,
-        classId: request.classId ?? "",
-        deadlineAt: request.deadlineAt ?? null,
-      },
-      now,
-      true,
-    );
+    submitted.requestId = request.requestId ?? "";
+    submitted.clientId = request.clientId ?? "";
+    submitted.amount = request.amount;
+    submitted.timestampMs = request.timestampMs ?? 0;
+    submitted.classId = request.classId ?? "";
+    submitted.deadlineAt = request.deadlineAt ?? null;
+    const admission = this.bucket.submit(submitted, now, true);
+    submitted.requestId = ""; // no caller's string is kept past its use
+    submitted.clientId = "";
     if (admission.kind === "refused") return Promise.reject(admission.error);
     if (admission.kind === "granted") return this.grantOf(admission);
     const { requestId } = admission;

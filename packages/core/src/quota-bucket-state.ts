@@ -6,7 +6,7 @@ import { PaceCursor } from "./pace-cursor.ts";
 import { paceConfigOf, type QuotaBucketConfig } from "./quota-bucket-config.ts";
 import { newQuotaBucketCounters, type QuotaBucketCounters } from "./quota-bucket-snapshot.ts";
 import type { Entry } from "./quota-entry.ts";
-import { RememberedGrants } from "./remembered-grants.ts";
+import { RememberedGrants, type GrantMemory } from "./remembered-grants.ts";
 import { unitSourceOf, type UnitSource } from "./unit-source.ts";
 import { WaitHistogram } from "./wait-histogram.ts";
 
@@ -24,11 +24,20 @@ export abstract class QuotaBucketState {
   protected pacer: PaceCursor | null;
   protected readonly scheduler: ClassScheduler;
   protected readonly classes: ClassQueues;
+  /** Requests known by id (queued or detached); changed only through holdEntry and dropEntry. */
   protected readonly entries = new Map<string, Entry>();
+  /**
+   * `entries.size`, kept beside the bucket's other fields: most requests find nothing held, and a
+   * bucket among thousands answers that without reading the map (two more objects out of cache).
+   */
+  protected entriesHeld = 0;
   /** Detached entries in detach order, so the oldest goes first when too many pile up. */
   protected readonly detached = new Map<string, Entry>();
-  /** Granted request ids, answered again (not granted again) when a retry comes within the grace. */
-  protected readonly completed = new RememberedGrants();
+  /**
+   * Granted request ids, answered again (not granted again) when a retry comes within the grace: the
+   * bucket's own, or a keyed throttler's key's view of the memory all its keys share.
+   */
+  protected readonly completed: GrantMemory;
   protected readonly timers = new DeadlineTimers();
   protected readonly waitTime = new WaitHistogram();
   protected readonly counters: QuotaBucketCounters = newQuotaBucketCounters();
@@ -36,8 +45,9 @@ export abstract class QuotaBucketState {
   protected readonly arrival = new EmptyQueueArrival();
   protected seq = 0;
 
-  constructor(id: string, config: QuotaBucketConfig, now: number) {
+  constructor(id: string, config: QuotaBucketConfig, now: number, grants: GrantMemory = new RememberedGrants()) {
     this.id = id;
+    this.completed = grants;
     this.config = config;
     this.tokens = unitSourceOf(config, now);
     // A new bucket cannot know whether a predecessor's clients still hold slots: it starts one reach ahead.
@@ -86,8 +96,18 @@ export abstract class QuotaBucketState {
 
   protected forget(entry: Entry): void {
     entry.state = "done";
-    this.entries.delete(entry.id);
+    this.dropEntry(entry.id);
     this.detached.delete(entry.id);
+  }
+
+  protected holdEntry(entry: Entry): void {
+    this.entries.set(entry.id, entry);
+    this.entriesHeld = this.entries.size;
+  }
+
+  protected dropEntry(id: string): void {
+    this.entries.delete(id);
+    this.entriesHeld = this.entries.size;
   }
 
   /** Detached entries are bounded like the queue: past `maxQueueSize`, the oldest lose their place. */

@@ -31,7 +31,8 @@ export class QuotaBucket extends QuotaBucketState {
    * Admits a request. With `grantOnArrival`, a request that finds nobody waiting and quota at hand
    * is granted here ("granted", waited 0 ms), as the poll at the same instant would grant it: for a
    * caller that polls right after each submit (QuotaBucketDriver). Without it, it is "queued" and
-   * granted by the next poll, which orders requests submitted together by lag.
+   * granted by the next poll, which orders requests submitted together by lag. Keeps no reference
+   * to `request` (a queued entry copies its fields): the driver hands every call the same object.
    */
   submit(request: QuotaRequest, now: number, grantOnArrival = false): Admission {
     const requestId = requestKey(request.requestId, this.seq);
@@ -42,8 +43,8 @@ export class QuotaBucket extends QuotaBucketState {
     }
     this.completed.forgetExpired(now);
     const replay = this.completed.get(requestId);
-    // Most requests arrive with nothing queued or detached: the map's size is read, not its table.
-    const existing = this.entries.size === 0 ? undefined : this.entries.get(requestId);
+    // Most requests arrive with nothing queued or detached: the count is read, not the map.
+    const existing = this.entriesHeld === 0 ? undefined : this.entries.get(requestId);
     const earlierAmount = replay?.amount ?? existing?.amount;
     // A smooth answer is capped at one reach of slots (see drain): a retry of a request answered in
     // part is answered with the same part, as the client that asked again for the rest expects.
@@ -89,7 +90,7 @@ export class QuotaBucket extends QuotaBucketState {
       needsPositiveBalance: this.pendingRequests === 0,
     });
     this.arrival.arrived(entry);
-    this.entries.set(requestId, entry);
+    this.holdEntry(entry);
     this.enqueue(entry);
     this.timers.armDeadline(entry);
     return { kind: "queued", requestId };
@@ -125,7 +126,7 @@ export class QuotaBucket extends QuotaBucketState {
     entry.state = "done";
     if (wasQueued) this.classes.refresh(entry.classId);
     this.detached.delete(requestId);
-    this.entries.delete(requestId);
+    this.dropEntry(requestId);
     this.counters.cancelled += 1;
     this.timers.compact(this.entries);
     return true;
@@ -324,7 +325,7 @@ export class QuotaBucket extends QuotaBucketState {
         entry.state = "done";
         queue.pendingRequests -= 1;
         this.pendingRequests -= 1;
-        this.entries.delete(entry.id);
+        this.dropEntry(entry.id);
         const waitedMs = now - entry.enqueuedAt;
         this.waitTime.record(waitedMs, now);
         // A request without an id cannot be retried as the same request: nothing to remember.

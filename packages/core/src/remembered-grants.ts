@@ -1,15 +1,46 @@
 import { HashedGrantTable } from "./hashed-grant-table.ts";
-import { hashRequestId, type IdHasher } from "./id-hash.ts";
+import { hashRequestId, scopeSeedOf, UNSCOPED_HIGH, UNSCOPED_LOW, type IdHasher } from "./id-hash.ts";
 import type { PaceSlots } from "./pace-cursor.ts";
 
 /** What a retry of an already granted request id is answered with. */
 export interface RememberedGrant {
+  /** Units granted. */
   readonly amount: number;
+  /** What the grant's answer said the request waited. */
   readonly waitedMs: number;
+  /** When its grace ends (on the bucket's clock). */
   readonly expiresAt: number;
   /** A smooth grant's slots: a retry gets the same ones, never new ones. */
   readonly pace?: PaceSlots;
 }
+
+/**
+ * What a QuotaBucket asks of its memory of granted ids: its own RememberedGrants (an unkeyed
+ * throttler), or its key's view of the one its keyed throttler shares among its keys (`scoped`).
+ */
+export interface GrantMemory {
+  /** Ids held (a view: its whole table's, every key's). */
+  readonly size: number;
+  /** Ids forgotten before their grace ended (a view: its whole table's). */
+  readonly forgottenEarly: number;
+  /** The grant remembered for `id`, if its grace has not ended (or it was not forgotten early). */
+  get(id: string): RememberedGrant | undefined;
+  /** Remembers a grant until `expiresAt`, forgetting the oldest first while `bound` or more are held. */
+  remember(id: string, amount: number, waitedMs: number, expiresAt: number, bound: number, pace?: PaceSlots): void;
+  /** Forgets what passed its grace by `now`. */
+  forgetExpired(now: number): void;
+}
+
+/**
+ * Where the hash of the id at hand is written: one array for every table (the hash is used at once,
+ * synchronously), so that it stays in cache across a controller's tables.
+ */
+const scratch = new Uint32Array(2);
+/** The id, seeds and hasher whose hash `scratch` holds: a submit looks an id up, then remembers it, hashing it once. */
+let lastHashed: string | null = null;
+let lastSeedHigh = 0;
+let lastSeedLow = 0;
+let lastHasher: IdHasher | null = null;
 
 /**
  * Granted request ids, answered again (not granted again) when a retry comes within the grace.
@@ -28,16 +59,7 @@ export interface RememberedGrant {
  * (answered with that grant when the amounts match, refused as a reused id when they differ), with
  * probability ≈ remembered ids / 2^64 per new id (5.4 × 10⁻¹⁴ at a million).
  */
-/**
- * Where the hash of the id at hand is written: one array for every table (the hash is used at once,
- * synchronously), so that it stays in cache across a controller's thousands of keys' tables.
- */
-const scratch = new Uint32Array(2);
-/** The id, and the hasher, whose hash `scratch` holds: a submit looks an id up, then remembers it, hashing it once. */
-let lastHashed: string | null = null;
-let lastHasher: IdHasher | null = null;
-
-export class RememberedGrants {
+export class RememberedGrants implements GrantMemory {
   private readonly table = new HashedGrantTable();
   private evicted = 0;
 
@@ -58,8 +80,21 @@ export class RememberedGrants {
     return this.table.bytes;
   }
 
-  get(id: string): RememberedGrant | undefined {
-    const bits = this.hashOf(id);
+  /**
+   * This memory as seen by one key of a keyed throttler: its ids are told apart from the same ids
+   * of other keys (each is hashed with its key), and its bound is the whole table's. Request ids
+   * are a client's, not a key's, so one table per throttler holds them; a key's bucket can then be
+   * parked or forgotten without losing what it granted, and a grant touches one warm table instead
+   * of a cold one per key.
+   */
+  scoped(scope: string): GrantMemory {
+    const [high, low] = scopeSeedOf(scope);
+    return new ScopedGrants(this, high, low);
+  }
+
+  /** The grant remembered for `id` (within the scope whose seeds are given: see `scoped`). */
+  get(id: string, seedHigh = UNSCOPED_HIGH, seedLow = UNSCOPED_LOW): RememberedGrant | undefined {
+    const bits = this.hashOf(id, seedHigh, seedLow);
     const found = this.table.find(bits[0] as number, bits[1] as number);
     if (!found) return undefined;
     const grant = { amount: found.amount, waitedMs: found.waitedMs, expiresAt: found.expiresAt };
@@ -67,20 +102,31 @@ export class RememberedGrants {
   }
 
   /** Remembers a grant until `expiresAt`, forgetting the oldest first while `bound` or more are held. */
-  remember(id: string, amount: number, waitedMs: number, expiresAt: number, bound: number, pace?: PaceSlots): void {
+  remember(
+    id: string,
+    amount: number,
+    waitedMs: number,
+    expiresAt: number,
+    bound: number,
+    pace?: PaceSlots,
+    seedHigh = UNSCOPED_HIGH,
+    seedLow = UNSCOPED_LOW,
+  ): void {
     while (this.table.size >= bound && this.table.slotsInUse > 0) {
       if (this.table.dropOldest()) this.evicted += 1;
     }
-    const bits = this.hashOf(id);
+    const bits = this.hashOf(id, seedHigh, seedLow);
     lastHashed = null; // no id string is kept past its use
     this.table.push(bits[0] as number, bits[1] as number, amount, waitedMs, expiresAt, pace ? pace.startAt : NaN, pace ? pace.intervalMs : NaN);
   }
 
-  /** The hash of `id`, in the shared scratch array; not computed again when it is there already. */
-  private hashOf(id: string): Uint32Array {
-    if (lastHashed !== id || lastHasher !== this.hash) {
-      this.hash(id, scratch);
+  /** The hash of `id` from these seeds, in the shared scratch array; not computed again when it is there already. */
+  private hashOf(id: string, seedHigh: number, seedLow: number): Uint32Array {
+    if (lastHashed !== id || lastSeedHigh !== seedHigh || lastSeedLow !== seedLow || lastHasher !== this.hash) {
+      this.hash(id, scratch, seedHigh, seedLow);
       lastHashed = id;
+      lastSeedHigh = seedHigh;
+      lastSeedLow = seedLow;
       lastHasher = this.hash;
     }
     return scratch;
@@ -91,5 +137,34 @@ export class RememberedGrants {
     if (this.table.oldestExpiresAt > now) return;
     while (this.table.oldestExpiresAt <= now) this.table.dropOldest();
     this.table.shrinkIfSparse();
+  }
+}
+
+/** One key's view of its keyed throttler's RememberedGrants (see `scoped`): its scope's seeds, not the key. */
+class ScopedGrants implements GrantMemory {
+  constructor(
+    private readonly shared: RememberedGrants,
+    private readonly seedHigh: number,
+    private readonly seedLow: number,
+  ) {}
+
+  get size(): number {
+    return this.shared.size;
+  }
+
+  get forgottenEarly(): number {
+    return this.shared.forgottenEarly;
+  }
+
+  get(id: string): RememberedGrant | undefined {
+    return this.shared.get(id, this.seedHigh, this.seedLow);
+  }
+
+  remember(id: string, amount: number, waitedMs: number, expiresAt: number, bound: number, pace?: PaceSlots): void {
+    this.shared.remember(id, amount, waitedMs, expiresAt, bound, pace, this.seedHigh, this.seedLow);
+  }
+
+  forgetExpired(now: number): void {
+    this.shared.forgetExpired(now);
   }
 }

@@ -27,17 +27,33 @@ export interface WaitHistogramView {
 export class WaitHistogram {
   private count = 0;
   private sumMs = 0;
+  /**
+   * Waits in the first bucket (≤ 1 ms), counted here rather than in `perBucket`: most grants wait 0 ms,
+   * and recording one then touches this object alone (a controller records two per grant, for each
+   * of thousands of keys' buckets, whose state is not in cache).
+   */
+  private withinFirst = 0;
   private readonly recentMax = new SlidingMax(RECENT_MAX_WINDOW_MS, RECENT_MAX_SLOT_MS);
+  /** Waits per bucket past the first (index 0 stays 0: see `withinFirst`). */
   private readonly perBucket = new Array<number>(WAIT_BUCKETS_MS.length).fill(0);
 
   /** A wait of `waitMs` that ended at `now` (ms on the caller's clock). */
   record(waitMs: number, now: number): void {
     this.count += 1;
+    // A wait of 0 adds nothing to the sum, and never raises the recent maximum (max() is 0 over no
+    // slots): most grants skip both.
+    if (waitMs === 0) {
+      this.withinFirst += 1;
+      return;
+    }
     this.sumMs += waitMs;
-    // A wait of 0 never raises the recent maximum (max() is 0 over no slots): most grants skip it.
     if (waitMs > 0) this.recentMax.record(waitMs, now);
-    // A loop, not findIndex: this runs per grant, and most waits land in the first bucket.
-    for (let index = 0; index < WAIT_BUCKETS_MS.length; index++) {
+    if (waitMs <= (WAIT_BUCKETS_MS[0] as number)) {
+      this.withinFirst += 1;
+      return;
+    }
+    // A loop, not findIndex: this runs per grant.
+    for (let index = 1; index < WAIT_BUCKETS_MS.length; index++) {
       if (waitMs <= (WAIT_BUCKETS_MS[index] as number)) {
         this.perBucket[index] = (this.perBucket[index] ?? 0) + 1;
         return;
@@ -46,7 +62,7 @@ export class WaitHistogram {
   }
 
   view(now: number): WaitHistogramView {
-    let running = 0;
+    let running = this.withinFirst;
     const buckets = this.perBucket.map((n) => (running += n));
     return { count: this.count, sumMs: this.sumMs, maxMs: this.recentMax.max(now), buckets };
   }
@@ -55,6 +71,7 @@ export class WaitHistogram {
   absorb(other: WaitHistogram): void {
     this.count += other.count;
     this.sumMs += other.sumMs;
+    this.withinFirst += other.withinFirst;
     this.recentMax.absorb(other.recentMax);
     for (let i = 0; i < this.perBucket.length; i++) this.perBucket[i] = (this.perBucket[i] ?? 0) + (other.perBucket[i] ?? 0);
   }

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { hashRequestId, type IdHasher } from "../src/id-hash.ts";
+import { hashRequestId, scopeSeedOf, type IdHasher } from "../src/id-hash.ts";
 import { RememberedGrants } from "../src/remembered-grants.ts";
 
 /** Test-only: ids of the same length share one hash, so distinct ids collide on purpose. */
@@ -61,6 +61,25 @@ describe("RememberedGrants", () => {
     assert.equal(grants.size, 0);
   });
 
+  it("scoped views share one table: an id counts per scope, the bound and the expiry are the table's", () => {
+    const grants = new RememberedGrants();
+    const a = grants.scoped("key-a");
+    const b = grants.scoped("key-b");
+    a.remember("id", 3, 0, 1_000, 4);
+    assert.equal(b.get("id"), undefined, "the same id in another scope is another request");
+    assert.equal(grants.get("id"), undefined, "and unscoped too");
+    b.remember("id", 5, 2, 2_000, 4);
+    assert.deepEqual([a.get("id")?.amount, b.get("id")?.amount], [3, 5]);
+    assert.equal(grants.scoped("key-a").get("id")?.amount, 3, "a new view of the same scope finds it");
+    assert.deepEqual([a.size, b.size, grants.size], [2, 2, 2], "a view's size is the table's");
+    for (let i = 0; i < 3; i += 1) b.remember(`more${i}`, 1, 0, 3_000, 4);
+    assert.equal(a.get("id"), undefined, "the oldest, in any scope, goes first past the bound");
+    assert.equal(a.forgottenEarly, 1);
+    b.forgetExpired(2_000);
+    assert.equal(b.get("id"), undefined, "expired at its grace");
+    assert.equal(grants.size, 3);
+  });
+
   it("tells 200,000 UUID-like ids apart and finds none it was not given", () => {
     const grants = new RememberedGrants();
     const id = (i: number) => `${(i * 2_654_435_761) % 4_294_967_296}`.padStart(10, "0") + `-4a1b-8c2d-${i.toString(16).padStart(12, "0")}`;
@@ -91,5 +110,25 @@ describe("hashRequestId", () => {
     assert.notEqual(hashOf("a"), hashOf("a\u0000"));
     assert.notEqual(hashOf(""), hashOf("\u0000"));
     assert.equal(hashOf("é-ok"), hashOf("é-ok"), "deterministic");
+  });
+
+  it("hashes a scope and an id as a pair: no other split of the same code units, nor the bare id, gives the same hash", () => {
+    const out = new Uint32Array(2);
+    const hashOf = (id: string, scope?: string) => {
+      if (scope === undefined) hashRequestId(id, out);
+      else hashRequestId(id, out, ...scopeSeedOf(scope));
+      return `${out[0]}:${out[1]}`;
+    };
+    const seen = new Set([
+      hashOf("c", "ab"),
+      hashOf("bc", "a"),
+      hashOf("abc"),
+      hashOf("abc", ""),
+      hashOf("abc", "\u0000"),
+      hashOf("", "abc"),
+      hashOf("c", "ba"),
+    ]);
+    assert.equal(seen.size, 7);
+    assert.equal(hashOf("id", "k"), hashOf("id", "k"), "deterministic");
   });
 });

@@ -2,6 +2,7 @@ import type { MethodDefinition } from "@grpc/grpc-js";
 import { loadSync } from "@grpc/proto-loader";
 import protobuf from "protobufjs";
 import { fileURLToPath } from "node:url";
+import { encodeGrantFrame } from "./stream-answer-encoding.ts";
 import { decodeRequestFrame } from "./stream-frame-decoding.ts";
 
 // The QuotaService as @grpc/proto-loader reads it from quota.proto (docs/design.md §4). Messages are plain
@@ -200,6 +201,7 @@ function directStreamSerializers(): Pick<MethodDefinition<WireQuotaStreamClientF
   const asBuffer = (bytes: Uint8Array): Buffer => (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   return {
     requestSerialize: (frame) => asBuffer(clientFrame.encode(frame).finish()),
-    responseSerialize: (frame) => asBuffer(serverFrame.encode(frame).finish()),
+    // Frames of grants, most of what a busy controller writes, without protobufjs's writer (stream-answer-encoding.ts).
+    responseSerialize: (frame) => encodeGrantFrame(frame) ?? asBuffer(serverFrame.encode(frame).finish()),
   };
 }

@@ -45,10 +45,11 @@ export function lastLengthDelimitedField(message: Buffer, fieldNumber: number): 
  * decoder behind proto-loader reads a length that runs past the end as whatever bytes are there.
  */
 export function wireFormatProblem(message: Buffer): string | null {
-  return walkFields(message, () => {});
+  return walkFields(message, null);
 }
 
-function walkFields(message: Buffer, onLengthDelimited: (field: number, bytes: Buffer) => void): string | null {
+/** `onLengthDelimited` null: only the walk (no view of each field's bytes is made). */
+function walkFields(message: Buffer, onLengthDelimited: ((field: number, bytes: Buffer) => void) | null): string | null {
   let pos = 0;
   const varint = (): number | undefined => {
     let value = 0;
@@ -78,7 +79,7 @@ function walkFields(message: Buffer, onLengthDelimited: (field: number, bytes: B
       if (length === undefined || pos + length > message.length) {
         return `field ${field} at byte ${at} declares ${length ?? "a cut-short"} bytes, more than the message holds`;
       }
-      onLengthDelimited(field, message.subarray(pos, pos + length));
+      if (onLengthDelimited) onLengthDelimited(field, message.subarray(pos, pos + length));
       pos += length;
     } else return `field ${field} at byte ${at} has wire type ${wireType}, which no field of quota.proto uses`;
   }

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { loadSync } from "@grpc/proto-loader";
 import type { MethodDefinition } from "@grpc/grpc-js";
+import { encodeGrantFrame } from "../src/stream-answer-encoding.ts";
 import {
   QUOTA_PROTO_PATH,
   QUOTA_SERVICE_NAME,
@@ -48,6 +49,44 @@ describe("QuotaStream frame encoding", () => {
     assert.ok(protoLoader);
     assert.deepEqual(direct.responseSerialize(serverFrame), protoLoader.responseSerialize(serverFrame));
     assert.deepEqual(direct.requestSerialize(clientFrame), protoLoader.requestSerialize(clientFrame));
+  });
+
+  it("writes a frame of grants itself, byte for byte as proto-loader, and leaves any other frame to protobufjs", () => {
+    assert.ok(protoLoader);
+    const grant = (callId: number, granted: number, waitedMs: number, pace: [number, number, number] = [0, 0, 0]) => ({
+      callId,
+      requestQuota: { granted, waitedMs, paceStartDelayMs: pace[0], paceIntervalMs: pace[1], paceAnsweredAtMs: pace[2] },
+    });
+    const grants: WireQuotaStreamServerFrame = {
+      answers: [
+        grant(1, 1, 0),
+        grant(127, 0.25, 127),
+        grant(128, 1e9, 128, [-3.5, 104.2, 1_700_000_000_123.5]),
+        grant(2 ** 32 + 5, -0, 2 ** 32 + 1),
+        grant(Number.MAX_SAFE_INTEGER, Number.NaN, Number.MAX_SAFE_INTEGER, [Infinity, -Infinity, 0]),
+        ...Array.from({ length: 300 }, (_, i) => grant(1_000 + i, 1 + (i % 7), i * 37)),
+      ],
+    };
+    const written = encodeGrantFrame(grants);
+    assert.ok(written, "a frame of plain grants is written directly");
+    assert.deepEqual(written, protoLoader.responseSerialize(grants));
+    assert.deepEqual(direct.responseSerialize(grants), written);
+    assert.deepEqual(encodeGrantFrame({ answers: [] }), protoLoader.responseSerialize({ answers: [] }));
+    const decoded = direct.responseDeserialize(written).answers;
+    assert.equal(decoded[4]?.callId, Number.MAX_SAFE_INTEGER);
+    assert.equal(decoded[2]?.requestQuota?.paceAnsweredAtMs, 1_700_000_000_123.5);
+    // Anything else goes the general way (and still writes proto-loader's bytes).
+    const others: WireQuotaStreamServerFrame[] = [
+      { answers: [grant(1, 1, 0), { callId: 2, releaseQuota: {} }] },
+      { answers: [{ callId: 1, requestQuota: { granted: 5, waitedMs: 12, paceStartDelayMs: 0, paceIntervalMs: 0 } }] },
+      { answers: [grant(1, 1, 0.5)] },
+      { answers: [{ ...grant(1, 1, 0), error: { grpcStatus: 5, message: "m", sluiceErrorCode: "", detailsJson: "", leader: "" } }] },
+    ];
+    for (const frame of others) {
+      assert.equal(encodeGrantFrame(frame), null, JSON.stringify(frame));
+      assert.deepEqual(direct.responseSerialize(frame), protoLoader.responseSerialize(frame));
+    }
+    assert.equal(encodeGrantFrame({ answers: [grant(-1, 1, 0)] }), null, "a negative call id (never answered) is not a varint here");
   });
 
   it("reads back what it wrote", () => {

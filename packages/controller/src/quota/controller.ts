@@ -17,7 +17,7 @@ import { AdaptiveLimits } from "../adaptive/adaptive-limits.ts";
 import { AlignmentGroups } from "./alignment/alignment-groups.ts";
 import type { LoadSource, LoadSpec } from "../adaptive/load-source.ts";
 import type { PersistedAdaptive, PersistedLeases } from "@sluice/failover-ports";
-import { bucketRequestOf } from "./bucket-request.ts";
+import { bucketRequestNow } from "./bucket-request.ts";
 import { checkReleaseAmount, refuseNeverFitting } from "./concurrency/concurrency-admission.ts";
 import { ConcurrencyLeases } from "./concurrency/concurrency-leases.ts";
 import { bucketConfigOf } from "./bucket-config.ts";
@@ -210,7 +210,7 @@ export class Controller implements QuotaServiceHandler {
       refuseNeverFitting(call, throttler);
       return this.leases.acquire(driver, call, context, this.classIdOf(call));
     }
-    return driver.acquireNow(bucketRequestOf(call, context));
+    return driver.acquireNow(bucketRequestNow(call, context));
   }
 
   async releaseQuota(call: ReleaseQuotaCall, _context: CallContext): Promise<void> {
@@ -446,8 +446,9 @@ export class Controller implements QuotaServiceHandler {
 
   /** The class a request is served in: its own if declared on the throttler, else `default` (docs/design.md §9.2). */
   private classIdOf(call: Pick<RequestQuotaCall, "throttlerId" | "quotaClassId">): string {
-    const classes = ownEntry(this.spec.throttlers, call.throttlerId)?.classes ?? {};
-    return call.quotaClassId !== "" && Object.hasOwn(classes, call.quotaClassId) ? call.quotaClassId : DEFAULT_CLASS_ID;
+    if (call.quotaClassId === "") return DEFAULT_CLASS_ID; // most calls: no lookup
+    const classes = ownEntry(this.spec.throttlers, call.throttlerId)?.classes;
+    return classes !== undefined && Object.hasOwn(classes, call.quotaClassId) ? call.quotaClassId : DEFAULT_CLASS_ID;
   }
 
   private throwIfClosed(): void {

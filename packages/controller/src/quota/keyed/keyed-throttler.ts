@@ -1,8 +1,9 @@
-import { QuotaBucketDriver, SluiceError, type AcquireRequest, type Clock, type Grant, type QuotaBucketConfig } from "@sluice/core";
+import { RememberedGrants, SluiceError, type AcquireRequest, type Clock, type Grant, type QuotaBucketConfig, type QuotaBucketDriver } from "@sluice/core";
 import { DEFAULT_CLASS_ID, keyOverrideOf, keyThrottlerSpec, type KeyedSpec, type ThrottlerSpec } from "@sluice/spec";
 import { bucketConfigOf } from "../bucket-config.ts";
 import type { BucketBalance } from "../controller-snapshot.ts";
 import { ChangedIds } from "../changed-ids.ts";
+import { ActiveKey } from "./active-key.ts";
 import { KeyWaits } from "./key-waits.ts";
 import type { KeyDescription, KeyedSnapshot } from "./keyed-snapshot.ts";
 import { ParkedKey, parkedBalanceAt } from "./parked-key.ts";
@@ -15,15 +16,6 @@ export type { KeyDescription, KeyedSnapshot } from "./keyed-snapshot.ts";
 
 /** At least this long without a request before a key's bucket is parked: longer than the top-keys window. */
 export const MIN_PARK_AFTER_MS = 60_000;
-
-interface ActiveKey {
-  readonly driver: QuotaBucketDriver;
-  lastRequestAt: number;
-  /** Acquires not answered yet: a key is never parked or forgotten under a caller. */
-  inFlight: number;
-  /** Units granted less units given back, when the template's adaptive loop last measured the use. */
-  measuredNet: number;
-}
 
 /** What the template's adaptive loop sees of the keys over one interval (adaptiveUsage). */
 export interface KeyedUsage {
@@ -51,6 +43,12 @@ function rateOf(config: QuotaBucketConfig): number | null {
 export class KeyedThrottler {
   private readonly active = new Map<string, ActiveKey>();
   private readonly parked = new Map<string, ParkedKey>();
+  /**
+   * The granted request ids of every key, each hashed with its key: one table for the throttler
+   * (bounded as an unkeyed throttler's is), which outlives a key's bucket, so a retry of a lost
+   * answer is answered with its grant even after its key was parked or forgotten.
+   */
+  private readonly grants = new RememberedGrants();
   private readonly waits: KeyWaits;
   /** Keys whose persisted record may have changed since a failover leader last looked (changed-ids.ts). */
   private readonly changes = new ChangedIds();
@@ -112,7 +110,7 @@ export class KeyedThrottler {
    * `restoring` a predecessor's held units (never dropped, as a debt is not).
    */
   driverFor(key: string, { restoring = false } = {}): QuotaBucketDriver {
-    return this.entryFor(key, restoring).driver;
+    return this.entryFor(key, restoring);
   }
 
   /** driverFor's work, returning the key's entry (its last request now) rather than only its bucket. */
@@ -136,15 +134,14 @@ export class KeyedThrottler {
         { throttlerId: this.id, key, keys: this.keyCount, maxKeys: this.keyed.max_keys },
       );
     }
-    const driver = new QuotaBucketDriver(this.id, this.bucketConfigFor(key), this.clock);
+    const flat = flatCopyOf(key);
+    const entry = new ActiveKey(this.id, this.bucketConfigFor(key), this.clock, this.grants.scoped(flat), now);
     if (parked) {
       this.parked.delete(key);
-      if (!Number.isNaN(parked.balance)) driver.restoreBalance(parked.balance, parked.atMs);
+      if (!Number.isNaN(parked.balance)) entry.restoreBalance(parked.balance, parked.atMs);
     }
-    const entry: ActiveKey = { driver, lastRequestAt: now, inFlight: 0, measuredNet: 0 };
-    const kept = flatCopyOf(key);
-    this.active.set(kept, entry);
-    this.changes.mark(kept);
+    this.active.set(flat, entry);
+    this.changes.mark(flat);
     return entry;
   }
 
@@ -159,13 +156,13 @@ export class KeyedThrottler {
    */
   acquire<T extends { readonly waitedMs: number }>(key: string, run: (driver: QuotaBucketDriver) => T | Promise<T>): T | Promise<T> {
     const entry = this.entryFor(key);
-    return this.tracked(key, entry, run(entry.driver));
+    return this.tracked(key, entry, run(entry));
   }
 
   /** acquire() straight on the key's bucket (a rate template): no function made per request. */
   acquireFromBucket(key: string, request: AcquireRequest): Grant | Promise<Grant> {
     const entry = this.entryFor(key);
-    return this.tracked(key, entry, entry.driver.acquireNow(request));
+    return this.tracked(key, entry, entry.acquireNow(request));
   }
 
   /** Keeps the key from being parked while `settled` is pending, and counts its wait toward the top keys. */
@@ -197,7 +194,7 @@ export class KeyedThrottler {
   activeDriver(key: string): QuotaBucketDriver | undefined {
     const entry = this.active.get(key);
     if (entry) this.changes.mark(key);
-    return entry?.driver;
+    return entry;
   }
 
   /** A new template or new overrides: every key's bucket takes its new config at once. */
@@ -206,7 +203,7 @@ export class KeyedThrottler {
     this.keyed = template.keyed;
     this.adaptiveLimit = adaptiveLimit;
     this.templateConfig = this.configFor("");
-    for (const [key, entry] of this.active) entry.driver.reconfigure(this.bucketConfigFor(key));
+    for (const [key, entry] of this.active) entry.reconfigure(this.bucketConfigFor(key));
     // Every key's rate or capacity may be another now, parked ones' too.
     this.changes.markAll();
   }
@@ -230,7 +227,7 @@ export class KeyedThrottler {
     let queued = false;
     const concurrency = this.template.kind === "concurrency";
     for (const entry of this.active.values()) {
-      const bucket = entry.driver.snapshot();
+      const bucket = entry.snapshot();
       const net = bucket.counters.granted - bucket.counters.released;
       const delta = net - entry.measuredNet;
       entry.measuredNet = net;
@@ -253,11 +250,11 @@ export class KeyedThrottler {
     for (const [key, entry] of this.active) {
       const quietMs = now - entry.lastRequestAt;
       if (entry.inFlight > 0 || quietMs < Math.min(parkAfterMs, idleMs)) continue;
-      const bucket = entry.driver.snapshot();
+      const bucket = entry.snapshot();
       if (bucket.pendingRequests > 0 || bucket.detachedRequests > 0 || (bucket.inUse ?? 0) > 0) continue;
       const full = bucket.balance === null || bucket.capacity === null || bucket.balance >= bucket.capacity;
-      // Never before the bucket's memory of granted request ids ends: a late retry of a lost answer
-      // would otherwise find a fresh bucket and be granted again.
+      // Never before the grace of its granted request ids ends either (they are in the throttler's
+      // table, which answers a late retry of a lost answer whether the key is active, parked or gone).
       if (quietMs >= Math.max(idleMs, this.detachedGraceMs) && full) {
         this.active.delete(key);
         this.changes.mark(key);
@@ -313,7 +310,7 @@ export class KeyedThrottler {
     if (this.template.kind === "concurrency") return undefined;
     const entry = this.active.get(key);
     if (entry) {
-      const { balance, limit, capacity } = entry.driver.snapshot();
+      const { balance, limit, capacity } = entry.snapshot();
       return balance !== null && Number.isFinite(balance) ? { balance, atMs: now, limitPerSecond: limit, capacity } : undefined;
     }
     const parked = this.parked.get(key);
@@ -347,7 +344,7 @@ export class KeyedThrottler {
     this.changes.mark(key);
     const active = this.active.get(key);
     if (active) {
-      active.driver.restoreBalance(balance, atMs);
+      active.restoreBalance(balance, atMs);
       return;
     }
     // Restored even past max_keys (lowered since the record was written): a debt is never dropped.
@@ -363,7 +360,7 @@ export class KeyedThrottler {
     const base = { key, override: keyOverrideOf(this.keyed, key) !== undefined, limit: config.limit, periodMs: config.periodMs, waitedMs };
     const active = this.active.get(key);
     if (active) {
-      const bucket = active.driver.snapshot();
+      const bucket = active.snapshot();
       const idleMs = now - active.lastRequestAt;
       return {
         ...base,
@@ -394,7 +391,7 @@ export class KeyedThrottler {
   snapshot(): KeyedSnapshot {
     const top = this.waits.top(this.keyed.top_keys).map(({ key, waitedMs }) => {
       const active = this.active.get(key);
-      const bucket = active?.driver.snapshot();
+      const bucket = active?.snapshot();
       const parked = this.parked.get(key);
       return {
         key,
@@ -418,6 +415,6 @@ export class KeyedThrottler {
   close(error: SluiceError): void {
     if (this.closedWith) return;
     this.closedWith = error;
-    for (const entry of this.active.values()) entry.driver.close(error);
+    for (const entry of this.active.values()) entry.close(error);
   }
 }

@@ -2,7 +2,7 @@ import { SluiceError, type Clock } from "@sluice/core";
 import type { CallContext, ReleaseQuotaCall, RequestQuotaCall, RequestQuotaResult } from "@sluice/protocol";
 import type { PersistedLeases } from "@sluice/failover-ports";
 import { keyProblem, MAX_KEY_BYTES, type KeyedSpec, type ThrottlerSpec } from "@sluice/spec";
-import { bucketRequestOf } from "../bucket-request.ts";
+import { bucketRequestNow } from "../bucket-request.ts";
 import { checkReleaseAmount, refuseNeverFitting } from "../concurrency/concurrency-admission.ts";
 import { ConcurrencyLeases } from "../concurrency/concurrency-leases.ts";
 import { removedError } from "../removed-throttlers.ts";
@@ -93,7 +93,7 @@ export class KeyedThrottlers {
       // The lease table of a keyed throttler is by key: renewing the throttler renews every key.
       return keyed.acquire(key, (driver) => leases.acquire(driver, { ...call, throttlerId: key }, context, classId));
     }
-    return keyed.acquireFromBucket(key, bucketRequestOf(call, context));
+    return keyed.acquireFromBucket(key, bucketRequestNow(call, context));
   }
 
   release(call: ReleaseQuotaCall): void {

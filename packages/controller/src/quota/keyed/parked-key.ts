@@ -1,6 +1,7 @@
 // A key with no request for a while is kept as three numbers instead of a whole bucket (docs/design.md §11.4:
-// 100,000 idle keys on one controller). A bucket with no waiter, no held unit, no remembered request
-// id and no pacing in the future is fully described by its balance at an instant: brought back, it
+// 100,000 idle keys on one controller). A bucket with no waiter, no held unit and no pacing in the
+// future is fully described by its balance at an instant (its granted request ids are remembered by
+// its throttler, for every key, not by the bucket): brought back, it
 // continues from that balance plus what accrued since (QuotaBucketDriver.restoreBalance), exactly as
 // the bucket it was would have.
 
