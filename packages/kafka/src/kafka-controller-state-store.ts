@@ -68,9 +68,11 @@ export class KafkaControllerStateStore implements ControllerStateStore {
   }
 
   /**
-   * A reader in a group of its own, from the first offset: a replacement (after kafkajs gave up on
-   * the last one) reads everything again, which the fold ignores where it has a newer record, and
-   * moves `position` only past what it had.
+   * A reader in a group of its own, from the first offset: a replacement reads everything again,
+   * which the fold ignores where it has a newer record, and moves `position` only past what it had.
+   * Every crash gets a replacement, in a new group: kafkajs would restart the same member's group,
+   * and a broker that restarted meanwhile keeps the dead member in it, so that join waited out the
+   * session timeout (30 s) before the reader read again and a takeover could catch up.
    */
   private createReader(): Consumer {
     const consumer = this.options.kafka.consumer({
@@ -78,6 +80,7 @@ export class KafkaControllerStateStore implements ControllerStateStore {
       allowAutoTopicCreation: false,
       maxWaitTimeInMs: 200,
       readUncommitted: false,
+      retry: { restartOnFailure: async () => false },
     });
     // A fetch of transaction markers or aborted records only reaches no eachBatch, but it moves
     // the reader on: the end of every batch counts, so catchUp sees the last stable offset reached.

@@ -91,7 +91,7 @@ export class RestartingConsumer {
     if (!this.isCurrent(consumer)) return;
     this.clearStopGrace();
     // kafkajs logs a crash it restarts from, and the restart itself; only a final one is news.
-    if (!restart) this.scheduleReplacement(consumer, `crashed and kafkajs will not restart it (${describeError(error)})`);
+    if (!restart) this.scheduleReplacement(consumer, `crashed (${describeError(error)}) and kafkajs does not restart it`);
   }
 
   private onStop(consumer: Consumer): void {

@@ -113,7 +113,7 @@ describe("consumers that kafkajs gives up on are started again", () => {
       () => `a elected again after the crash\n${seen()}`,
     );
     assert.ok(
-      lines.some((line) => /will not restart it .*group coordinator.*starting a new consumer/.test(line)),
+      lines.some((line) => /crashed \(.*group coordinator.*\) and kafkajs does not restart it; starting a new consumer/.test(line)),
       `the crash and the new consumer are logged\n${seen()}`,
     );
     // Both members in one generation, exactly one of them leading.
@@ -144,7 +144,7 @@ describe("consumers that kafkajs gives up on are started again", () => {
     const state = await withTimeout(store.catchUp(), 60_000, () => `catchUp\n${lines.join("\n")}`);
     assert.deepEqual(state.leader, leader, lines.join("\n"));
     assert.ok(
-      lines.some((line) => /reader of .* will not restart it .*starting a new consumer/.test(line)),
+      lines.some((line) => /reader of .* crashed \(.*\) and kafkajs does not restart it; starting a new consumer/.test(line)),
       lines.join("\n"),
     );
   });
