@@ -34,7 +34,7 @@
 //
 // Only node built-ins (and esbuild, for the unit lane); plain ESM so that it runs before anything is
 // compiled.
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, setPriority } from "node:os";
 import { dirname } from "node:path";
@@ -52,10 +52,33 @@ const UNKNOWN_JOB_MS = 30_000;
 const HEAD_PATIENCE_MS = 60_000;
 /** The scheduling priority of a `// priority` file's processes (−20 highest, 0 the default). */
 export const PRIORITY_NICE = -10;
-/** A job still running after this long is killed and counted as failed: a hang, not a slow test. */
-const JOB_TIMEOUT_MS = 20 * 60_000;
+/**
+ * A job still running after its limit is killed and counted as failed: a hang, not a slow test. The
+ * limit is four times its expected time (the last run's, else the committed one), at least 5 minutes:
+ * on CI's loaded 2-core machine a file has taken up to about twice its measured time, and every
+ * file's own test timeouts end a stuck test well before; a job with no time of its own gets 10
+ * minutes, twice the floor and over twice the slowest file measured. A hang then costs minutes
+ * comparable to the file's own, not the whole CI job.
+ */
+const JOB_TIMEOUT_FLOOR_MS = 5 * 60_000;
+const JOB_TIMEOUT_FACTOR = 4;
+const UNKNOWN_JOB_TIMEOUT_MS = 10 * 60_000;
+/** How long a killed job's output streams may stay open (held by a grandchild) before the job is reported anyway. */
+const KILLED_CLOSE_GRACE_MS = 5_000;
 const CPU_LINE = /^\[test-process-cpu-ms\] (\d+)(?: (\d+))?$/m;
 
+/** The limit of a job (see JOB_TIMEOUT_FLOOR_MS); SLUICE_TEST_JOB_TIMEOUT_MS overrides it for every job. */
+export function jobTimeoutMs(job, env = process.env) {
+  const override = Number(env.SLUICE_TEST_JOB_TIMEOUT_MS);
+  if (Number.isFinite(override) && override > 0) return override;
+  return job.known ? Math.max(JOB_TIMEOUT_FLOOR_MS, JOB_TIMEOUT_FACTOR * job.estimateMs) : UNKNOWN_JOB_TIMEOUT_MS;
+}
+
+/** The processes of a hung job's group (pid, elapsed time, command), to say what it was waiting on. */
+function describeGroup(pgid) {
+  const ps = spawnSync("ps", ["-o", "pid,ppid,etime,args", "-g", String(pgid)], { encoding: "utf8" });
+  return ps.status === 0 ? ps.stdout.trimEnd() : `(ps failed: ${ps.error?.message ?? ps.stderr})`;
+}
 /**
  * The process groups of the jobs running now. The jobs are detached (a group of their own, so that a
  * hung one is killed with its children); an interrupted run kills them, by their group only, so
@@ -229,7 +252,11 @@ export async function runTestFiles(files, { slots, env = process.env, label, bat
       const target = job.files.length === 1 && build === undefined ? job.files : ["scripts/test-batch.mjs", ...job.files];
       // Compiled unit files load without tsx, unless one of them imports TypeScript at run time.
       const loader = build === undefined ? ["--import", "tsx"] : job.tsx ? ["--enable-source-maps", "--import", "tsx"] : ["--enable-source-maps"];
-      const child = spawn(process.execPath, [...loader, ...nodeArgs, "--import", "./scripts/report-cpu.mjs", "--test-reporter=spec", ...target], {
+      // --test-force-exit: once every test and hook of the file has ended, the process exits even
+      // when something it started still holds the event loop (a kafkajs client retrying a broker
+      // that is gone): the file is done, and waiting for the handle would be a hang.
+      const args = [...loader, ...nodeArgs, "--import", "./scripts/report-cpu.mjs", "--test-force-exit", "--test-reporter=spec", ...target];
+      const child = spawn(process.execPath, args, {
         env: { ...env, FORCE_COLOR: "0", ...(build === undefined ? {} : { SLUICE_UNIT_BUILD: build }) },
         stdio: ["ignore", "pipe", "pipe"],
         detached: true,
@@ -248,16 +275,32 @@ export async function runTestFiles(files, { slots, env = process.env, label, bat
       let output = "";
       child.stdout.on("data", (chunk) => (output += chunk));
       child.stderr.on("data", (chunk) => (output += chunk));
+      const limitMs = jobTimeoutMs(job, env);
+      let closeGrace;
+      let hung = false;
       const timer = setTimeout(() => {
-        output += `\n${label}: still running after ${secs(JOB_TIMEOUT_MS)}: killed\n`;
+        hung = true;
+        const expected = job.known ? `expected ${secs(job.estimateMs)}` : "no time of its own";
+        output +=
+          `\n${label}: HUNG: ${job.files.join(", ")} still running after ${secs(limitMs)} (${expected}; the limit is ` +
+          `max(${secs(JOB_TIMEOUT_FLOOR_MS)}, ${JOB_TIMEOUT_FACTOR} × expected), or ${secs(UNKNOWN_JOB_TIMEOUT_MS)} without a time): ` +
+          `SIGKILLing its process group ${child.pid}, which held:\n${describeGroup(child.pid)}\n`;
         try {
           process.kill(-child.pid, "SIGKILL");
         } catch {
           child.kill("SIGKILL");
         }
-      }, JOB_TIMEOUT_MS);
-      child.on("close", (code, signal) => {
+        // A grandchild in a group of its own may hold the output pipes open: report the job anyway.
+        closeGrace = setTimeout(() => finish(null, "SIGKILL"), KILLED_CLOSE_GRACE_MS);
+      }, limitMs);
+      let finished = false;
+      const finish = (code, signal) => {
+        if (finished) return;
+        finished = true;
         clearTimeout(timer);
+        clearTimeout(closeGrace);
+        child.stdout.destroy();
+        child.stderr.destroy();
         runningGroups.delete(child.pid);
         free += weight;
         running.delete(entry);
@@ -274,13 +317,13 @@ export async function runTestFiles(files, { slots, env = process.env, label, bat
         if (jobCounts) for (const [k, v] of Object.entries(jobCounts)) counts[k] += v;
         const cpuText = Number.isFinite(cpu) ? `, CPU ${secs(cpu)}${Number.isFinite(childCpu) ? ` + children ${secs(childCpu)}` : ""}` : "";
         if (job.files.length === 1) {
-          results.push({ file: job.files[0], ms, cpuMs: cpu, childCpuMs: childCpu });
+          results.push({ file: job.files[0], ms, cpuMs: cpu, childCpuMs: childCpu, hung });
           if (!ok) failed.push(job.files[0]);
         } else {
           // The batch's suites, one per file, at the top level of the spec report.
           for (const file of job.files) {
             const line = new RegExp(`^(✔|✖) ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} \\(([\\d.]+)ms\\)$`, "m").exec(output);
-            results.push({ file, ms: line ? Number(line[2]) : ms, cpuMs: Number.NaN, childCpuMs: Number.NaN, batch: true });
+            results.push({ file, ms: line ? Number(line[2]) : ms, cpuMs: Number.NaN, childCpuMs: Number.NaN, batch: true, hung: hung && !line });
             if (!ok && (!line || line[1] === "✖")) failed.push(file);
           }
         }
@@ -292,7 +335,8 @@ export async function runTestFiles(files, { slots, env = process.env, label, bat
           `\n${head}\n${output}\n${ok ? "" : `✖ ${what} FAILED: exit ${exit}${signal ? ` (${signal})` : ""}${jobCounts ? "" : ", no test summary printed"}\n`}`,
         );
         done();
-      });
+      };
+      child.on("close", finish);
     });
 
   /**
@@ -337,7 +381,8 @@ export async function runTestFiles(files, { slots, env = process.env, label, bat
   });
 
   const times = { ...previous };
-  for (const r of results) times[r.file] = r.ms;
+  // A hung file's time is its limit, not what it takes: it would raise its next limit fourfold.
+  for (const r of results) if (!r.hung) times[r.file] = r.ms;
   writeTimes(times);
   if (build !== undefined) rmSync(build, { recursive: true, force: true });
   return { failed, results, counts, cpuMs, childCpuMs };

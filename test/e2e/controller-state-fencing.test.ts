@@ -90,14 +90,14 @@ describe("controller state on Kafka: fenced writes, offset order", () => {
     assert.equal(before.spec?.version, 5);
     // What a reader restart does (nothing is committed, so it starts at 0): seek back, watch every state on the way.
     const seen: ControllerState[] = [];
-    const internals = reader as unknown as { reader: Consumer; fold: { apply(...args: unknown[]): boolean } };
+    const internals = reader as unknown as { reader: { consumer: Consumer | null }; fold: { apply(...args: unknown[]): boolean } };
     const apply = internals.fold.apply.bind(internals.fold);
     internals.fold.apply = (...args: unknown[]) => {
       const changed = apply(...args);
       seen.push(reader.latest());
       return changed;
     };
-    internals.reader.seek({ topic: `${pipeline}.controller-state`, partition: 0, offset: "0" });
+    internals.reader.consumer?.seek({ topic: `${pipeline}.controller-state`, partition: 0, offset: "0" });
     const deadline = Date.now() + 20_000;
     while (seen.length < 10 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
     assert.ok(seen.length >= 10, `read the 10 records again (${seen.length})`);

@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { Kafka, logLevel, type Admin } from "kafkajs";
-import { type Child, sluice, startController } from "../support/processes.ts";
+import { type Child, sluice, startController, stopAll } from "../support/processes.ts";
 import { PrivateKafka } from "../support/private-kafka.ts";
 import { exactlyOnceRelaySpec, exactlyOnceReport, readCommitted, type Relayed } from "../support/read-committed.ts";
 import { uniqueName } from "../support/kafka.ts";
@@ -19,8 +19,16 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const children: Child[] = [];
 let broker: PrivateKafka | undefined;
+/** Ends the read_committed reader: a test that timed out leaves it reading, and its kafkajs consumer would keep the file's process alive. */
+const stopReading = new AbortController();
+let reading: Promise<unknown> | undefined;
+// Bounded whatever the processes and the broker do: the reader is told to stop and waited for at most
+// 15 s (its disconnect is bounded by 10 s), the children and the broker are SIGKILLed by pid and
+// waited for at most 5 s each.
 after(async () => {
-  for (const child of children) child.kill("SIGKILL");
+  stopReading.abort();
+  await Promise.race([reading?.catch(() => {}), sleep(15_000)]);
+  await stopAll(children, 0);
   await broker?.dispose();
 });
 
@@ -100,7 +108,8 @@ describe("delivery exactly_once on Kafka across a broker restart", () => {
     const w1 = worker("w1");
     const w2 = worker("w2");
     const live: Relayed[] = [];
-    const reading = readCommitted(kafka, output, count, 150_000, 3000, live);
+    const read = readCommitted(kafka, output, count, 150_000, 3000, live, stopReading.signal);
+    reading = read;
     // Mid-run: both workers have committed outputs, and at 1,000 rows/s in batches of 50 each
     // has transactions open when the broker dies.
     const waitUntil = Date.now() + 60_000;
@@ -111,7 +120,7 @@ describe("delivery exactly_once on Kafka across a broker restart", () => {
     await broker.kill("SIGKILL");
     await broker.startAgain();
     t.diagnostic(`broker SIGKILLed after ${beforeRestart} outputs were read, down ${((Date.now() - downAt) / 1000).toFixed(1)} s; ${broker.startLines.at(-1)}`);
-    const out = await reading;
+    const out = await read;
     const afterRestart = out.length - beforeRestart;
     const { missing, repeated } = exactlyOnceReport(out, count);
     const copies = repeated.slice(0, 3).map(([id]) =>

@@ -132,16 +132,16 @@ export class FaultCluster {
     if (this.isRunning(slot)) slot.process?.kill(signal);
   }
 
-  /** Stops it (SIGTERM, then SIGKILL after `graceMs`) and waits until it is gone. */
+  /** Stops it (SIGTERM, then SIGKILL after `graceMs`) and waits until it is gone, at most 5 s after the SIGKILL. */
   async stopController(slot: ControllerSlot, graceMs = 10_000): Promise<void> {
     const child = slot.process;
     if (!child || !this.isRunning(slot)) return;
-    const exited = new Promise((resolve) => child.once("exit", resolve));
+    const exited = new Promise((resolve) => child.once("exit", resolve)).then(() => "exited");
     child.kill("SIGCONT");
     child.kill("SIGTERM");
-    if ((await Promise.race([exited.then(() => "exited"), sleep(graceMs)])) !== "exited") {
+    if ((await Promise.race([exited, sleep(graceMs)])) !== "exited") {
       child.kill("SIGKILL");
-      await exited;
+      await Promise.race([exited, sleep(5_000)]);
     }
   }
 

@@ -47,8 +47,7 @@ try {
   await browser.close();
   console.log(`wrote ${OUT}`);
 } finally {
-  run.kill("SIGTERM");
-  await run.exited;
+  await run.stop();
   target.remove();
   await cluster.stop();
   await script.stopPrometheus(prometheus.pid);

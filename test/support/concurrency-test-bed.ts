@@ -7,7 +7,7 @@ import { after } from "node:test";
 import type { ControllerSnapshot } from "@sluice/controller";
 import { createGrpcQuotaClient, type QuotaServiceClient } from "@sluice/protocol";
 import { SimulatedCluster } from "../../examples/cluster-admission/simulated-cluster.ts";
-import type { Child } from "./processes.ts";
+import { type Child, stopAll } from "./processes.ts";
 
 /** A `kind: "concurrency"` throttler of the dynamic_spec: at most `limit` units held at once. */
 export function concurrencyThrottlerSpec(limit: number, leaseMs: number) {
@@ -20,8 +20,7 @@ export function concurrencyTestBed(clusterName: string) {
   let client: QuotaServiceClient | undefined;
 
   after(async () => {
-    for (const child of children) child.kill("SIGKILL");
-    await Promise.all(children.map((c) => c.exited));
+    await stopAll(children, 0);
     client?.close();
     await cluster.stop();
   });

@@ -66,7 +66,6 @@ try {
   await browser.close();
   console.log(`wrote ${OUT}`);
 } finally {
-  run.kill("SIGTERM");
-  await run.exited;
+  await run.stop();
   rmSync(profile, { recursive: true, force: true });
 }

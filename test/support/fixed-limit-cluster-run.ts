@@ -53,7 +53,6 @@ try {
       `readings before ${before.map((r) => r.load.toFixed(3)).join(" ")}; after ${after.map((r) => r.load.toFixed(3)).join(" ")}`,
   );
 } finally {
-  run.kill("SIGTERM");
-  await run.exited;
+  await run.stop();
   await cluster.stop();
 }

@@ -11,6 +11,8 @@ import { ROOT } from "./processes.ts";
 
 const KAFKA_SCRIPT = join(ROOT, "scripts/kafka.mjs");
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** scripts/kafka.mjs's own start timeout (KAFKA_START_TIMEOUT_MS, 120 s) and a minute for the rest. */
+const LAUNCH_TIMEOUT_MS = Number(process.env["KAFKA_START_TIMEOUT_MS"] ?? 120_000) + 60_000;
 
 /** A port nothing listens on now (the OS picks it; it is free again once this returns). */
 async function freePort(): Promise<number> {
@@ -67,7 +69,10 @@ export class PrivateKafka {
     await this.launch(true);
   }
 
-  /** Ends the broker by its pid: SIGKILL is a crash, SIGTERM a controlled shutdown. Waits until it is gone. */
+  /**
+   * Ends the broker by its pid: SIGKILL is a crash, SIGTERM a controlled shutdown (which a loaded
+   * broker can take seconds over). Waits until it is gone, SIGKILLing it after `timeoutMs`.
+   */
   async kill(signal: "SIGKILL" | "SIGTERM", timeoutMs = 30_000): Promise<void> {
     const pid = this.pid;
     if (pid === undefined) return;
@@ -79,7 +84,11 @@ export class PrivateKafka {
     const deadline = Date.now() + timeoutMs;
     while (isAlive(pid)) {
       if (Date.now() > deadline) {
-        process.kill(pid, "SIGKILL");
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {
+          // gone meanwhile
+        }
         await sleep(500);
         break;
       }
@@ -88,10 +97,20 @@ export class PrivateKafka {
     this.pid = undefined;
   }
 
-  /** For after hooks: ends the broker (if running) and removes its home. */
+  /** For after hooks: ends the broker (if running) and removes its home, within about 6 s whatever the broker does. */
   async dispose(): Promise<void> {
-    await this.kill("SIGKILL");
+    await this.kill("SIGKILL", 5_000);
     rmSync(this.home, { recursive: true, force: true });
+  }
+
+  /** The pid scripts/kafka.mjs recorded for this home's broker, if any. */
+  private recordedPid(): number | undefined {
+    try {
+      const pid = Number(readFileSync(join(this.home, "kafka.pid"), "utf8").trim());
+      return Number.isInteger(pid) && pid > 0 ? pid : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   private async launch(keepData: boolean): Promise<void> {
@@ -108,14 +127,23 @@ export class PrivateKafka {
     let output = "";
     child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    const code = await new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)));
-    let pid: number | undefined;
-    try {
-      pid = Number(readFileSync(join(this.home, "kafka.pid"), "utf8").trim());
-    } catch {
-      pid = undefined;
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)));
+    // The script gives up on a broker that is not ready after its own start timeout; this bounds the
+    // script itself (a Maven fetch, a lock), so that a test never waits for ever on a start.
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<"timeout">((resolve) => {
+      timer = setTimeout(() => resolve("timeout"), LAUNCH_TIMEOUT_MS);
+    });
+    const code = await Promise.race([exited, timedOut]).finally(() => clearTimeout(timer));
+    const pid = this.recordedPid();
+    if (code === "timeout") {
+      child.kill("SIGKILL");
+      if (pid !== undefined && isAlive(pid)) process.kill(pid, "SIGKILL");
+      throw new Error(
+        `private Kafka broker on port ${this.port}: \`node scripts/kafka.mjs start\` had not ended after ${LAUNCH_TIMEOUT_MS} ms; killed it:\n${output}`,
+      );
     }
-    if (code !== 0 || pid === undefined || !Number.isInteger(pid)) {
+    if (code !== 0 || pid === undefined) {
       throw new Error(`private Kafka broker on port ${this.port} did not start (exit ${code}):\n${output}`);
     }
     this.pid = pid;

@@ -82,8 +82,52 @@ export class Child {
 
   /** Sends a signal to this child only (by its own pid). */
   kill(signal: NodeJS.Signals = "SIGTERM"): void {
-    if (this.process.exitCode === null && this.process.signalCode === null) this.process.kill(signal);
+    if (this.running) this.process.kill(signal);
   }
+
+  get running(): boolean {
+    return this.process.exitCode === null && this.process.signalCode === null;
+  }
+
+  /**
+   * Ends this child by its own pid, and never waits for ever: SIGTERM (after SIGCONT, in case a test
+   * stopped it), SIGKILL once `graceMs` has passed without an exit (at once with 0), then at most
+   * KILL_WAIT_MS more. Resolves its exit, or null when it still had not exited by then (a process
+   * stuck in the kernel must not hold a test file's cleanup).
+   */
+  async stop(graceMs = 5_000): Promise<{ code: number | null; signal: NodeJS.Signals | null } | null> {
+    if (!this.running) return this.exited;
+    if (graceMs > 0) {
+      this.kill("SIGCONT");
+      this.kill("SIGTERM");
+      const ended = await within(this.exited, graceMs);
+      if (ended !== null) return ended;
+    }
+    this.kill("SIGKILL");
+    return within(this.exited, KILL_WAIT_MS);
+  }
+}
+
+/** How long a stop waits for a SIGKILLed child to be gone. */
+const KILL_WAIT_MS = 5_000;
+
+/** `promise`'s value, or null once `ms` have passed (the timer does not hold the process). */
+async function within<T>(promise: Promise<T>, ms: number): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), ms);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Stops every child at once (Child.stop): for after hooks, bounded by `graceMs` + 5 s whatever the children do. */
+export async function stopAll(children: readonly Child[], graceMs = 5_000): Promise<void> {
+  await Promise.all(children.map((child) => child.stop(graceMs)));
 }
 
 export function sluice(args: readonly string[], env: NodeJS.ProcessEnv = {}): Child {

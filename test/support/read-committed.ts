@@ -30,13 +30,25 @@ export interface Relayed {
   at?: number;
 }
 
+/** How long the reader's kafkajs disconnect may take before it is left behind (a broker that is down holds it). */
+const DISCONNECT_TIMEOUT_MS = 10_000;
+
 /**
  * Reads `topic` as a read_committed consumer until `count` distinct ids arrived, then `settleMs`
  * longer, so that a duplicate committed after the last new id is still seen. `out` fills as it reads.
  * A message read again at the same partition and offset (the reader itself rejoining after a broker
  * restart, from its own last auto-commit) is the same output, not a duplicate: it is kept once.
+ * `signal` (an after hook's) ends the reading at once; the consumer's disconnect is bounded either way.
  */
-export async function readCommitted(kafka: Kafka, topic: string, count: number, timeoutMs: number, settleMs: number, out: Relayed[]): Promise<Relayed[]> {
+export async function readCommitted(
+  kafka: Kafka,
+  topic: string,
+  count: number,
+  timeoutMs: number,
+  settleMs: number,
+  out: Relayed[],
+  signal?: AbortSignal,
+): Promise<Relayed[]> {
   const consumer = kafka.consumer({ groupId: uniqueName("reader"), readUncommitted: false });
   const ids = new Set<number>();
   const positions = new Set<string>();
@@ -56,14 +68,31 @@ export async function readCommitted(kafka: Kafka, topic: string, count: number, 
         if (ids.size >= count) allSeen();
       },
     });
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([seen, new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
-    clearTimeout(timer);
-    await new Promise((resolve) => setTimeout(resolve, settleMs));
+    await Promise.race([seen, sleep(timeoutMs, signal)]);
+    await sleep(settleMs, signal);
     return out;
   } finally {
-    await consumer.disconnect();
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, DISCONNECT_TIMEOUT_MS);
+    });
+    await Promise.race([consumer.disconnect().catch(() => {}), timedOut]);
+    clearTimeout(timer);
   }
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+    if (signal?.aborted) done();
+  });
 }
 
 /** Ids 0..count-1 that `out` lacks, and those it has more than once (with how often). */

@@ -7,7 +7,7 @@
 import { writeFileSync } from "node:fs";
 import { getPriority, setPriority } from "node:os";
 import { join } from "node:path";
-import { ROOT, sluice as startSluice, writeSpec, type Child } from "./processes.ts";
+import { ROOT, sluice as startSluice, stopAll, writeSpec, type Child } from "./processes.ts";
 import { PdfService, type AcceptedCall } from "./pdf-service.ts";
 
 const FIXTURES = `${ROOT}/test/fixtures/seed-003`;
@@ -120,8 +120,7 @@ export async function runSeed003(options: Seed003Options): Promise<Seed003Result
       generatorStalls: service.stalls,
     };
   } finally {
-    for (const child of children) child.kill("SIGKILL");
-    await Promise.all(children.map((child) => child.exited));
+    await stopAll(children, 0);
     await service.close();
     if (prioritised) trySetPriority(0, ownPriority);
   }

@@ -16,6 +16,9 @@ process.emitWarning = (warning, ...rest) => {
   return emitWarning.call(process, warning, ...rest);
 };
 
+/** How long the process may take to end by itself once the command has finished. */
+const EXIT_GRACE_MS = 2_000;
+
 let typescript;
 /** Registers tsx once; later calls wait for the same registration. */
 const enableTypeScript = () => {
@@ -32,3 +35,11 @@ const entry = import.meta.resolve("@sluice/cli/main");
 if (/\.[cm]?tsx?$/.test(new URL(entry).pathname)) await enableTypeScript();
 const { main } = await import(entry);
 process.exitCode = await main(process.argv.slice(2), undefined, { beforeSpecModules: enableTypeScript });
+// Every command has closed what it opened once main() resolves, so the process should end now. A
+// handle a library left behind must not keep it alive: kafkajs can keep a broker connection it
+// reopened on a Broker object it had already dropped from its pool (after the broker restarted), and
+// `sluice controller` then printed "stopped" and never exited. The timer does not hold the process.
+setTimeout(() => {
+  process.stderr.write(`sluice: still running ${EXIT_GRACE_MS} ms after it finished (a handle left open); exiting\n`);
+  process.exit();
+}, EXIT_GRACE_MS).unref();

@@ -144,6 +144,25 @@ describe("FailoverController", () => {
     assert.match(((await refusal(controller.requestQuota(call(1, "late"), context()))) as SluiceError).message, /shutting down/);
   });
 
+  it("while its membership is lost, refuses with when and why it ended, until an election reports again", async () => {
+    const { controller, election, clock, lead } = await setup();
+    await lead(2);
+    election.listener?.onLost("the group consumer stopped");
+    await clock.advance(40_000);
+    election.listener?.onLost("the group consumer crashed: Failed to find group coordinator; a new consumer joins the group");
+    await clock.advance(50_000);
+    const lost = await refusal(controller.requestQuota(call(1, "lost"), context()));
+    assert.equal(lost.code, "CONTROLLER_UNAVAILABLE");
+    // Since the first loss, with the latest cause.
+    assert.match(
+      lost.message,
+      /no leader is known yet: its group membership ended 90\.0 s ago \(the group consumer crashed: Failed to find group coordinator; a new consumer joins/,
+    );
+    await lead(4);
+    election.listener?.onLost("the group consumer stopped");
+    assert.match((await refusal(controller.requestQuota(call(1, "again"), context()))).message, /ended 0\.0 s ago \(the group consumer stopped\)/);
+  });
+
   it("steps down when a new election names another member, and claims its generation while leading", async () => {
     const { controller, election, clock, lead } = await setup();
     await lead(5);

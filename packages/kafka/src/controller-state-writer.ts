@@ -30,6 +30,8 @@ export class ControllerStateWriter {
   private broken = false;
   /** Writes go one at a time: a producer has one transaction open at most. */
   private queue: Promise<void> = Promise.resolve();
+  /** Claims so far: each is a leadership, and a write belongs to the one it was asked under. */
+  private claims = 0;
 
   constructor(
     private readonly kafka: Kafka,
@@ -37,8 +39,16 @@ export class ControllerStateWriter {
     private readonly topic: string,
   ) {}
 
-  /** Claims the transactional id for a new leadership with a new producer, fencing every earlier holder. */
+  /**
+   * Claims the transactional id for a new leadership with a new producer, fencing every earlier
+   * holder. A write asked for before the claim is refused when its turn comes (see writeNow).
+   */
   async claim(signal?: AbortSignal): Promise<void> {
+    this.claims += 1;
+    await this.claimProducer(signal);
+  }
+
+  private async claimProducer(signal?: AbortSignal): Promise<void> {
     await this.drop();
     this.fenced = null;
     const producer = this.kafka.producer({
@@ -75,12 +85,16 @@ export class ControllerStateWriter {
 
   /** Writes the messages in one committed transaction, after the writes before it. */
   write(messages: readonly StateMessage[]): Promise<void> {
-    const next = this.queue.then(() => this.writeNow(messages));
+    const claim = this.claims;
+    const next = this.queue.then(() => this.writeNow(messages, claim));
     this.queue = next.catch(() => undefined);
     return next;
   }
 
-  private async writeNow(messages: readonly StateMessage[]): Promise<void> {
+  private async writeNow(messages: readonly StateMessage[], claim: number): Promise<void> {
+    // Its leadership ended with a newer claim. Sent now, a broken writer would claim the id again for
+    // it, fencing the new leadership's producer, and its records would land after the new ones.
+    if (claim !== this.claims) throw this.claimedAgain(messages.length, "was not sent");
     if (this.fenced) throw this.fenced;
     for (const m of messages) {
       const bytes = m.value === null ? 0 : Buffer.byteLength(m.value, "utf8");
@@ -92,7 +106,7 @@ export class ControllerStateWriter {
         );
       }
     }
-    if (this.broken) await this.claim();
+    if (this.broken) await this.claimProducer();
     const producer = this.producer;
     if (!producer) throw new KafkaIoError("CLOSED", `the writer of "${this.topic}" was not claimed (no leadership)`, { topic: this.topic });
     let transaction: Awaited<ReturnType<Producer["transaction"]>> | null = null;
@@ -103,6 +117,9 @@ export class ControllerStateWriter {
       }
       await transaction.commit();
     } catch (error) {
+      // A write that failed after a newer claim (whose producer fenced this one) says nothing about
+      // the new leadership's producer: it neither fences nor breaks the writer.
+      if (claim !== this.claims) throw this.claimedAgain(messages.length, `failed (${describeError(error)})`, error);
       if (hasErrorType(error, FENCING_ERRORS, false)) {
         this.fenced = new StateWriterFencedError(
           `Kafka fenced the writer "${this.transactionalId}" of "${this.topic}": another controller claimed it since (${describeError(error)})`,
@@ -123,6 +140,15 @@ export class ControllerStateWriter {
 
   async close(): Promise<void> {
     await this.drop();
+  }
+
+  private claimedAgain(count: number, what: string, cause?: unknown): KafkaIoError {
+    return new KafkaIoError(
+      "CLOSED",
+      `a write of ${count} record(s) to "${this.topic}" asked for before the writer "${this.transactionalId}" was claimed again (a new leadership) ${what}`,
+      { topic: this.topic, transactionalId: this.transactionalId },
+      cause === undefined ? undefined : { cause },
+    );
   }
 
   private async drop(): Promise<void> {

@@ -79,3 +79,15 @@ export const ENSURE_TOPICS_DEFAULTS = Object.freeze({
   fallbackReplicationFactor: 1,
   createTimeoutMs: 30_000,
 } as const);
+
+/** RestartingConsumer: the controller election's and state reader's consumers, started again when kafkajs gives up on one. */
+export const CONSUMER_RESTART_DEFAULTS = Object.freeze({
+  /** The wait before a new consumer; it doubles while the new ones die before joining their group. */
+  initialDelayMs: 500,
+  /** The longest wait: a broker back after any outage is tried again within this. */
+  maxDelayMs: 5_000,
+  /** A kafkajs disconnect waits for its fetch loop and a LeaveGroup; a broker that is down can hold both. */
+  disconnectTimeoutMs: 10_000,
+  /** kafkajs reports a crash right after the stop it causes; a stop with no report this long after is a death. */
+  stopGraceMs: 10_000,
+} as const);

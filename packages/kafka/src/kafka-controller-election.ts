@@ -2,6 +2,7 @@ import { AssignerProtocol, type Consumer, type Kafka, type PartitionAssigner } f
 import type { ControllerElection, ElectionListener } from "@sluice/failover-ports";
 import { controllerGroupId, controllerStateTopic } from "./controller-state-records.ts";
 import { describeError } from "./kafka-io-error.ts";
+import { RestartingConsumer } from "./restarting-consumer.ts";
 
 export interface KafkaControllerElectionOptions {
   readonly kafka: Kafka;
@@ -43,12 +44,17 @@ const MONOTONIC_EPOCH_CLOCK = { now: () => TIME_ORIGIN + performance.now() };
  *
  * kafkajs tells a member its generation only with each heartbeat, so a result is reported at the
  * first heartbeat after a rebalance, with the send time of the SyncGroup request that decided it.
+ *
+ * A controller must be able to lead again after any broker outage, so the group's consumer is a
+ * RestartingConsumer: one that kafkajs gives up on (a crash it does not restart from) is replaced
+ * by a new member, and the outage is reported to the listener as a lost membership with its cause.
  */
 export class KafkaControllerElection implements ControllerElection {
   private readonly topic: string;
   private readonly groupId: string;
   private readonly log: (line: string) => void;
-  private consumer: Consumer | null = null;
+  /** The group's consumer, started again whenever kafkajs gives up on it (null before start). */
+  private consumers: RestartingConsumer | null = null;
   private listener: ElectionListener | null = null;
   /** A result of join + sync waiting for the heartbeat that tells its generation. */
   private pending: { leading: boolean; memberId: string; syncSentAtMs: number } | null = null;
@@ -66,8 +72,38 @@ export class KafkaControllerElection implements ControllerElection {
   }
 
   async start(listener: ElectionListener): Promise<void> {
-    if (this.consumer) return;
+    if (this.consumers) return;
     this.listener = listener;
+    const consumers = new RestartingConsumer({
+      what: `the election's consumer of group "${this.groupId}"`,
+      create: () => this.createConsumer(),
+      run: async (consumer) => {
+        await consumer.connect();
+        await consumer.subscribe({ topic: this.topic, fromBeginning: false });
+        // The records are the state store's business; the leader only holds the partition.
+        await consumer.run({ autoCommit: false, eachBatchAutoResolve: true, eachBatch: async () => {} });
+      },
+      log: this.log,
+    });
+    this.consumers = consumers;
+    await consumers.start();
+  }
+
+  close(): Promise<void> {
+    // Leaving the group (in the consumer's disconnect) lets the others rebalance at once instead of
+    // after the session timeout; a broker that is down cannot hold the close for longer than its bound.
+    this.closing ??= this.consumers?.close() ?? Promise.resolve();
+    return this.closing;
+  }
+
+  /**
+   * One consumer of the group with the election's listeners. A replacement (RestartingConsumer) is a
+   * new member: what the last one was waiting to report belongs to a membership that ended.
+   */
+  private createConsumer(): Consumer {
+    this.pending = null;
+    this.lastSyncSentAtMs = null;
+    this.lastHeartbeatSentAtMs = null;
     const sessionTimeout = this.options.sessionTimeoutMs;
     const consumer = this.options.kafka.consumer({
       groupId: this.groupId,
@@ -81,19 +117,22 @@ export class KafkaControllerElection implements ControllerElection {
       partitionAssigners: [this.assigner()],
       retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 300, maxRetryTime: 2_000 },
     });
-    this.consumer = consumer;
+    const current = () => this.consumers?.isCurrent(consumer) ?? false;
     const { REQUEST, GROUP_JOIN, HEARTBEAT, CRASH, STOP } = consumer.events;
     consumer.on(REQUEST, ({ payload }) => {
+      if (!current()) return;
       if (payload.apiName === "SyncGroup") this.lastSyncSentAtMs = onClock(payload.sentAt, Date.now(), this.clock.now());
       else if (payload.apiName === "Heartbeat") this.lastHeartbeatSentAtMs = onClock(payload.sentAt, Date.now(), this.clock.now());
     });
     consumer.on(GROUP_JOIN, ({ payload }) => {
+      if (!current()) return;
       const partitions = payload.memberAssignment[this.topic] ?? [];
       // A send time not known safely confirms nothing: the lease starts lapsed and the next heartbeat renews it.
       const syncSentAtMs = this.lastSyncSentAtMs ?? Number.NEGATIVE_INFINITY;
       this.pending = { leading: partitions.includes(0), memberId: payload.memberId, syncSentAtMs };
     });
     consumer.on(HEARTBEAT, ({ payload }) => {
+      if (!current()) return;
       const pending = this.pending;
       this.pending = null;
       if (pending) {
@@ -108,27 +147,17 @@ export class KafkaControllerElection implements ControllerElection {
       if (sentAtMs !== null) this.listener?.onConfirmed(payload.groupGenerationId, sentAtMs);
     });
     consumer.on(CRASH, ({ payload }) => {
+      if (!current()) return;
       this.pending = null;
-      this.listener?.onLost(`the group consumer crashed: ${describeError(payload.error)}${payload.restart ? "; it restarts" : ""}`);
+      const next = payload.restart ? "kafkajs restarts it" : "a new consumer joins the group";
+      this.listener?.onLost(`the group consumer crashed: ${describeError(payload.error)}; ${next}`);
     });
     consumer.on(STOP, () => {
+      if (!current()) return;
       this.pending = null;
       this.listener?.onLost("the group consumer stopped");
     });
-    await consumer.connect();
-    await consumer.subscribe({ topic: this.topic, fromBeginning: false });
-    // The records are the state store's business; the leader only holds the partition.
-    await consumer.run({ autoCommit: false, eachBatchAutoResolve: true, eachBatch: async () => {} });
-  }
-
-  close(): Promise<void> {
-    this.closing ??= (async () => {
-      const consumer = this.consumer;
-      if (!consumer) return;
-      // disconnect() leaves the group, so the others rebalance at once instead of after the session timeout.
-      await consumer.disconnect();
-    })();
-    return this.closing;
+    return consumer;
   }
 
   private assigner(): PartitionAssigner {

@@ -15,7 +15,9 @@ import {
 } from "./controller-state-records.ts";
 import { ensureStateTopic } from "./controller-state-topic.ts";
 import { ControllerStateWriter, type StateMessage } from "./controller-state-writer.ts";
+import { CONSUMER_RESTART_DEFAULTS } from "./defaults.ts";
 import { KafkaIoError, describeError } from "./kafka-io-error.ts";
+import { disconnectWithin, RestartingConsumer, withinMs } from "./restarting-consumer.ts";
 
 export interface KafkaControllerStateStoreOptions {
   readonly kafka: Kafka;
@@ -42,7 +44,7 @@ interface CatchUpWaiter {
 export class KafkaControllerStateStore implements ControllerStateStore {
   readonly topic: string;
   private readonly admin: Admin;
-  private readonly reader: Consumer;
+  private readonly reader: RestartingConsumer;
   private readonly writer: ControllerStateWriter;
   private readonly fold: ControllerStateFold;
   /** Offset after the last record read, control records (transaction markers) included. */
@@ -57,11 +59,45 @@ export class KafkaControllerStateStore implements ControllerStateStore {
     this.fold = new ControllerStateFold((line) => log(`"${this.topic}": ${line}`));
     this.admin = options.kafka.admin();
     this.writer = new ControllerStateWriter(options.kafka, controllerWriterId(options.pipeline), this.topic);
-    this.reader = options.kafka.consumer({
-      groupId: `${options.pipeline}.controller-state-reader.${randomUUID().slice(0, 8)}`,
+    this.reader = new RestartingConsumer({
+      what: `the reader of "${this.topic}"`,
+      create: () => this.createReader(),
+      run: (consumer) => this.runReader(consumer),
+      log,
+    });
+  }
+
+  /**
+   * A reader in a group of its own, from the first offset: a replacement reads everything again,
+   * which the fold ignores where it has a newer record, and moves `position` only past what it had.
+   * Every crash gets a replacement, in a new group: kafkajs would restart the same member's group,
+   * and a broker that restarted meanwhile keeps the dead member in it, so that join waited out the
+   * session timeout (30 s) before the reader read again and a takeover could catch up.
+   */
+  private createReader(): Consumer {
+    const consumer = this.options.kafka.consumer({
+      groupId: `${this.options.pipeline}.controller-state-reader.${randomUUID().slice(0, 8)}`,
       allowAutoTopicCreation: false,
       maxWaitTimeInMs: 200,
       readUncommitted: false,
+      retry: { restartOnFailure: async () => false },
+    });
+    // A fetch of transaction markers or aborted records only reaches no eachBatch, but it moves
+    // the reader on: the end of every batch counts, so catchUp sees the last stable offset reached.
+    consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => this.readUpTo(payload.lastOffset));
+    return consumer;
+  }
+
+  private async runReader(consumer: Consumer): Promise<void> {
+    await consumer.connect();
+    await consumer.subscribe({ topic: this.topic, fromBeginning: true });
+    await consumer.run({
+      autoCommit: false,
+      eachBatch: async ({ batch }) => {
+        for (const message of batch.messages)
+          this.fold.apply(Number(message.offset), message.key?.toString("utf8") ?? null, message.value?.toString("utf8") ?? null);
+        this.readUpTo(batch.lastOffset());
+      },
     });
   }
 
@@ -74,19 +110,7 @@ export class KafkaControllerStateStore implements ControllerStateStore {
     try {
       await this.admin.connect();
       await ensureStateTopic(this.admin, this.topic);
-      // A fetch of transaction markers or aborted records only reaches no eachBatch, but it moves
-      // the reader on: the end of every batch counts, so catchUp sees the last stable offset reached.
-      this.reader.on(this.reader.events.END_BATCH_PROCESS, ({ payload }) => this.readUpTo(payload.lastOffset));
-      await this.reader.connect();
-      await this.reader.subscribe({ topic: this.topic, fromBeginning: true });
-      await this.reader.run({
-        autoCommit: false,
-        eachBatch: async ({ batch }) => {
-          for (const message of batch.messages)
-            this.fold.apply(Number(message.offset), message.key?.toString("utf8") ?? null, message.value?.toString("utf8") ?? null);
-          this.readUpTo(batch.lastOffset());
-        },
-      });
+      await this.reader.start();
     } catch (error) {
       throw new KafkaIoError(
         "SOURCE_START_FAILED",
@@ -166,7 +190,13 @@ export class KafkaControllerStateStore implements ControllerStateStore {
     this.closing ??= (async () => {
       for (const waiter of this.waiters) waiter.resolve();
       this.waiters = [];
-      await Promise.allSettled([this.reader.disconnect(), this.writer.close(), this.admin.disconnect()]);
+      const log = this.options.log ?? (() => {});
+      const timeoutMs = CONSUMER_RESTART_DEFAULTS.disconnectTimeoutMs;
+      await Promise.all([
+        this.reader.close(),
+        withinMs(this.writer.close(), timeoutMs),
+        disconnectWithin(this.admin, timeoutMs, `the admin client of "${this.topic}"`, log),
+      ]);
     })();
     return this.closing;
   }

@@ -55,6 +55,11 @@ export class FailoverController implements QuotaServiceHandler {
   private elections = 0;
   private leaderships = 0;
   private leaderSinceMs: number | null = null;
+  /**
+   * The group membership this controller lost and has not had an election result since: why and
+   * when, for the refusals that say why no leader is known (the latest cause, the first time).
+   */
+  private lostMembership: { reason: string; atMs: number } | null = null;
   /** Bumped by every election result, so a takeover that was overtaken stops where it is. */
   private transition = 0;
   private readonly closing = new AbortController();
@@ -100,7 +105,9 @@ export class FailoverController implements QuotaServiceHandler {
       onElected: (result) => this.onElected(result),
       onConfirmed: (generation, sentAtMs) => this.onConfirmed(generation, sentAtMs),
       onLost: (reason) => {
-        if (this.role !== "closed") this.stepDown(`the group membership ended (${reason})`, "follower");
+        if (this.role === "closed") return;
+        this.lostMembership = { reason, atMs: this.lostMembership?.atMs ?? this.clock.now() };
+        this.stepDown(`the group membership ended (${reason})`, "follower");
       },
     });
   }
@@ -207,6 +214,7 @@ export class FailoverController implements QuotaServiceHandler {
     if (this.role === "closed") return;
     this.transition += 1;
     this.elections += 1;
+    this.lostMembership = null;
     this.generation = result.generation;
     this.memberId = result.memberId;
     if (!result.leading) {
@@ -298,7 +306,14 @@ export class FailoverController implements QuotaServiceHandler {
   }
 
   private notLeader(): SluiceError {
-    return notLeaderError({ role: this.role, self: this.options.address, pipeline: this.options.pipeline, leader: this.knownLeader() });
+    const lost = this.lostMembership;
+    return notLeaderError({
+      role: this.role,
+      self: this.options.address,
+      pipeline: this.options.pipeline,
+      leader: this.knownLeader(),
+      lostMembership: lost === null ? null : { reason: lost.reason, agoMs: Math.max(0, this.clock.now() - lost.atMs) },
+    });
   }
 
   private knownLeader(): string | null {

@@ -11,6 +11,8 @@ export function notLeaderError(options: {
   readonly self: string;
   readonly pipeline: string;
   readonly leader: string | null;
+  /** The group membership it lost and has had no election result since, when that is why no leader is known. */
+  readonly lostMembership?: { readonly reason: string; readonly agoMs: number } | null;
 }): SluiceError {
   const { role, self, leader } = options;
   const pipeline = JSON.stringify(options.pipeline);
@@ -27,12 +29,16 @@ export function notLeaderError(options: {
       leader,
     });
   }
+  const lost = options.lostMembership ?? null;
   const why =
     role === "fenced"
       ? "its leadership lapsed (no heartbeat confirmed within its lease, or its state could not be persisted)"
       : role === "closed"
         ? "it is shutting down"
-        : "no leader is known yet (an election is under way; it takes up to the session timeout)";
+        : lost !== null
+          ? `no leader is known yet: its group membership ended ${(lost.agoMs / 1000).toFixed(1)} s ago (${lost.reason}) and no election has ` +
+            "reported since (it rejoins until Kafka answers)"
+          : "no leader is known yet (an election is under way; it takes up to the session timeout)";
   return new SluiceError("CONTROLLER_UNAVAILABLE", `the controller at ${self} does not serve pipeline ${pipeline}: ${why}; retry with backoff`, {
     address: self,
   });
