@@ -105,19 +105,36 @@ describe("keyed throttler: granted request ids (virtual time)", () => {
     controller.close();
   });
 
-  it("the throttler's memory is bounded as an unkeyed throttler's: 100 × max_queue_size ids over all its keys", async () => {
+  it("the throttler's memory is bounded: 100 × max_queue_size ids per key in use, over all its keys", async () => {
     const { controller } = setup({ limit: 1_000, period: "1s", max_queue_size: 2, keyed: {} });
     const balanceOf = (key: string) => controller.snapshot({ throttlerId: "api", key }).throttlers[0]?.keyed?.key?.balance;
-    // 300 ids of one unit over 3 keys, in a frozen instant (nothing accrues): the throttler keeps the
-    // latest 200, whichever keys they were granted on.
-    for (let i = 0; i < 300; i++) await ask(controller, `key-${i % 3}`, 1, `id-${i}`);
-    assert.deepEqual(["key-0", "key-1", "key-2"].map(balanceOf), [900, 900, 900]);
-    await ask(controller, "key-2", 1, "id-299");
+    // 700 ids of one unit over 3 keys in use, in a frozen instant (nothing accrues): the throttler
+    // keeps the latest 3 × 200 = 600, whichever keys they were granted on.
+    for (let i = 0; i < 700; i++) await ask(controller, `key-${i % 3}`, 1, `id-${i}`);
+    const before = ["key-0", "key-1", "key-2"].map(balanceOf);
+    assert.deepEqual(before, [1_000 - 234, 1_000 - 233, 1_000 - 233]);
+    await ask(controller, "key-0", 1, "id-699");
     await ask(controller, "key-1", 1, "id-100");
-    assert.equal(balanceOf("key-2"), 900, "id-299 is remembered: answered, not granted again");
-    assert.equal(balanceOf("key-1"), 900, "id-100, the oldest of the latest 200, too");
+    assert.equal(balanceOf("key-0"), before[0], "id-699 is remembered: answered, not granted again");
+    assert.equal(balanceOf("key-1"), before[1], "id-100, the oldest of the latest 600, too");
     await ask(controller, "key-0", 1, "id-0");
-    assert.equal(balanceOf("key-0"), 899, "id-0 was forgotten early (past the bound): a new request, granted again");
+    assert.equal(balanceOf("key-0"), (before[0] ?? 0) - 1, "id-0 was forgotten early (past the bound): a new request, granted again");
+    controller.close();
+  });
+
+  it("a key's max_queue_size bounds its own ids: many busy keys do not push each other's out before the grace", async () => {
+    // 100 × max_queue_size = 1,000 ids is one key's share; 100 keys in use keep 100 times that.
+    const { clock, controller } = setup({ limit: 100_000, period: "1s", max_queue_size: 10, keyed: {} }, { detachedGraceMs: 60_000 });
+    await ask(controller, "k0", 1, "first");
+    for (let i = 0; i < 5_000; i++) await ask(controller, `k${1 + (i % 100)}`, 1, `other-${i}`);
+    await clock.advance(1_000);
+    await assert.rejects(
+      ask(controller, "k0", 2, "first"),
+      (error: unknown) => error instanceof SluiceError && error.code === "INVALID_REQUEST",
+      "a retry with another amount is refused: the id is still remembered",
+    );
+    const retry = await ask(controller, "k0", 1, "first");
+    assert.deepEqual([retry.granted, retry.waitedMs], [1, 0], "the retry is answered with its grant");
     controller.close();
   });
 });

@@ -82,14 +82,16 @@ export class RememberedGrants implements GrantMemory {
 
   /**
    * This memory as seen by one key of a keyed throttler: its ids are told apart from the same ids
-   * of other keys (each is hashed with its key), and its bound is the whole table's. Request ids
-   * are a client's, not a key's, so one table per throttler holds them; a key's bucket can then be
-   * parked or forgotten without losing what it granted, and a grant touches one warm table instead
-   * of a cold one per key.
+   * of other keys (each is hashed with its key). Request ids are a client's, not a key's, so one
+   * table per throttler holds them; a key's bucket can then be parked or forgotten without losing
+   * what it granted, and a grant touches one warm table instead of a cold one per key. The bound a
+   * key's bucket gives (from its own `max_queue_size`) is a key's share: the table keeps up to that
+   * many times `scopes()`, the keys in use now, so that many busy keys do not push each other's
+   * ids out before their grace ends.
    */
-  scoped(scope: string): GrantMemory {
+  scoped(scope: string, scopes: () => number): GrantMemory {
     const [high, low] = scopeSeedOf(scope);
-    return new ScopedGrants(this, high, low);
+    return new ScopedGrants(this, high, low, scopes);
   }
 
   /** The grant remembered for `id` (within the scope whose seeds are given: see `scoped`). */
@@ -146,6 +148,7 @@ class ScopedGrants implements GrantMemory {
     private readonly shared: RememberedGrants,
     private readonly seedHigh: number,
     private readonly seedLow: number,
+    private readonly scopes: () => number,
   ) {}
 
   get size(): number {
@@ -161,7 +164,7 @@ class ScopedGrants implements GrantMemory {
   }
 
   remember(id: string, amount: number, waitedMs: number, expiresAt: number, bound: number, pace?: PaceSlots): void {
-    this.shared.remember(id, amount, waitedMs, expiresAt, bound, pace, this.seedHigh, this.seedLow);
+    this.shared.remember(id, amount, waitedMs, expiresAt, bound * Math.max(1, this.scopes()), pace, this.seedHigh, this.seedLow);
   }
 
   forgetExpired(now: number): void {

@@ -45,10 +45,11 @@ export class KeyedThrottler {
   private readonly parked = new Map<string, ParkedKey>();
   /**
    * The granted request ids of every key, each hashed with its key: one table for the throttler
-   * (bounded as an unkeyed throttler's is), which outlives a key's bucket, so a retry of a lost
-   * answer is answered with its grant even after its key was parked or forgotten.
+   * (bounded by a key's bound times the keys in use), which outlives a key's bucket, so a retry of
+   * a lost answer is answered with its grant even after its key was parked or forgotten.
    */
   private readonly grants = new RememberedGrants();
+  private readonly keysInUse = (): number => this.active.size;
   private readonly waits: KeyWaits;
   /** Keys whose persisted record may have changed since a failover leader last looked (changed-ids.ts). */
   private readonly changes = new ChangedIds();
@@ -135,7 +136,7 @@ export class KeyedThrottler {
       );
     }
     const flat = flatCopyOf(key);
-    const entry = new ActiveKey(this.id, this.bucketConfigFor(key), this.clock, this.grants.scoped(flat), now);
+    const entry = new ActiveKey(this.id, this.bucketConfigFor(key), this.clock, this.grants.scoped(flat, this.keysInUse), now);
     if (parked) {
       this.parked.delete(key);
       if (!Number.isNaN(parked.balance)) entry.restoreBalance(parked.balance, parked.atMs);
