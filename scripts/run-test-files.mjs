@@ -381,8 +381,10 @@ export async function runTestFiles(files, { slots, env = process.env, label, bat
   });
 
   const times = { ...previous };
-  // A hung file's time is its limit, not what it takes: it would raise its next limit fourfold.
-  for (const r of results) if (!r.hung) times[r.file] = r.ms;
+  // A hung file's time is its limit, not what it takes: it would raise its next limit fourfold. A
+  // failed file's time may be that of a fast failure: it would lower its next limit and order.
+  const failedFiles = new Set(failed);
+  for (const r of results) if (!r.hung && !failedFiles.has(r.file)) times[r.file] = r.ms;
   writeTimes(times);
   if (build !== undefined) rmSync(build, { recursive: true, force: true });
   return { failed, results, counts, cpuMs, childCpuMs };

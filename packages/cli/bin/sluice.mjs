@@ -39,7 +39,13 @@ process.exitCode = await main(process.argv.slice(2), undefined, { beforeSpecModu
 // handle a library left behind must not keep it alive: kafkajs can keep a broker connection it
 // reopened on a Broker object it had already dropped from its pool (after the broker restarted), and
 // `sluice controller` then printed "stopped" and never exited. The timer does not hold the process.
-setTimeout(() => {
+// Output still queued for a slow reader of a pipe is waited for: process.exit() would cut its tail.
+const exitIfStillRunning = () => {
+  if (process.stdout.writableLength > 0 || process.stderr.writableLength > 0) {
+    setTimeout(exitIfStillRunning, 100).unref();
+    return;
+  }
   process.stderr.write(`sluice: still running ${EXIT_GRACE_MS} ms after it finished (a handle left open); exiting\n`);
   process.exit();
-}, EXIT_GRACE_MS).unref();
+};
+setTimeout(exitIfStillRunning, EXIT_GRACE_MS).unref();
