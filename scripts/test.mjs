@@ -130,8 +130,11 @@ if (typeChecked !== 0) {
   process.exit(typeChecked);
 }
 if (services !== undefined) {
-  failed ||= built !== 0 ? built : await runE2e(e2e, services);
-  await services.stop();
+  try {
+    failed ||= built !== 0 ? built : await runE2e(e2e, services);
+  } finally {
+    await services.stop();
+  }
 }
 const apiChecked = await apiCheck;
 if (apiChecked !== undefined && apiChecked !== 0) {
