@@ -2,8 +2,8 @@
 // The test lanes (CONTRIBUTING.md, "Tests"). Every *.test.ts under packages/, test/ and examples/
 // is found by rule; its lane is what it declares (scripts/test-files.mjs):
 //
-//   pnpm test [paths…]        the type-check and `pnpm build` beside the unit lane, then the
-//                             end-to-end lane; without paths, `pnpm api:check` beside that lane
+//   pnpm test [paths…]        type-check beside the unit lane, then the end-to-end lane; without
+//                             paths, `pnpm api:check` beside that lane
 //   pnpm test:unit [paths…]   unit tests only: no services, all cores, no type-check
 //   pnpm test:e2e [paths…]    end-to-end tests only: `pnpm build`, the declared services started
 //                             once, the files in SLUICE_E2E_CONCURRENCY slots (default 4; a
@@ -79,9 +79,9 @@ async function runLane(name, testFiles, slots, { env = process.env, batch = fals
 let failed = 0;
 const unitRuns = lane !== "e2e" && unit.length > 0;
 const e2eRuns = lane !== "unit" && e2e.length > 0;
-// The type-check and the build (the end-to-end children run dist/) run beside the unit lane, which
-// needs neither (its files are compiled by esbuild), at a lowered priority so that the unit files'
-// waits on the real clock keep the CPU first. The end-to-end lane starts only once both have passed.
+// The type-check runs beside the unit lane, which does not need it (its files are compiled by
+// esbuild), at a lowered priority so that the unit files' waits on the real clock keep the CPU first;
+// the end-to-end lane starts only once it has passed.
 const BESIDE_NICE = 10;
 const typeCheck =
   lane === "all"
@@ -90,18 +90,28 @@ const typeCheck =
         async () => (await runNode([resolve(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"], { nice: BESIDE_NICE })).code,
       )
     : Promise.resolve(0);
-const build = e2eRuns
-  ? step(
-      "pnpm build (the end-to-end children run dist/)",
-      async () => (await runNode(["scripts/build-packages.mjs"], { nice: unitRuns ? BESIDE_NICE : 0 })).code,
-    )
-  : Promise.resolve(0);
+
+if (unitRuns) {
+  // Unit files mostly compute: one per core, and one more, since some wait on the real clock
+  // (deadlines and debts over loopback gRPC) for seconds at a time.
+  const slots = availableParallelism() + 1;
+  failed ||= await step(`unit lane: ${unit.length} files, ${slots} at a time`, () => runLane("unit lane", unit, slots, { batch: true }));
+}
+// Once the unit lane has ended, the build (the end-to-end children run dist/) and the services' start
+// side by side, beside what is left of the type-check. Not beside the unit lane: it leaves the two
+// cores no CPU to spare, and a build beside it (even at a lowered priority) slowed it by about as
+// much as the build takes.
+const services = !failed && e2eRuns ? startServices(e2e) : undefined;
+const build =
+  services !== undefined
+    ? step("pnpm build (the end-to-end children run dist/)", async () => (await runNode(["scripts/build-packages.mjs"])).code)
+    : Promise.resolve(0);
 // The whole suite also checks the public surfaces against the committed API reports (`pnpm
 // api:check`) in the dist/ just built: once the type-check and the build have passed (not to slow
 // them, as the end-to-end lane waits for them), beside the end-to-end lane and at a lowered priority,
 // since it only computes, for a quarter of a minute, and the lane mostly waits on timers.
 const apiCheck =
-  lane === "all" && roots.length === 0 && e2eRuns
+  lane === "all" && roots.length === 0 && services !== undefined
     ? Promise.all([typeCheck, build]).then(([typeChecked, built]) =>
         typeChecked === 0 && built === 0
           ? step("API reports (pnpm api:check)", async () => {
@@ -112,16 +122,6 @@ const apiCheck =
           : undefined,
       )
     : Promise.resolve(undefined);
-
-if (unitRuns) {
-  // Unit files mostly compute: one per core, and one more, since some wait on the real clock
-  // (deadlines and debts over loopback gRPC) for seconds at a time.
-  const slots = availableParallelism() + 1;
-  failed ||= await step(`unit lane: ${unit.length} files, ${slots} at a time`, () => runLane("unit lane", unit, slots, { batch: true }));
-}
-// The services start once the unit lane has ended (their JVMs' start would take the CPU from its
-// timers), beside what is left of the type-check and the build.
-const services = !failed && e2eRuns ? startServices(e2e) : undefined;
 const [typeChecked, built] = await Promise.all([typeCheck, build]);
 if (typeChecked !== 0) {
   await services?.stop();
