@@ -20,8 +20,9 @@
 // - A file that declares `// priority` runs beside the others, but its process and every process it
 //   starts run at a raised scheduling priority (nice PRIORITY_NICE, where the system allows it: CI
 //   runs as root): its timing assertions then see a machine the rest of the lane does not take the
-//   CPU from whenever they need it. It also takes one slot more than it would otherwise, so it runs
-//   beside fewer files than the rest of the lane does.
+//   CPU from whenever they need it. It also takes more slots than it would otherwise (one more in
+//   a lane of four, two in a lane of five), so it runs beside as few others as in a lane of three,
+//   whatever SLUICE_E2E_CONCURRENCY is.
 // - Jobs start longest first, by the times of the last run on this checkout
 //   (test/artifacts/test-times.json, ignored by git), else by the committed times of a measured run
 //   (test/expected-times.json: a clean clone has no times of its own); on a file in neither, jobs
@@ -50,6 +51,8 @@ const EXPECTED_TIMES_FILE = "test/expected-times.json";
 const UNKNOWN_JOB_MS = 30_000;
 /** How long a waiting job may be overtaken by any job that fits, when its slots' time is unknown. */
 const HEAD_PATIENCE_MS = 60_000;
+/** A `// priority` file runs beside as few others as in a lane of this many slots. */
+const PRIORITY_LANE = 3;
 /** The scheduling priority of a `// priority` file's processes (−20 highest, 0 the default). */
 export const PRIORITY_NICE = -10;
 /**
@@ -238,9 +241,10 @@ export async function runTestFiles(files, { slots, env = process.env, label, bat
   let free = slots;
   /** The jobs running now, with when each is expected to end. */
   const running = new Set();
-  // A `// priority` job takes one slot more than it would: it then runs beside as few others as in a
-  // lane one slot narrower, which is what its timing assertions were measured against.
-  const weightOf = (job) => (job.alone ? slots : Math.min(slots, (job.heavy ? HEAVY_WEIGHT : 1) + (job.priority ? 1 : 0)));
+  // A `// priority` job takes slots − 3 more than it would (at least one): it then runs beside as few
+  // others as in a lane of three, which is what its timing assertions were measured against.
+  const priorityExtra = Math.max(1, slots - PRIORITY_LANE);
+  const weightOf = (job) => (job.alone ? slots : Math.min(slots, (job.heavy ? HEAVY_WEIGHT : 1) + (job.priority ? priorityExtra : 0)));
 
   const runOne = (job) =>
     new Promise((done) => {

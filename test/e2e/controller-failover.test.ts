@@ -68,7 +68,10 @@ function maxInWindow(times: number[], windowMs: number): { rows: number; startsA
   return best;
 }
 
-describe("controller failover on Kafka", { timeout: 300_000 }, () => {
+// The two tests run side by side: each has its own group, pipeline and topics, and each mostly
+// waits (on the rate limit, the session timeout, a stopped process), which one after the other
+// would hold the lane's slot for the sum of the two.
+describe("controller failover on Kafka", { timeout: 300_000, concurrency: true }, () => {
   it("SIGKILL of the leader under load: a successor serves within 10 s, no job fails, nothing is lost, the per-window bound and the reconfiguration hold", async (t) => {
     // 100 rows/s, period 2 s: capacity 200, so any 2 s window may carry at most 200 (rate) + 200 (one bucket).
     const limit = 100;

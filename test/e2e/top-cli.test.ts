@@ -101,7 +101,8 @@ describe("sluice top", { timeout: 300_000 }, () => {
     );
     await tty.waitFor(/(\x1b\[H[^]*api_quota[^]*){2}/);
     tty.process.stdin?.write("\x03"); // Ctrl-C through the terminal, as a person presses it
-    const { code } = await Promise.race([tty.exited, new Promise<{ code: null }>((resolve) => setTimeout(() => resolve({ code: null }), 30_000))]);
+    // unref: a timer left pending would keep this file's process alive for the rest of its 30 s.
+    const { code } = await Promise.race([tty.exited, new Promise<{ code: null }>((resolve) => setTimeout(() => resolve({ code: null }), 30_000).unref())]);
     assert.equal(code, 0, `exit ${code}; output:\n${JSON.stringify(tty.stdout.slice(-500))}`);
     assert.ok(tty.stdout.includes("\x1b[?1049h"), "enters the alternate screen");
     assert.ok(tty.stdout.includes("\x1b[?1049l"), "leaves it on exit, so the user's scrollback is back");

@@ -58,7 +58,8 @@ it("the quickstart's Input.Throttle span, exported to Zipkin, shows in Zipkin's 
   );
 
   // A throttle span that waited (the quickstart's 500 rows/s binds after the first bucket), found
-  // through Zipkin's own query API, as the UI's search does.
+  // through Zipkin's own query API, as the UI's search does. At least 1 ms: the page is checked below
+  // for a wait_ms that starts with a non-zero digit, which a wait of 0.7 ms (seen) is not.
   const query = new URLSearchParams({
     serviceName: "sluice-worker",
     spanName: "input.throttle",
@@ -72,7 +73,7 @@ it("the quickstart's Input.Throttle span, exported to Zipkin, shows in Zipkin's 
     assert.ok(Date.now() < deadline, `no waited input.throttle span of worker ${workerId} in Zipkin after 120 s\n${run.stderr}`);
     const response = await fetch(`${zipkin.url}/api/v2/traces?${query}`, { signal: AbortSignal.timeout(10_000) }).catch(() => undefined);
     const traces = response?.ok ? ((await response.json()) as ZipkinSpan[][]) : [];
-    span = traces.flat().find((s) => s.name === "input.throttle" && Number(s.tags?.["sluice.throttle.wait_ms"] ?? 0) > 0);
+    span = traces.flat().find((s) => s.name === "input.throttle" && Number(s.tags?.["sluice.throttle.wait_ms"] ?? 0) >= 1);
     if (!span) await new Promise((resolve) => setTimeout(resolve, 500));
   }
   assert.equal(span.tags?.["sluice.throttle.rows.throttler_id"], "rows_quota");

@@ -64,7 +64,8 @@ export class PdfService {
   async close(): Promise<void> {
     const exited = new Promise<void>((resolve) => this.worker.once("exit", () => resolve()));
     this.worker.postMessage("close");
-    await Promise.race([exited, new Promise<void>((resolve) => setTimeout(resolve, 5_000))]);
+    // unref: a timer left pending would keep the test's process alive for the rest of its 5 s.
+    await Promise.race([exited, new Promise<void>((resolve) => setTimeout(resolve, 5_000).unref())]);
     await this.worker.terminate();
   }
 }
