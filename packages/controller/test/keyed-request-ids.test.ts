@@ -105,7 +105,7 @@ describe("keyed throttler: granted request ids (virtual time)", () => {
     controller.close();
   });
 
-  it("the throttler's memory is bounded: 100 × max_queue_size ids per key in use, over all its keys", async () => {
+  it("the throttler's memory is bounded: 100 × max_queue_size ids per key in use (up to 1,000,000), over all its keys", async () => {
     const { controller } = setup({ limit: 1_000, period: "1s", max_queue_size: 2, keyed: {} });
     const balanceOf = (key: string) => controller.snapshot({ throttlerId: "api", key }).throttlers[0]?.keyed?.key?.balance;
     // 700 ids of one unit over 3 keys in use, in a frozen instant (nothing accrues): the throttler

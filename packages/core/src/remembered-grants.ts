@@ -85,13 +85,12 @@ export class RememberedGrants implements GrantMemory {
    * of other keys (each is hashed with its key). Request ids are a client's, not a key's, so one
    * table per throttler holds them; a key's bucket can then be parked or forgotten without losing
    * what it granted, and a grant touches one warm table instead of a cold one per key. The bound a
-   * key's bucket gives (from its own `max_queue_size`) is a key's share: the table keeps up to that
-   * many times `scopes()`, the keys in use now, so that many busy keys do not push each other's
-   * ids out before their grace ends.
+   * key's bucket gives (from its own `max_queue_size`) is a key's share: `boundFor` turns it into
+   * the whole table's (its owner knows how many keys share the table).
    */
-  scoped(scope: string, scopes: () => number): GrantMemory {
+  scoped(scope: string, boundFor: (keyBound: number) => number): GrantMemory {
     const [high, low] = scopeSeedOf(scope);
-    return new ScopedGrants(this, high, low, scopes);
+    return new ScopedGrants(this, high, low, boundFor);
   }
 
   /** The grant remembered for `id` (within the scope whose seeds are given: see `scoped`). */
@@ -148,7 +147,7 @@ class ScopedGrants implements GrantMemory {
     private readonly shared: RememberedGrants,
     private readonly seedHigh: number,
     private readonly seedLow: number,
-    private readonly scopes: () => number,
+    private readonly boundFor: (keyBound: number) => number,
   ) {}
 
   get size(): number {
@@ -164,7 +163,7 @@ class ScopedGrants implements GrantMemory {
   }
 
   remember(id: string, amount: number, waitedMs: number, expiresAt: number, bound: number, pace?: PaceSlots): void {
-    this.shared.remember(id, amount, waitedMs, expiresAt, bound * Math.max(1, this.scopes()), pace, this.seedHigh, this.seedLow);
+    this.shared.remember(id, amount, waitedMs, expiresAt, this.boundFor(bound), pace, this.seedHigh, this.seedLow);
   }
 
   forgetExpired(now: number): void {

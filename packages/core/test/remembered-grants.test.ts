@@ -63,14 +63,14 @@ describe("RememberedGrants", () => {
 
   it("scoped views share one table: an id counts per scope, the bound and the expiry are the table's", () => {
     const grants = new RememberedGrants();
-    const a = grants.scoped("key-a", () => 1);
-    const b = grants.scoped("key-b", () => 1);
+    const a = grants.scoped("key-a", (bound) => bound);
+    const b = grants.scoped("key-b", (bound) => bound);
     a.remember("id", 3, 0, 1_000, 4);
     assert.equal(b.get("id"), undefined, "the same id in another scope is another request");
     assert.equal(grants.get("id"), undefined, "and unscoped too");
     b.remember("id", 5, 2, 2_000, 4);
     assert.deepEqual([a.get("id")?.amount, b.get("id")?.amount], [3, 5]);
-    assert.equal(grants.scoped("key-a", () => 1).get("id")?.amount, 3, "a new view of the same scope finds it");
+    assert.equal(grants.scoped("key-a", (bound) => bound).get("id")?.amount, 3, "a new view of the same scope finds it");
     assert.deepEqual([a.size, b.size, grants.size], [2, 2, 2], "a view's size is the table's");
     for (let i = 0; i < 3; i += 1) b.remember(`more${i}`, 1, 0, 3_000, 4);
     assert.equal(a.get("id"), undefined, "the oldest, in any scope, goes first past the bound");

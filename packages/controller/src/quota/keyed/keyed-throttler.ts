@@ -1,5 +1,14 @@
-import { RememberedGrants, SluiceError, type AcquireRequest, type Clock, type Grant, type QuotaBucketConfig, type QuotaBucketDriver } from "@sluice/core";
-import { DEFAULT_CLASS_ID, keyOverrideOf, keyThrottlerSpec, type KeyedSpec, type ThrottlerSpec } from "@sluice/spec";
+import {
+  REQUEST_IDS_PER_QUEUE_SLOT,
+  RememberedGrants,
+  SluiceError,
+  type AcquireRequest,
+  type Clock,
+  type Grant,
+  type QuotaBucketConfig,
+  type QuotaBucketDriver,
+} from "@sluice/core";
+import { DEFAULT_CLASS_ID, THROTTLER_DEFAULTS, keyOverrideOf, keyThrottlerSpec, type KeyedSpec, type ThrottlerSpec } from "@sluice/spec";
 import { bucketConfigOf } from "../bucket-config.ts";
 import type { BucketBalance } from "../controller-snapshot.ts";
 import { ChangedIds } from "../changed-ids.ts";
@@ -40,16 +49,22 @@ function rateOf(config: QuotaBucketConfig): number | null {
   return config.limit;
 }
 
+/** What an unkeyed throttler of the default max_queue_size remembers: the most a keyed one keeps for its keys together. */
+const DEFAULT_IDS_BOUND = THROTTLER_DEFAULTS.max_queue_size * REQUEST_IDS_PER_QUEUE_SLOT;
+
 export class KeyedThrottler {
   private readonly active = new Map<string, ActiveKey>();
   private readonly parked = new Map<string, ParkedKey>();
   /**
-   * The granted request ids of every key, each hashed with its key: one table for the throttler
-   * (bounded by a key's bound times the keys in use), which outlives a key's bucket, so a retry of
-   * a lost answer is answered with its grant even after its key was parked or forgotten.
+   * The granted request ids of every key, each hashed with its key: one table for the throttler,
+   * which outlives a key's bucket, so a retry of a lost answer is answered with its grant even
+   * after its key was parked or forgotten. Its bound is a key's share (100 × the key's
+   * max_queue_size) times the keys in use, up to an unkeyed throttler's default bound (1,000,000
+   * ids, ~50 MB), and never below one key's share: many keys with a small max_queue_size do not
+   * push each other's ids out early, and 10,000 busy keys do not hold 10,000 shares.
    */
   private readonly grants = new RememberedGrants();
-  private readonly keysInUse = (): number => this.active.size;
+  private readonly idsBound = (keyBound: number): number => Math.max(keyBound, Math.min(keyBound * this.active.size, DEFAULT_IDS_BOUND));
   private readonly waits: KeyWaits;
   /** Keys whose persisted record may have changed since a failover leader last looked (changed-ids.ts). */
   private readonly changes = new ChangedIds();
@@ -136,7 +151,7 @@ export class KeyedThrottler {
       );
     }
     const flat = flatCopyOf(key);
-    const entry = new ActiveKey(this.id, this.bucketConfigFor(key), this.clock, this.grants.scoped(flat, this.keysInUse), now);
+    const entry = new ActiveKey(this.id, this.bucketConfigFor(key), this.clock, this.grants.scoped(flat, this.idsBound), now);
     if (parked) {
       this.parked.delete(key);
       if (!Number.isNaN(parked.balance)) entry.restoreBalance(parked.balance, parked.atMs);
